@@ -1,0 +1,141 @@
+"""Quantization granularity: which scale / zero point applies to which element of x.
+
+Spec (QuantizeLinear 21+): "There are three supported quantization granularities, determined by the shape of
+`y_scale`. In all cases, `y_zero_point` must have the same shape as `y_scale`.
+- Per-tensor (per-layer) quantization: `y_scale` is a scalar.
+- Per-axis quantization: The scale must be a 1-D tensor, with the length of the quantization axis.
+- Blocked quantization: The scale's shape is identical to the input's shape, except for one dimension, in which
+  blocking is performed. [...] the accepted range is `[ceil(Di/Si), ceil(Di/(Si-1))-1]`"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..opspecs import AI_ONNX, MS, OpSpec
+
+PER_TENSOR = "per-tensor"
+PER_AXIS = "per-axis"
+BLOCKED = "blocked"
+
+
+@dataclass(frozen=True)
+class Granularity:
+    kind: str
+    axis: int | None = None  # normalized, 0 <= axis < rank
+    block_size: int | None = None
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def block_size_range(di: int, si: int) -> tuple[int, float]:
+    """The accepted block_size range [ceil(Di/Si), ceil(Di/(Si-1))-1]; the upper end is inf when Si == 1.
+
+    Ambiguity catalogue: ``block-size-si-1`` (ceil(Di/0) is undefined; the kernel reads it as no upper bound).
+    """
+    if si <= 0:
+        return (1, float("inf")) if di == 0 else (1, 0)  # an empty axis takes any block size
+    low = _ceil_div(di, si)
+    high: float = float("inf") if si == 1 else _ceil_div(di, si - 1) - 1
+    return (low, high)
+
+
+def _supports_per_axis(spec: OpSpec) -> bool:
+    return not (spec.domain == AI_ONNX and spec.version < 13)
+
+
+def _supports_blocked(spec: OpSpec) -> bool:
+    return spec.domain == AI_ONNX and spec.version >= 21 and spec.name != "DynamicQuantizeLinear"
+
+
+def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...],
+            zp_shape: tuple[int, ...] | None, attrs: Mapping[str, int | None], scale_name: str) -> Granularity:
+    """Decide the granularity from the scale's shape and the attributes, enforcing the version's rules."""
+    rank = len(x_shape)
+    zp_name = "y_zero_point" if scale_name == "y_scale" else "x_zero_point"
+    if zp_shape is not None and tuple(zp_shape) != tuple(scale_shape):
+        raise spec.violation("QDQ006", f"zero point shape {list(zp_shape)} differs from scale shape "
+                             f"{list(scale_shape)}", zp_name)
+    block_size = int(attrs.get("block_size") or 0)
+    if block_size < 0:
+        raise spec.violation("QDQ010", f"block_size {block_size} is negative; it must be a positive integer",
+                             "block_size")
+    has_axis_attr = spec.domain == MS
+    axis_attr = attrs.get("axis")
+    if len(scale_shape) == 0:
+        if has_axis_attr and axis_attr is not None:
+            raise spec.violation("QDQ005", "axis is specified, so the scale must be a 1-D tensor (per 'axis')",
+                                 scale_name)
+        return Granularity(PER_TENSOR)
+    one_element = len(scale_shape) == 1 and scale_shape[0] == 1
+    if not _supports_per_axis(spec):
+        # Version 10: "'x_scale' and 'x_zero_point' are both scalars." A one-element 1-D scale is read as a
+        # scalar (ambiguity catalogue: v10-one-element-scale); anything larger is not allowed.
+        if one_element:
+            return Granularity(PER_TENSOR)
+        raise spec.violation("QDQ005", f"scale must be a scalar at version {spec.version}, got shape "
+                             f"{list(scale_shape)}", scale_name)
+    if block_size > 0 and not _supports_blocked(spec):
+        raise spec.violation("QDQ009", "block_size is not defined at this version", "block_size")
+    if block_size == 0:
+        if len(scale_shape) != 1:
+            detail = (f"a scale of rank {len(scale_shape)} needs blocked quantization (block_size > 0)"
+                      if _supports_blocked(spec) else f"scale must be a scalar or 1-D, got shape {list(scale_shape)}")
+            raise spec.violation("QDQ005", detail, scale_name)
+        if has_axis_attr and axis_attr is None:
+            raise spec.violation("QDQ005", "axis is not specified, so the scale must be a scalar (per tensor)",
+                                 scale_name)
+        axis = int(axis_attr if axis_attr is not None else 1)
+        if rank == 1 and spec.rank1_axis_ignored:
+            # "When the rank of the input is 1, per-tensor quantization is applied, rendering the axis
+            # unnecessary in this scenario." Ambiguity catalogue: rank1-axis. The kernel applies the 1-D scale
+            # along the only axis whatever the axis attribute says.
+            axis = 0
+        if not -rank <= axis <= rank - 1:
+            if one_element:
+                # Ambiguity catalogue: one-element-scale. A [1] scale is read as per-tensor.
+                return Granularity(PER_TENSOR)
+            raise spec.violation("QDQ007", f"axis {axis} is outside [-{rank}, {rank - 1}]", "axis")
+        axis %= rank
+        if scale_shape[0] != x_shape[axis]:
+            if one_element:
+                return Granularity(PER_TENSOR)
+            raise spec.violation("QDQ005", f"per-axis scale has length {scale_shape[0]} but x has "
+                                 f"{x_shape[axis]} along axis {axis}", scale_name)
+        return Granularity(PER_AXIS, axis)
+    # Blocked.
+    if len(scale_shape) != rank:
+        raise spec.violation("QDQ005", f"blocked quantization needs a scale of the input's rank {rank}, got "
+                             f"shape {list(scale_shape)}", scale_name)
+    axis = int(axis_attr if axis_attr is not None else 1)
+    if not -rank <= axis <= rank - 1:
+        raise spec.violation("QDQ007", f"axis {axis} is outside [-{rank}, {rank - 1}]", "axis")
+    axis %= rank
+    for d, (xd, sd) in enumerate(zip(x_shape, scale_shape, strict=True)):
+        if d != axis and xd != sd:
+            raise spec.violation("QDQ005", f"blocked scale shape {list(scale_shape)} differs from x shape "
+                                 f"{list(x_shape)} outside the blocking axis {axis}", scale_name)
+    low, high = block_size_range(x_shape[axis], scale_shape[axis])
+    if not low <= block_size <= high:
+        raise spec.violation("QDQ008", f"block_size {block_size} is outside [{low}, {high}] for "
+                             f"Di={x_shape[axis]}, Si={scale_shape[axis]}", "block_size")
+    return Granularity(BLOCKED, axis, block_size)
+
+
+def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Granularity) -> np.ndarray:
+    """``param`` (scale or zero point) shaped to broadcast against x."""
+    if g.kind == PER_TENSOR:
+        return param.reshape(())
+    assert g.axis is not None
+    if g.kind == PER_AXIS:
+        dims = [1] * len(x_shape)
+        dims[g.axis] = param.shape[0]
+        return param.reshape(dims)
+    assert g.block_size is not None
+    expanded = np.repeat(param, g.block_size, axis=g.axis)
+    return expanded.take(np.arange(x_shape[g.axis]), axis=g.axis)

@@ -1,0 +1,48 @@
+"""Stable ids of the spec rules the kernel enforces (the spec-checker reuses the same ids).
+
+Each rule quotes the sentence of the operator documentation it comes from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    summary: str
+    spec: str
+
+
+_RULES = [
+    Rule("QDQ001", "operator or version unknown",
+         "The version is the model's opset import for the node's domain (highest since_version <= it)."),
+    Rule("QDQ002", "element type not allowed at this version",
+         "Type Constraints: T1 / T2 / T3 ... Allowed types: ..."),
+    Rule("QDQ003", "zero point type differs from the output type",
+         "`y_zero_point` and `y` must have the same type. / `x_zero_point` and `x` must have the same type."),
+    Rule("QDQ004", "output_dtype conflicts with the zero point or is not an allowed type",
+         "If both `output_dtype` and `y_zero_point` are specified, `output_dtype` must be `T3`."),
+    Rule("QDQ005", "scale shape does not fit any granularity",
+         "There are three supported quantization granularities, determined by the shape of `y_scale`."),
+    Rule("QDQ006", "zero point shape differs from the scale shape",
+         "In all cases, `y_zero_point` must have the same shape as `y_scale`."),
+    Rule("QDQ007", "axis out of range",
+         "Accepted range is `[-r, r-1]` where `r = rank(input)`."),
+    Rule("QDQ008", "block_size out of its valid range",
+         "the accepted range is `[ceil(Di/Si), ceil(Di/(Si-1))-1]`"),
+    Rule("QDQ009", "attribute not defined at this version",
+         "Attributes: the operator version's schema lists every attribute it accepts."),
+    Rule("QDQ010", "attribute value not allowed",
+         "The block size is a positive integer. / `saturate` ... It is true by default."),
+    Rule("QDQ011", "required input missing or too many inputs",
+         "Inputs: Between 2 and 3 inputs."),
+    Rule("QDQ012", "model is not a single quantization node the kernel can evaluate",
+         "conformance.reference.run evaluates a single-node model."),
+    Rule("QDQ013", "output type cannot be determined",
+         "If `output_dtype` is not supplied then the output type is the same as `x_scale`."),
+]
+
+#: Every rule, by id.
+RULES: dict[str, Rule] = {r.id: r for r in _RULES}
