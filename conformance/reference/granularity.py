@@ -45,6 +45,10 @@ def block_size_range(di: int, si: int) -> tuple[int, float]:
     return (low, high)
 
 
+def _is_single(shape: tuple[int, ...]) -> bool:
+    return len(shape) == 0 or tuple(shape) == (1,)
+
+
 def _supports_per_axis(spec: OpSpec) -> bool:
     return not (spec.domain == AI_ONNX and spec.version < 13)
 
@@ -58,7 +62,11 @@ def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...]
     """Decide the granularity from the scale's shape and the attributes, enforcing the version's rules."""
     rank = len(x_shape)
     zp_name = "y_zero_point" if scale_name == "y_scale" else "x_zero_point"
-    if zp_shape is not None and tuple(zp_shape) != tuple(scale_shape):
+    if zp_shape is not None and tuple(zp_shape) != tuple(scale_shape) and not (
+        # Ambiguity catalogue: scalar-one-element-shapes. ONNX's own tests pair a scalar scale with a [1]
+        # zero point; a scalar and a one-element 1-D tensor are read as the same per-tensor shape.
+        _is_single(scale_shape) and _is_single(zp_shape)
+    ):
         raise spec.violation("QDQ006", f"zero point shape {list(zp_shape)} differs from scale shape "
                              f"{list(scale_shape)}", zp_name)
     block_size = int(attrs.get("block_size") or 0)

@@ -68,10 +68,9 @@ def _to_float(q: np.ndarray, zp: np.ndarray | None, out: ElementType, saturate: 
     v = arith.to_float64(q)
     if zp is not None:
         z = arith.to_float64(zp)
-        # Ambiguity catalogue: float-zero-point. A zero zero point is "not used" (the spec: "y_zero_point is
-        # usually not used for quantization to float8"), so -0 stays -0; a non-zero one is added exactly.
-        with np.errstate(invalid="ignore"):
-            v = np.where(z != 0, v + z, v)
+        # Ambiguity catalogue: float-zero-point. The formula's addition is carried out as IEEE arithmetic on
+        # exact values (so -0 + 0 = +0, as ONNX's own float4 node test expects), rounded once to the target.
+        v = v + z
     return arith.encode_float(arith.round_to(v, out), out, saturate)
 
 

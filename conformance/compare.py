@@ -1,0 +1,81 @@
+"""Comparing a backend's output with the oracle's: bit for bit, NaN by class, optional ULP bound for floats."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .types import by_dtype, code_of
+
+
+@dataclass
+class Mismatch:
+    """Why ``actual`` differs from ``expected``; ``indices`` are the first mismatching multi-indices."""
+
+    reason: str
+    count: int = 0
+    total: int = 0
+    indices: list[tuple[int, ...]] = field(default_factory=list)
+    max_ulp: int | None = None
+
+    def __str__(self) -> str:
+        s = self.reason
+        if self.count:
+            s += f": {self.count} of {self.total} elements differ, first at {self.indices[:5]}"
+        if self.max_ulp is not None:
+            s += f", max ULP distance {self.max_ulp}"
+        return s
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distance in units in the last place between same-typed float arrays (NaNs compare as 0 apart)."""
+    t = by_dtype(a.dtype)
+    bits = t.bits
+
+    def ordered(x: np.ndarray) -> np.ndarray:
+        c = code_of(x).astype(np.int64)
+        sign = 1 << (bits - 1)
+        return np.where(c & sign, -(c & (sign - 1)), c)
+
+    d = np.abs(ordered(a) - ordered(b))
+    both_nan = np.isnan(a.astype(np.float32)) & np.isnan(b.astype(np.float32))
+    return np.where(both_nan, 0, d)
+
+
+def compare(expected: np.ndarray, actual: np.ndarray, ulp: int = 0) -> Mismatch | None:
+    """None when ``actual`` matches ``expected`` under the rule; else a :class:`Mismatch`.
+
+    Integer, float8, float4 and float6 elements compare by bit pattern; float32 / float16 / bfloat16 by bit
+    pattern too unless ``ulp`` > 0 allows that many units in the last place. Any NaN matches any NaN.
+    """
+    if expected.dtype != actual.dtype:
+        return Mismatch(f"element type differs: expected {by_dtype(expected.dtype).name}, got "
+                        f"{_type_name(actual.dtype)}")
+    if expected.shape != actual.shape:
+        return Mismatch(f"shape differs: expected {list(expected.shape)}, got {list(actual.shape)}")
+    t = by_dtype(expected.dtype)
+    same = code_of(expected) == code_of(actual)
+    max_ulp = None
+    if t.is_float:
+        e32, a32 = expected.astype(np.float32), actual.astype(np.float32)
+        same |= np.isnan(e32) & np.isnan(a32)
+        if ulp > 0 and t.bits >= 16:
+            dist = ulp_distance(expected, actual)
+            max_ulp = int(dist.max()) if dist.size else 0
+            same |= dist <= ulp
+        elif not same.all():
+            dist = ulp_distance(expected, actual)
+            max_ulp = int(dist[~same].max())
+    if same.all():
+        return None
+    bad = np.argwhere(~same)
+    return Mismatch("values differ", int(bad.shape[0]), int(same.size),
+                    [tuple(int(i) for i in row) for row in bad[:10]], max_ulp)
+
+
+def _type_name(dtype: np.dtype) -> str:
+    try:
+        return by_dtype(dtype).name
+    except KeyError:
+        return str(dtype)
