@@ -15,11 +15,13 @@ from ..types import TYPES, ElementType
 F32 = TYPES["float"]
 F16 = TYPES["float16"]
 BF16 = TYPES["bfloat16"]
+_NATIVE = {np.dtype(d) for d in (np.float64, np.float32, np.float16, np.int64, np.int32, np.uint32, np.int16,
+                                  np.uint16, np.int8, np.uint8)}
 
 
 def to_float64(a: np.ndarray) -> np.ndarray:
     """Every element's exact value as float64 (exact for every registry type, including int32/uint32)."""
-    if a.dtype.kind in "iuf":  # numpy's own integer and float types convert exactly
+    if a.dtype in _NATIVE:  # numpy's own integer and float types convert exactly
         return a.astype(np.float64)
     # ml_dtypes types (bfloat16, float8, float4, float6, int4, int2) convert exactly through float32.
     return a.astype(np.float32).astype(np.float64)
@@ -54,12 +56,6 @@ def cast_float(v: np.ndarray, t: ElementType) -> np.ndarray:
         return v.astype(np.float32).astype(t.dtype)
 
 
-#: What NaN becomes in a float type that has no NaN (float4e2m1, float6e2m3, float6e3m2).
-#: Ambiguity catalogue: ``nan-to-nanless-float``. The float4 technical note's Cast table maps NaN to +6 (the
-#: largest finite value); the kernel applies the same rule to the float6 types.
-NAN_TO_NANLESS = "max"
-
-
 def encode_float(rounded: np.ndarray, t: ElementType, saturate: bool) -> np.ndarray:
     """Apply the Cast tables to values rounded to ``t`` by :func:`round_to` and store them as ``t``.
 
@@ -77,8 +73,9 @@ def encode_float(rounded: np.ndarray, t: ElementType, saturate: bool) -> np.ndar
     elif not t.has_inf and over.any():
         rounded = np.where(over, np.nan, rounded)
     if not t.has_nan and nan.any():
-        if NAN_TO_NANLESS == "max":
-            rounded = np.where(nan, t.max_finite, rounded)
+        # Ambiguity catalogue: nan-to-nanless-float. The float4 technical note's Cast table maps NaN to +6 (the
+        # largest finite value); the kernel applies the same rule to the float6 types.
+        rounded = np.where(nan, t.max_finite, rounded)
     return cast_float(rounded, t)
 
 
@@ -86,6 +83,6 @@ def to_precision(a: np.ndarray, p: ElementType) -> np.ndarray:
     """Convert ``a`` to float precision ``p`` with one rounding; returns an array of dtype ``p``."""
     if a.dtype == p.dtype:
         return a
-    if p is F32 and a.dtype.kind in "iuf" and a.dtype.itemsize <= 4:
+    if p is F32 and a.dtype in _NATIVE and a.dtype != np.float64:
         return a.astype(np.float32)  # numpy rounds int32 -> float32 to nearest even
     return cast_float(round_to(to_float64(a), p), p)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..types import ElementType, by_dtype
 from . import arith
+from .chunks import map_chunked
 from .granularity import Granularity, broadcast
 
 
@@ -23,23 +24,34 @@ def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, 
     """Dequantize ``x`` to float type ``out``; inputs are already validated against the operator version."""
     s = arith.to_precision(broadcast(scale, x.shape, granularity), out)
     z = broadcast(zero_point, x.shape, granularity) if zero_point is not None else None
-    xt = by_dtype(x.dtype)
-    with np.errstate(invalid="ignore", over="ignore"):
-        if out is arith.F32 and xt.is_integer and xt.bits <= 16:
+    fast = out is arith.F32 and by_dtype(x.dtype).is_integer and by_dtype(x.dtype).bits <= 16
+    if fast and z is not None:
+        z = z.astype(np.float32)  # exact for <= 16-bit codes; converted once, not per chunk
+
+    def kernel(dest: np.ndarray, xc: np.ndarray, sc: np.ndarray, zc: np.ndarray | None) -> None:
+        if fast:
             # |x - zp| < 2**17: exact in float32, so no rounding before the product.
-            d = x.astype(np.float32)
-            if z is not None:
-                d = d - z.astype(np.float32)
-            y = np.multiply(d, s)
-        else:
-            d64 = arith.to_float64(x)
-            if z is not None:
-                d64 = d64 - arith.to_float64(z)  # exact: 33 bits for int32, a few dozen for float8
-            d = arith.to_precision(d64, out)
-            if out is arith.F32:
-                y = np.multiply(d, s)
+            if zc is not None:
+                np.subtract(xc, zc, out=dest, dtype=np.float32)  # the int -> float32 cast fuses in
             else:
-                # float16 / bfloat16: the product of two such values is exact in float64; round once.
-                prod = arith.to_float64(d) * arith.to_float64(s)
-                y = arith.cast_float(arith.round_to(prod, out), out)
-    return np.asarray(y, dtype=out.dtype).reshape(x.shape)
+                np.copyto(dest, xc, casting="unsafe")
+            np.multiply(dest, sc, out=dest)
+        else:
+            dest[...] = _dequantize(xc, sc, zc, out)
+
+    return map_chunked(kernel, x, [s, z], out.dtype)
+
+
+def _dequantize(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
+    with np.errstate(invalid="ignore", over="ignore"):
+        d64 = arith.to_float64(x)
+        if z is not None:
+            # Exact: 33 bits for int32, a few dozen for float8. An int32 zero point is subtracted like any
+            # other (ambiguity catalogue: int32-zero-point).
+            d64 = d64 - arith.to_float64(z)
+        d = arith.to_precision(d64, out)
+        if out is arith.F32:
+            return np.multiply(d, s)
+        # float16 / bfloat16: the product of two such values is exact in float64; round once.
+        prod = arith.to_float64(d) * arith.to_float64(s)
+        return arith.cast_float(arith.round_to(prod, out), out)

@@ -92,6 +92,7 @@ def _quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.ndar
     zp = inputs[2] if len(inputs) > 2 else None
     assert x is not None and scale is not None
     y_allowed = spec.allowed(spec.outputs[0].param)
+    # No zero point: uint8 (ambiguity catalogue: ms-default-output for com.microsoft).
     out: ElementType = types[2] if types[2] is not None else TYPES["uint8"]
     if a.get("output_dtype"):
         declared = _attr_type(spec, "output_dtype", int(a["output_dtype"] or 0), y_allowed)
@@ -112,7 +113,7 @@ def _quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.ndar
     g = gran.resolve(spec, x.shape, scale.shape, None if zp is None else zp.shape, a, spec.inputs[1].name)
     saturate = bool(a.get("saturate", 1) if a.get("saturate") is not None else 1)
     if spec.domain == QUARK:
-        saturate = True  # "y = saturate(...)": float16 / bfloat16 targets saturate too
+        saturate = True  # ambiguity catalogue: quark-float-saturation (float16 / bfloat16 targets saturate)
     return [quantize(x, scale, zp, out=out, granularity=g, precision=precision, saturate=saturate)]
 
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import TYPES, ElementType, by_dtype
+from ..types import TYPES, ElementType
 from . import arith
+from .chunks import map_chunked
 from .granularity import Granularity, broadcast
 
 INT32 = TYPES["int32"]
@@ -28,7 +29,8 @@ NAN_TO_INTEGER = "zero-point"
 
 
 def divide(x: np.ndarray, scale: np.ndarray, precision: ElementType) -> np.ndarray:
-    """``x / scale`` in the given precision (ambiguity catalogue: division-precision, int32-precision).
+    """``x / scale`` in the given precision (ambiguity catalogue: division-precision; also
+    mixed-precision-operands and int32-precision).
 
     float32: both operands rounded to float32, IEEE division. float16 / bfloat16: both operands rounded to that
     type, exact quotient (float64 holds it to well within the double-rounding bound) rounded once. int32: an
@@ -45,23 +47,31 @@ def divide(x: np.ndarray, scale: np.ndarray, precision: ElementType) -> np.ndarr
         return arith.to_float64(arith.to_precision(xp / sp, precision))
 
 
-def _to_integer(q: np.ndarray, zp: np.ndarray | None, out: ElementType) -> np.ndarray:
-    assert out.int_min is not None and out.int_max is not None
-    # float32 is enough below 2**24; beyond it every <=16-bit target saturates whatever the rounding of the sum.
+def _to_integer(dest: np.ndarray, q: np.ndarray, zp: np.ndarray | None, lo: np.ndarray | int,
+                hi: np.ndarray | int, out: ElementType) -> None:
+    """``dest = saturate(round(q) + zp)``, clipping in float before any integer cast.
+
+    The zero point is an integer, so clipping q to [lo, hi] = [min - zp, max - zp] before rounding half to even
+    gives the same value as rounding, adding and clipping to [min, max]; the addition then fuses with the cast.
+    """
+    # float32 holds every integer below 2**24 and every <=16-bit range with its zero point exactly.
     work = np.float32 if (q.dtype == np.float32 and out.bits <= 16) else np.float64
-    v = q.astype(work, copy=False)  # q is a fresh array: round in place
+    v = q.astype(work, copy=False)  # q is a fresh array: work in place
+    if isinstance(lo, np.ndarray):
+        np.maximum(v, lo, out=v)  # both propagate NaN
+        np.minimum(v, hi, out=v)
+    else:
+        np.clip(v, lo, hi, out=v)
     np.rint(v, out=v)
-    if zp is not None:
-        z = zp.astype(work)
-        np.add(v, z, out=v)
-    nan = np.isnan(v)
-    if nan.any():
-        fill = np.broadcast_to(z, v.shape) if zp is not None else np.zeros((), work)
-        np.copyto(v, fill, where=nan)
-    np.clip(v, out.int_min, out.int_max, out=v)
-    if out.bits < 8:
-        return v.astype(np.int8).astype(out.dtype)
-    return v.astype(out.dtype)
+    if v.size and np.isnan(np.minimum.reduce(v, axis=None)):  # NaN survives the clip; one cheap check
+        np.copyto(v, 0, where=np.isnan(v))  # ambiguity catalogue: nan-to-integer (a zero quotient)
+    target = dest if out.bits >= 8 else np.empty(dest.shape, np.int8)
+    if zp is None:
+        np.copyto(target, v, casting="unsafe")
+    else:
+        np.add(v, zp, out=target, casting="unsafe")
+    if target is not dest:
+        dest[...] = target.astype(out.dtype)
 
 
 def _to_float(q: np.ndarray, zp: np.ndarray | None, out: ElementType, saturate: bool) -> np.ndarray:
@@ -79,10 +89,23 @@ def quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *,
     """Quantize ``x`` to type ``out``; inputs are already validated against the operator version."""
     s = broadcast(scale, x.shape, granularity)
     z = broadcast(zero_point, x.shape, granularity) if zero_point is not None else None
-    q = divide(x, s, precision)
-    if out.is_integer:
-        result = _to_integer(q, z, out)
-    else:
-        result = _to_float(q, z, out, saturate)
-    assert by_dtype(result.dtype) is out
-    return result.reshape(x.shape)
+
+    if not out.is_integer:
+        def to_float(dest: np.ndarray, xc: np.ndarray, sc: np.ndarray, zc: np.ndarray | None) -> None:
+            dest[...] = _to_float(divide(xc, sc, precision), zc, out, saturate)
+
+        return map_chunked(to_float, x, [s, z], out.dtype)
+    assert out.int_min is not None and out.int_max is not None
+    work = np.float64 if out.bits > 16 else np.float32
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
+    if z is not None:  # exact in the working type; computed once, not per chunk
+        z = z.astype(work)
+        lo, hi = (work(out.int_min) - z), (work(out.int_max) - z)
+
+    def to_integer(dest: np.ndarray, xc: np.ndarray, sc: np.ndarray, zc: np.ndarray | None,
+                   loc: np.ndarray | None, hic: np.ndarray | None) -> None:
+        q = divide(xc, sc, precision)
+        _to_integer(dest, q, zc, out.int_min if loc is None else loc, out.int_max if hic is None else hic, out)
+
+    return map_chunked(to_integer, x, [s, z, lo, hi], out.dtype)

@@ -1,0 +1,1 @@
+"""Backends under test (ONNX Runtime, onnx.reference, the bundled oracle, ...)."""

@@ -1,0 +1,73 @@
+"""Feeding and fetching every ONNX element type through ONNX Runtime's OrtValue.
+
+ONNX Runtime's Python API does not accept ml_dtypes arrays. Every tensor is therefore handed over as raw bytes
+in ONNX's own layout (sub-byte types packed, via onnx's TensorProto helpers) into an OrtValue of the exact ONNX
+element type, and read back the same way; the model itself is never changed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper
+
+from ..types import by_dtype, by_name, from_tensor_proto, to_tensor_proto
+
+_NATIVE = {np.dtype(d) for d in (np.float32, np.float16, np.int32, np.uint32, np.int16, np.uint16, np.int8,
+                                  np.uint8)}
+
+
+def to_ortvalue(array: np.ndarray) -> ort.OrtValue:
+    """An OrtValue of ``array``'s ONNX element type holding the same elements."""
+    t = by_dtype(array.dtype)
+    array = np.ascontiguousarray(array)
+    if array.dtype in _NATIVE:  # numpy's own types (float16 included) go in directly
+        return ort.OrtValue.ortvalue_from_numpy(array)
+    value = ort.OrtValue.ortvalue_from_shape_and_type(list(array.shape), t.proto)
+    raw = to_tensor_proto(array).raw_data
+    if raw:
+        assert len(raw) == value.tensor_size_in_bytes(), (t.name, len(raw), value.tensor_size_in_bytes())
+        ctypes.memmove(value.data_ptr(), raw, len(raw))
+    return value
+
+
+def from_ortvalue(value: ort.OrtValue) -> np.ndarray:
+    """The elements of an OrtValue tensor as an array of the registry's dtype (one element per item)."""
+    t = by_name(value.data_type())
+    shape = list(value.shape())
+    if t.dtype in _NATIVE:
+        return np.array(value.numpy(), copy=True)
+    size = value.tensor_size_in_bytes()
+    raw = ctypes.string_at(value.data_ptr(), size) if size else b""
+    tensor = helper.make_tensor("y", t.proto, shape, raw, raw=True)
+    return from_tensor_proto(tensor)
+
+
+def run_session(session: ort.InferenceSession, feeds: Mapping[str, np.ndarray],
+                output_names: Sequence[str] | None = None) -> list[np.ndarray]:
+    """Run ``session`` on ``feeds`` through OrtValues; outputs in ``output_names`` (default: all) order."""
+    names = list(output_names or [o.name for o in session.get_outputs()])
+    values = {k: to_ortvalue(np.asarray(v)) for k, v in feeds.items()}
+    outs = session.run_with_ort_values(names, values)
+    return [from_ortvalue(o) for o in outs]
+
+
+def session(model: onnx.ModelProto, *, threads: int = 1, optimization: str = "all",
+            providers: Sequence[str] = ("CPUExecutionProvider",)) -> ort.InferenceSession:
+    """An InferenceSession on ``model`` with ``threads`` intra-op threads and the named optimization level."""
+    levels = {
+        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = levels[optimization]
+    so.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), so, providers=list(providers))

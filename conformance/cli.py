@@ -1,0 +1,84 @@
+"""The ``qdq-conformance`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import __version__, opspecs
+from .ambiguities import catalogue
+from .errors import SpecViolation
+
+
+def _cmd_specs(args: argparse.Namespace) -> int:
+    """List every operator version with its allowed type combinations."""
+    for spec in opspecs.all_specs():
+        combos = list(opspecs.type_combinations(spec))
+        attrs = ", ".join(f"{k}={v}" for k, v in spec.attributes.items()) or "-"
+        print(f"{spec.key:45} {len(combos):4} type combinations   attributes: {attrs}")
+    return 0
+
+
+def _cmd_ambiguities(args: argparse.Namespace) -> int:
+    """Print the ambiguity catalogue."""
+    for a in catalogue().values():
+        print(f"{a.id}\n  spec:     {a.spec}\n  question: {a.question}\n  kernel:   {a.kernel}\n")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    """Run the reference kernel on a few spec examples and show the results."""
+    from .reference import evaluate
+
+    f32 = np.float32
+    examples = [
+        ("com.microsoft QuantizeLinear-1 (its documentation's example)", "com.microsoft", "QuantizeLinear", 1,
+         [np.array([0, 2, 3, 1000, -254, -1000], f32), f32(2), np.uint8(128)], {}),
+        ("QuantizeLinear-21 saturates beyond 2**31 and at +-inf", "ai.onnx", "QuantizeLinear", 21,
+         [np.array([3e9, -3e9, np.inf, -np.inf, 2.5, 3.5], f32), f32(1), np.int8(0)], {}),
+        ("DequantizeLinear-21 int32 extremes with a zero point (no overflow)", "ai.onnx", "DequantizeLinear", 21,
+         [np.array([-(2**31), 2**31 - 1], np.int32), f32(1), np.int32(2**31 - 1)], {}),
+        ("DynamicQuantizeLinear-11", "ai.onnx", "DynamicQuantizeLinear", 11,
+         [np.array([0, 2, -3, -2.5, 1.34, 0.5], f32)], {}),
+    ]
+    for title, domain, op, version, inputs, attrs in examples:
+        print(title)
+        for i, a in enumerate(inputs):
+            print(f"  input {i}: {np.asarray(a).tolist()} ({np.asarray(a).dtype})")
+        for i, y in enumerate(evaluate(domain, op, version, inputs, attrs)):
+            print(f"  output {i}: {y.tolist()} ({y.dtype})")
+    print("A model the spec forbids is refused with a named rule:")
+    try:
+        evaluate("ai.onnx", "QuantizeLinear", 21, [np.zeros((2, 6), f32), np.ones((2, 2), f32)],
+                 {"axis": 1, "block_size": 6})
+    except SpecViolation as e:
+        print(f"  SpecViolation: {e}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="qdq-conformance",
+        description="Conformance suite and reference kernel for ONNX QuantizeLinear / DequantizeLinear.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, fn in (("demo", _cmd_demo), ("specs", _cmd_specs), ("ambiguities", _cmd_ambiguities)):
+        p = sub.add_parser(name, help=(fn.__doc__ or "").strip().splitlines()[0])
+        p.set_defaults(func=fn)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
