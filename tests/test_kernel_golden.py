@@ -226,3 +226,14 @@ def test_dequantize_float8e8m0_scale_needs_output_dtype():
     x = np.array([1, 2], np.uint8)
     s = np.array(128, np.uint8).view(ml_dtypes.float8_e8m0fnu)  # 2**(128 - 127) = 2
     assert_same(np.array([2, 4], F32), dq(24, x, s, output_dtype=TYPES["float"].proto))
+
+
+def test_rank0_inputs():
+    # Found by the corpus: numpy's 0-d arithmetic returns scalars, which in-place operations reject.
+    y = q(10, np.array(3.75, F32), np.array(0.5, F32), np.array(128, np.uint8))
+    assert y.shape == () and int(y) == 136  # 7.5 rounds to 8
+    y = dq(10, np.array(136, np.uint8), np.array(0.5, F32), np.array(128, np.uint8))
+    assert y.shape == () and float(y) == 4.0
+    t = TYPES["float8e4m3fn"]
+    y = q(21, np.array(3.75, F32), np.array(0.5, F32), output_dtype=t.proto)
+    assert y.shape == () and float(y.astype(F32)) == 7.5

@@ -24,7 +24,8 @@ def to_float64(a: np.ndarray) -> np.ndarray:
     if a.dtype in _NATIVE:  # numpy's own integer and float types convert exactly
         return a.astype(np.float64)
     # ml_dtypes types (bfloat16, float8, float4, float6, int4, int2) convert exactly through float32.
-    return a.astype(np.float32).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return a.astype(np.float32).astype(np.float64)
 
 
 def round_to(v: np.ndarray, t: ElementType) -> np.ndarray:

@@ -105,7 +105,7 @@ def quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *,
 
     def to_integer(dest: np.ndarray, xc: np.ndarray, sc: np.ndarray, zc: np.ndarray | None,
                    loc: np.ndarray | None, hic: np.ndarray | None) -> None:
-        q = divide(xc, sc, precision)
+        q = np.asarray(divide(xc, sc, precision))  # rank 0: numpy returns a scalar; work on an array
         _to_integer(dest, q, zc, out.int_min if loc is None else loc, out.int_max if hic is None else hic, out)
 
     return map_chunked(to_integer, x, [s, z, lo, hi], out.dtype)

@@ -1,0 +1,113 @@
+"""A concrete case: one operator version, one type combination, concrete inputs and the oracle's outputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from conformance import opspecs
+from conformance.modelbuild import single_node_model
+from conformance.types import by_dtype
+
+#: The two graph forms every case can be built in.
+FORMS = ("runtime", "initializer")
+
+
+@dataclass
+class Clause:
+    operator: str
+    versions: str
+    text: str
+
+
+@dataclass
+class ConcreteCase:
+    id: str
+    template: str
+    file: str
+    line: int
+    description: str
+    clause: Clause
+    domain: str
+    op: str
+    version: int
+    family: str
+    status: str  # normative | implementation-defined | invalid
+    granularity: str
+    inputs: list[tuple[str, np.ndarray | None]]  # formal input names, in order
+    attrs: dict[str, int]
+    output_names: list[str]
+    output_types: list[int]
+    expected: list[np.ndarray] | None  # None for an invalid case
+    types: dict[str, str] = field(default_factory=dict)
+    ambiguity: str | None = None
+    rule: str | None = None
+    ulp: int = 0
+    ulp_why: str | None = None
+    tier: str = "default"
+
+    @property
+    def comparison(self) -> str:
+        if self.status == "invalid":
+            return "must-reject"
+        return f"ulp<={self.ulp}" if self.ulp else "exact"
+
+    def model(self, form: str = "runtime") -> onnx.ModelProto:
+        """The single-node model; ``initializer`` puts every input but x into initializers."""
+        if form not in FORMS:
+            raise ValueError(f"unknown graph form {form!r}; known: {', '.join(FORMS)}")
+        inits = [n for n, v in self.inputs[1:] if v is not None] if form == "initializer" else []
+        outputs = [(n, t, None) for n, t in zip(self.output_names, self.output_types, strict=True)]
+        return single_node_model(self.domain, self.op, self.version, self.inputs, outputs, self.attrs,
+                                 initializers=inits, name=self.id, doc=f"onnx-qdq-conformance case {self.id}")
+
+    def feeds(self, form: str = "runtime") -> dict[str, np.ndarray]:
+        names = [n for n, v in self.inputs if v is not None]
+        if form == "initializer":
+            names = names[:1]
+        return {n: v for n, v in self.inputs if v is not None and n in names}
+
+    def metadata(self) -> dict[str, Any]:
+        """Everything a non-Python consumer needs, as JSON-ready data."""
+        spec = opspecs.get(self.domain, self.op, self.version)
+        return {
+            "id": self.id,
+            "operator": self.op,
+            "domain": self.domain,
+            "version": self.version,
+            "family": self.family,
+            "granularity": self.granularity,
+            "status": self.status,
+            "ambiguity": self.ambiguity,
+            "rule": self.rule,
+            "comparison": self.comparison,
+            "ulp_why": self.ulp_why,
+            "tier": self.tier,
+            "description": self.description,
+            "spec": {"operator": self.clause.operator, "versions": self.clause.versions, "text": self.clause.text},
+            "source": {"file": self.file, "line": self.line, "template": self.template},
+            "attributes": dict(sorted(self.attrs.items())),
+            "inputs": [
+                {"name": n, "formal": f.name, "element_type": by_dtype(v.dtype).name if v is not None else None,
+                 "shape": list(v.shape) if v is not None else None}
+                for (n, v), f in zip(self.inputs, spec.inputs, strict=False)
+            ],
+            "outputs": [
+                {"name": n, "element_type": _type_name(t),
+                 "shape": list(e.shape) if self.expected is not None and (e := self.expected[k]) is not None else None}
+                for k, (n, t) in enumerate(zip(self.output_names, self.output_types, strict=True))
+            ],
+        }
+
+
+def _type_name(proto: int) -> str:
+    from conformance.types import by_proto
+
+    try:
+        return by_proto(proto).name
+    except KeyError:
+        return TensorProto.DataType.Name(proto).lower()

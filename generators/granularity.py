@@ -1,0 +1,94 @@
+"""Granularity and shape variants of a template: x shape, scale shape, axis / block_size attributes, label."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from conformance import opspecs
+
+if TYPE_CHECKING:
+    from .expand import Template
+
+#: x dimensions by position, for per-axis and blocked shapes (distinct, so a wrong axis shows).
+DIMS = (2, 3, 4, 5, 6)
+
+#: Blocked variants: (Di, Si, block_size). Valid range is [ceil(Di/Si), ceil(Di/(Si-1)) - 1].
+BLOCKS = {
+    "low": (9, 2, 5),      # range [5, 8], lowest, partial last block (5 + 4)
+    "high": (9, 2, 8),     # range [5, 8], highest, partial last block (8 + 1)
+    "exact": (8, 2, 4),    # range [4, 7], no partial block
+    "partial": (7, 3, 3),  # range [3, 3], blocks 3 + 3 + 1
+    "single": (5, 1, 5),   # one block along the axis (Si = 1)
+}
+
+
+@dataclass(frozen=True)
+class GVar:
+    kind: str  # per-tensor | per-axis | blocked
+    x_shape: tuple[int, ...] | None  # None: the length of the values, 1-D
+    scale_shape: tuple[int, ...]
+    attrs: dict[str, int] = field(default_factory=dict)
+    labels: tuple[str, ...] = ()
+
+
+def _supports(spec: opspecs.OpSpec, kind: str) -> bool:
+    if kind in ("per-axis", "per-tensor-1d"):
+        return not (spec.domain == opspecs.AI_ONNX and spec.version < 13) or kind == "per-tensor-1d"
+    if kind == "blocked":
+        return spec.domain == opspecs.AI_ONNX and spec.version >= 21 and "block_size" in spec.attributes
+    return True
+
+
+def _axes(sel: object, rank: int, sign: str) -> list[int]:
+    if sel in (None, "all"):
+        axes = list(range(rank))
+    elif sel == "last":
+        axes = [rank - 1]
+    elif sel == "first":
+        axes = [0]
+    else:
+        axes = [a % rank for a in sel if -rank <= a < rank]  # type: ignore[union-attr]
+    if sign == "negative":
+        return [a - rank for a in axes]
+    if sign == "both":
+        return [v for a in axes for v in (a, a - rank)]
+    return axes
+
+
+def variants(tpl: Template, spec: opspecs.OpSpec, kind: str) -> Iterator[GVar]:
+    g = tpl.data.get("granularity", {"kind": "per-tensor"})
+    gk = g["kind"]
+    if kind == "DQL" and gk != "per-tensor":
+        raise tpl.error("granularity", "DynamicQuantizeLinear is per-tensor only")
+    if not _supports(spec, gk):
+        return
+    shape = tpl.data.get("shape")
+    if gk in ("per-tensor", "per-tensor-1d"):
+        scale_shape = () if gk == "per-tensor" else (1,)
+        label = "" if gk == "per-tensor" else "scale1d"
+        if isinstance(shape, dict):
+            for n in shape["sizes"]:
+                yield GVar("per-tensor", (n,), scale_shape, {}, (label, f"n{n}"))
+        else:
+            x_shape = tuple(shape) if shape is not None else None
+            shape_label = "x" + "x".join(map(str, x_shape)) if x_shape is not None else ""
+            yield GVar("per-tensor", x_shape, scale_shape, {}, (label, shape_label))
+        return
+    ranks = g.get("ranks", [2])
+    sign = g.get("axis_attribute", "positive")
+    for rank in ranks:
+        for axis in _axes(g.get("axes"), rank, sign):
+            a = axis % rank
+            ax_label = f"axis{axis}" if axis >= 0 else f"axism{-axis}"
+            if gk == "per-axis":
+                dims = DIMS[:rank]
+                yield GVar("per-axis", dims, (dims[a],), {"axis": axis}, (f"{ax_label}-r{rank}",))
+                continue
+            for block in g.get("blocks", ["low", "high"]):
+                di, si, bs = BLOCKS[block]
+                dims = tuple(di if i == a else d for i, d in enumerate(DIMS[:rank]))
+                sshape = tuple(si if i == a else d for i, d in enumerate(dims))
+                yield GVar("blocked", dims, sshape, {"axis": axis, "block_size": bs},
+                           (f"blocked-{block}-{ax_label}-r{rank}",))
