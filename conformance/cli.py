@@ -59,6 +59,61 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_corpus(args: argparse.Namespace):  # noqa: ANN202 - generators.corpus.Corpus
+    from pathlib import Path
+
+    from generators.corpus import CASES_DIR, case_files, load
+
+    root = Path(args.cases) if args.cases else CASES_DIR
+    tiers = ("default", "large") if args.tier == "all" else (args.tier,)
+    corpus = load(case_files(root), tiers=tiers, select=args.select)
+    for err in corpus.errors:
+        print(f"error: {err}", file=sys.stderr)
+    return corpus
+
+
+def _add_corpus_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("select", nargs="*", metavar="PATTERN",
+                   help="case-id glob patterns to keep (default: every case), e.g. 'quantizelinear-21-*'")
+    p.add_argument("--cases", metavar="DIR", help="folder of case files (default: the repository's cases/)")
+    p.add_argument("--tier", choices=("default", "large", "all"), default="default",
+                   help="which size tier to include (default: %(default)s; 'large' has >= 1M-element cases)")
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    """Expand the case files and write them in ONNX's backend-test layout with manifest.json."""
+    from pathlib import Path
+
+    from generators.corpus import CASES_DIR, case_files
+    from generators.parallel import generate
+
+    from .progress import Progress
+
+    forms = ("runtime", "initializer") if args.form == "both" else (args.form,)
+    tiers = ("default", "large") if args.tier == "all" else (args.tier,)
+    files = case_files(Path(args.cases) if args.cases else CASES_DIR)
+    manifest, errors = generate(files, Path(args.out), forms, tiers, args.select, args.jobs,
+                                progress=Progress("generate (case files)"))
+    for err in errors:
+        print(f"error: {err}", file=sys.stderr)
+    if not manifest["case_count"]:
+        print("error: no case selected", file=sys.stderr)
+        return 2
+    print(f"wrote {manifest['case_count']} cases x {len(forms)} form(s) to {args.out}")
+    return 1 if errors else 0
+
+
+def _cmd_coverage(args: argparse.Namespace) -> int:
+    """Per operator version: covered / allowed type combinations, granularities, edge families, and gaps."""
+    from generators.coverage import coverage, render
+
+    corpus = _load_corpus(args)
+    result = coverage(corpus.cases)
+    print(render(result))
+    gaps = sum(len(c.gaps()) for c in result)
+    return 1 if corpus.errors or (args.strict and gaps) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qdq-conformance",
@@ -68,6 +123,21 @@ def build_parser() -> argparse.ArgumentParser:
     for name, fn in (("demo", _cmd_demo), ("specs", _cmd_specs), ("ambiguities", _cmd_ambiguities)):
         p = sub.add_parser(name, help=(fn.__doc__ or "").strip().splitlines()[0])
         p.set_defaults(func=fn)
+    p = sub.add_parser("generate", help=(_cmd_generate.__doc__ or "").strip(),
+                       description=(_cmd_generate.__doc__ or "").strip())
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="worker processes (default: 1; parallel writers contend for the file system)")
+    p.add_argument("--form", choices=("runtime", "initializer", "both"), default="runtime",
+                   help="graph form: inputs fed at run time, scale / zero point as initializers, or both "
+                        "(default: %(default)s)")
+    _add_corpus_options(p)
+    p.set_defaults(func=_cmd_generate)
+    p = sub.add_parser("coverage", help=(_cmd_coverage.__doc__ or "").strip(),
+                       description=(_cmd_coverage.__doc__ or "").strip())
+    p.add_argument("--strict", action="store_true", help="exit 1 when any gap remains")
+    _add_corpus_options(p)
+    p.set_defaults(func=_cmd_coverage)
     return parser
 
 

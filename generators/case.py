@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,8 @@ class ConcreteCase:
     ulp: int = 0
     ulp_why: str | None = None
     tier: str = "default"
+    #: granularity detail for coverage: rank, axis attribute, block variant, zero-point mode
+    detail: dict[str, Any] = field(default_factory=dict)
 
     @property
     def comparison(self) -> str:
@@ -57,39 +60,52 @@ class ConcreteCase:
         return f"ulp<={self.ulp}" if self.ulp else "exact"
 
     def model(self, form: str = "runtime") -> onnx.ModelProto:
-        """The single-node model; ``initializer`` puts every input but x into initializers."""
+        """The single-node model; ``initializer`` makes every input but x an initializer (every input, x too,
+        when x is the only one, as for DynamicQuantizeLinear), which lets a runtime constant-fold."""
         if form not in FORMS:
             raise ValueError(f"unknown graph form {form!r}; known: {', '.join(FORMS)}")
-        inits = [n for n, v in self.inputs[1:] if v is not None] if form == "initializer" else []
-        outputs = [(n, t, None) for n, t in zip(self.output_names, self.output_types, strict=True)]
+        inits = self._initializer_names() if form == "initializer" else []
+        x_shape = list(self.inputs[0][1].shape) if self.inputs[0][1] is not None else None
+        shapes = [x_shape] + [[] for _ in self.output_names[1:]]  # y like x; DQL's y_scale, y_zero_point scalars
+        outputs = [(n, t, s) for n, t, s in zip(self.output_names, self.output_types, shapes, strict=True)]
         return single_node_model(self.domain, self.op, self.version, self.inputs, outputs, self.attrs,
                                  initializers=inits, name=self.id, doc=f"onnx-qdq-conformance case {self.id}")
 
+    def _initializer_names(self) -> list[str]:
+        present = [n for n, v in self.inputs if v is not None]
+        return present if len(present) == 1 else present[1:]
+
     def feeds(self, form: str = "runtime") -> dict[str, np.ndarray]:
-        names = [n for n, v in self.inputs if v is not None]
-        if form == "initializer":
-            names = names[:1]
-        return {n: v for n, v in self.inputs if v is not None and n in names}
+        skip = set(self._initializer_names()) if form == "initializer" else set()
+        return {n: v for n, v in self.inputs if v is not None and n not in skip}
+
+    def template_key(self) -> str:
+        return f"{Path(self.file).name}#{self.template}"
+
+    def template_metadata(self) -> dict[str, Any]:
+        """What every case of the template shares: description, the spec clause, where it is defined."""
+        return {"description": self.description,
+                "spec": {"operator": self.clause.operator, "versions": self.clause.versions, "text": self.clause.text},
+                "source": {"file": Path(self.file).name, "line": self.line, "template": self.template}}
 
     def metadata(self) -> dict[str, Any]:
-        """Everything a non-Python consumer needs, as JSON-ready data."""
+        """This case for non-Python consumers (JSON-ready); shared text lives under its template key."""
         spec = opspecs.get(self.domain, self.op, self.version)
         return {
             "id": self.id,
+            "template": self.template_key(),
             "operator": self.op,
             "domain": self.domain,
             "version": self.version,
             "family": self.family,
             "granularity": self.granularity,
+            "variant": dict(sorted(self.detail.items())),
             "status": self.status,
             "ambiguity": self.ambiguity,
             "rule": self.rule,
             "comparison": self.comparison,
             "ulp_why": self.ulp_why,
             "tier": self.tier,
-            "description": self.description,
-            "spec": {"operator": self.clause.operator, "versions": self.clause.versions, "text": self.clause.text},
-            "source": {"file": self.file, "line": self.line, "template": self.template},
             "attributes": dict(sorted(self.attrs.items())),
             "inputs": [
                 {"name": n, "formal": f.name, "element_type": by_dtype(v.dtype).name if v is not None else None,

@@ -272,6 +272,7 @@ def _build(b: _Build) -> ConcreteCase:
         expected=outputs, types={"x": b.x.name, "scale": b.scale.name if b.scale else "", "y": b.y.name},
         ambiguity=data.get("ambiguity"), rule=data.get("rule"), ulp=compare_.get("ulp", 0),
         ulp_why=compare_.get("why"), tier=data.get("tier", "default"),
+        detail={**dict(g.detail), "zero_point": b.zp_mode},
     )
 
 

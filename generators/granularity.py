@@ -31,6 +31,7 @@ class GVar:
     scale_shape: tuple[int, ...]
     attrs: dict[str, int] = field(default_factory=dict)
     labels: tuple[str, ...] = ()
+    detail: tuple[tuple[str, object], ...] = ()
 
 
 def _supports(spec: opspecs.OpSpec, kind: str) -> bool:
@@ -70,11 +71,12 @@ def variants(tpl: Template, spec: opspecs.OpSpec, kind: str) -> Iterator[GVar]:
         label = "" if gk == "per-tensor" else "scale1d"
         if isinstance(shape, dict):
             for n in shape["sizes"]:
-                yield GVar("per-tensor", (n,), scale_shape, {}, (label, f"n{n}"))
+                yield GVar("per-tensor", (n,), scale_shape, {}, (label, f"n{n}"), (("scale_rank", len(scale_shape)),))
         else:
             x_shape = tuple(shape) if shape is not None else None
             shape_label = "x" + "x".join(map(str, x_shape)) if x_shape is not None else ""
-            yield GVar("per-tensor", x_shape, scale_shape, {}, (label, shape_label))
+            yield GVar("per-tensor", x_shape, scale_shape, {}, (label, shape_label),
+                       (("scale_rank", len(scale_shape)),))
         return
     ranks = g.get("ranks", [2])
     sign = g.get("axis_attribute", "positive")
@@ -84,11 +86,13 @@ def variants(tpl: Template, spec: opspecs.OpSpec, kind: str) -> Iterator[GVar]:
             ax_label = f"axis{axis}" if axis >= 0 else f"axism{-axis}"
             if gk == "per-axis":
                 dims = DIMS[:rank]
-                yield GVar("per-axis", dims, (dims[a],), {"axis": axis}, (f"{ax_label}-r{rank}",))
+                yield GVar("per-axis", dims, (dims[a],), {"axis": axis}, (f"{ax_label}-r{rank}",),
+                           (("rank", rank), ("axis", axis)))
                 continue
             for block in g.get("blocks", ["low", "high"]):
                 di, si, bs = BLOCKS[block]
                 dims = tuple(di if i == a else d for i, d in enumerate(DIMS[:rank]))
                 sshape = tuple(si if i == a else d for i, d in enumerate(dims))
                 yield GVar("blocked", dims, sshape, {"axis": axis, "block_size": bs},
-                           (f"blocked-{block}-{ax_label}-r{rank}",))
+                           (f"blocked-{block}-{ax_label}-r{rank}",),
+                           (("rank", rank), ("axis", axis), ("block", block)))

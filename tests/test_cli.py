@@ -29,3 +29,26 @@ def test_specs_counts_1701_ai_onnx_combinations(capsys):
 def test_console_script_entry_point():
     r = subprocess.run([sys.executable, "-m", "conformance.cli", "--version"], capture_output=True, text=True)
     assert r.returncode == 0 and "qdq-conformance" in r.stdout
+
+
+def test_generate_selection_and_coverage_commands(tmp_path, capsys):
+    out = tmp_path / "suite"
+    assert main(["generate", "--out", str(out), "dynamicquantizelinear-*"]) == 0
+    manifest = __import__("json").loads((out / "manifest.json").read_text())
+    assert manifest["case_count"] >= 10 and all(e["operator"] == "DynamicQuantizeLinear" for e in manifest["cases"])
+    assert all(set(e["folders"]) == {"runtime"} for e in manifest["cases"])
+    capsys.readouterr()
+    assert main(["coverage", "--strict"]) == 0
+    text = capsys.readouterr().out
+    assert "ai.onnx type combinations: 1701/1701; gaps: 0" in text
+
+
+def test_generate_reports_a_bad_case_file_and_keeps_going(tmp_path, capsys):
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "good.yaml").write_text((__import__("pathlib").Path(__file__).parent / "data" / "good.yaml").read_text())
+    (cases / "bad.yaml").write_text("cases:\n  - id: x\n    colour: red\n")
+    code = main(["generate", "--cases", str(cases), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 1 and "bad.yaml:2" in err
+    assert (tmp_path / "o" / "manifest.json").exists()

@@ -1,0 +1,161 @@
+"""Coverage of the corpus against what each operator version's schema allows.
+
+Per operator version: type combinations covered / allowed (from the schema, never by hand), granularities and
+edge families, and every gap by name. The target is no gap.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from conformance import opspecs
+from conformance.types import TYPES
+
+from .case import ConcreteCase
+
+BLOCK_VARIANTS = ("low", "high", "exact", "partial", "single")
+
+
+@dataclass
+class VersionCoverage:
+    key: str
+    types_allowed: int = 0
+    types_covered: int = 0
+    required: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    covered: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    type_gaps: list[str] = field(default_factory=list)
+
+    def gaps(self) -> list[str]:
+        out = [f"types: {g}" for g in self.type_gaps]
+        for area, req in sorted(self.required.items()):
+            out += [f"{area}: {g}" for g in sorted(req - self.covered[area])]
+        return out
+
+    def counts(self, area: str) -> tuple[int, int]:
+        req = self.required[area]
+        return len(req & self.covered[area]), len(req)
+
+
+def _kind(spec: opspecs.OpSpec) -> str:
+    if spec.name == "DynamicQuantizeLinear":
+        return "DQL"
+    return "DQ" if "Dequantize" in spec.name else "Q"
+
+
+def _required(spec: opspecs.OpSpec, cov: VersionCoverage) -> None:
+    kind = _kind(spec)
+    combos = list(opspecs.type_combinations(spec))
+    gran = cov.required["granularity"]
+    fam = cov.required["families"]
+    if kind == "DQL":
+        fam.update({"dynamic", "nan", "empty", "simd-sizes", "saturation-inf"})
+        gran.add("per-tensor")
+        return
+    gran.add("per-tensor")
+    per_axis = not (spec.domain == opspecs.AI_ONNX and spec.version < 13)
+    if per_axis:
+        ranks = range(1, 6) if spec.domain == opspecs.AI_ONNX else (3,)
+        for r in ranks:
+            for a in range(r):
+                gran.update({f"per-axis rank {r} axis {a}", f"per-axis rank {r} axis {a - r}"})
+    if "block_size" in spec.attributes:
+        for r in (1, 2, 3):
+            for a in range(r):
+                gran.add(f"blocked rank {r} axis {a}")
+        gran.update(f"blocked {b}" for b in BLOCK_VARIANTS)
+        gran.update({"blocked with zero point", "blocked without zero point"})
+    for combo in combos:
+        x, y = TYPES[combo[0]], TYPES[combo[-1]]
+        pair = f"{x.name}->{y.name}"
+        if kind == "Q":
+            fam.update({f"saturation-finite {pair}", f"saturation-huge {pair}", f"ties {pair}"})
+            if spec.domain != opspecs.QUARK or y.is_integer:
+                if x.has_inf:
+                    fam.add(f"saturation-inf {pair}")
+            if x.has_nan and spec.domain == opspecs.AI_ONNX:
+                fam.add(f"nan {pair}")
+                fam.add(f"signed-zero {pair}")
+        else:
+            fam.add(f"all-codes {x.name}" if x.bits <= 8 else f"boundary-codes {x.name}" if x.bits <= 16
+                    else f"int32-extremes {x.name}")
+    if spec.domain == opspecs.AI_ONNX:
+        fam.update({"empty", "scalar", "simd-sizes", "zero-point-omitted"})
+        if any(TYPES[c[0 if kind == "DQ" else -1]].bits < 8 for c in combos):
+            fam.add("sub-byte-odd")
+        if "saturate" in spec.attributes:
+            fam.add("saturate-attr")
+        if "precision" in spec.attributes:
+            fam.add("precision")
+        if "output_dtype" in spec.attributes:
+            fam.add("output-dtype")
+
+
+def _covered(case: ConcreteCase, cov: VersionCoverage) -> None:
+    gran = cov.covered["granularity"]
+    fam = cov.covered["families"]
+    d = case.detail
+    if case.granularity == "per-tensor":
+        gran.add("per-tensor")
+    elif case.granularity == "per-axis":
+        gran.add(f"per-axis rank {d['rank']} axis {d['axis']}")
+    elif case.granularity == "blocked":
+        r, a = d["rank"], d["axis"]
+        gran.add(f"blocked rank {r} axis {a % r}")
+        gran.add(f"blocked {d['block']}")
+        gran.add("blocked with zero point" if d.get("zero_point") == "given" else "blocked without zero point")
+    x, y = case.types.get("x"), case.types.get("y")
+    pair = f"{x}->{y}"
+    if case.family in ("saturation-finite", "saturation-huge", "saturation-inf", "ties", "nan", "signed-zero"):
+        fam.add(f"{case.family} {pair}")
+        if case.family == "saturation-inf" and case.op == "DynamicQuantizeLinear":
+            fam.add("saturation-inf")
+    if case.family == "ties-near-bounds":
+        fam.add(f"ties {pair}")
+    if case.family == "all-codes":
+        fam.add(f"all-codes {x}")
+    if case.family in ("int32-extremes", "boundary-codes"):
+        fam.add(f"{case.family} {x}")
+    fam.add(case.family)
+
+
+def coverage(cases: Sequence[ConcreteCase]) -> list[VersionCoverage]:
+    """Coverage of every operator version the oracle knows (invalid cases do not count)."""
+    by_version: dict[str, list[ConcreteCase]] = defaultdict(list)
+    for c in cases:
+        if c.status != "invalid":
+            by_version[f"{c.domain}::{c.op}-{c.version}"].append(c)
+    result = []
+    for spec in opspecs.all_specs():
+        cov = VersionCoverage(spec.key)
+        allowed = set(opspecs.type_combinations(spec))
+        got = {tuple(v for v in (c.types["x"], c.types["scale"], c.types["y"]) if v)
+               for c in by_version[spec.key]}
+        cov.types_allowed = len(allowed)
+        cov.types_covered = len(allowed & got)
+        cov.type_gaps = ["/".join(t) for t in sorted(allowed - got)]
+        _required(spec, cov)
+        for c in by_version[spec.key]:
+            _covered(c, cov)
+        result.append(cov)
+    return result
+
+
+def render(result: Sequence[VersionCoverage]) -> str:
+    lines = [f"{'operator version':46} {'types':>11} {'granularity':>12} {'families':>10}  gaps"]
+    total_gaps = 0
+    ai_allowed = ai_covered = 0
+    for cov in result:
+        g = cov.counts("granularity")
+        f = cov.counts("families")
+        gaps = cov.gaps()
+        total_gaps += len(gaps)
+        if cov.key.startswith("ai.onnx"):
+            ai_allowed += cov.types_allowed
+            ai_covered += cov.types_covered
+        lines.append(f"{cov.key:46} {cov.types_covered:>5}/{cov.types_allowed:<5} {g[0]:>5}/{g[1]:<6} "
+                     f"{f[0]:>4}/{f[1]:<5}  {len(gaps)}")
+        lines += [f"    gap: {gap}" for gap in gaps]
+    lines.append(f"ai.onnx type combinations: {ai_covered}/{ai_allowed}; gaps: {total_gaps}")
+    return "\n".join(lines)

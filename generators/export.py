@@ -1,0 +1,109 @@
+"""Exporting concrete cases in ONNX's backend-test layout, plus a manifest for non-Python consumers.
+
+    DIR/test_<id>[_initializer]/model.onnx
+    DIR/test_<id>[_initializer]/test_data_set_0/input_K.pb, output_K.pb
+    DIR/manifest.json
+
+The layout is what ``onnx.backend.test.loader.load_model_tests`` and ONNX Runtime's ``onnx_test_runner`` read.
+Invalid cases (models a backend must reject) have inputs but no outputs. The same corpus exported twice gives
+identical bytes: cases are written in id order, data is seeded, the manifest is sorted.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+import conformance
+from conformance.types import to_tensor_proto
+
+from .case import FORMS, ConcreteCase
+
+MANIFEST_VERSION = 1
+
+
+def folder_name(case: ConcreteCase, form: str) -> str:
+    return f"test_{case.id}" if form == "runtime" else f"test_{case.id}_{form}"
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+
+
+def write_case(root: Path, case: ConcreteCase, form: str) -> str:
+    """Write one case in one graph form; return its folder's name."""
+    folder = root / folder_name(case, form)
+    data_dir = folder / "test_data_set_0"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    model = case.model(form)
+    _write(folder / "model.onnx", model.SerializeToString(deterministic=True))
+    feeds = case.feeds(form)
+    for k, inp in enumerate(model.graph.input):
+        _write(data_dir / f"input_{k}.pb", to_tensor_proto(feeds[inp.name], inp.name).SerializeToString(
+            deterministic=True))
+    if case.expected is not None:
+        for k, (name, value) in enumerate(zip(case.output_names, case.expected, strict=True)):
+            _write(data_dir / f"output_{k}.pb", to_tensor_proto(np.asarray(value), name).SerializeToString(
+                deterministic=True))
+    return folder.name
+
+
+def write_cases(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] = FORMS,
+                progress: Callable[[int], None] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Write cases; return their manifest entries and the templates they came from."""
+    for form in forms:
+        if form not in FORMS:
+            raise ValueError(f"unknown graph form {form!r}; known: {', '.join(FORMS)}")
+    out.mkdir(parents=True, exist_ok=True)
+    entries = []
+    templates: dict[str, Any] = {}
+    for case in cases:
+        entry = case.metadata()
+        entry["folders"] = {form: write_case(out, case, form) for form in forms}
+        entries.append(entry)
+        templates.setdefault(case.template_key(), case.template_metadata())
+        if progress is not None:
+            progress(len(forms))
+    return entries, templates
+
+
+def write_manifest(out: Path, entries: list[dict[str, Any]], templates: dict[str, Any],
+                   forms: Sequence[str]) -> dict[str, Any]:
+    entries = sorted(entries, key=lambda e: e["id"])
+    manifest = {
+        "manifest_version": MANIFEST_VERSION,
+        "suite": "onnx-qdq-conformance",
+        "suite_version": conformance.__version__,
+        "onnx_version": onnx.__version__,
+        "generated_with": {"python": sys.version.split()[0], "numpy": np.__version__,
+                           "platform": platform.system().lower()},
+        "forms": list(forms),
+        "case_count": len(entries),
+        "templates": dict(sorted(templates.items())),
+        "cases": entries,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n",
+                                       encoding="utf-8")
+    return manifest
+
+
+def export(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] = FORMS,
+           progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Write every case in every form under ``out`` and ``out/manifest.json``; returns the manifest."""
+    done = [0]
+    total = len(cases) * len(forms)
+
+    def step(n: int) -> None:
+        done[0] += n
+        if progress is not None:
+            progress(done[0], total)
+
+    entries, templates = write_cases(cases, out, forms, step)
+    return write_manifest(out, entries, templates, forms)

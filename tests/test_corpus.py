@@ -1,0 +1,238 @@
+"""The case corpus: every file valid, full coverage, errors that name file / line / key, export layout."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx.backend.test.loader import load_model_tests
+
+from conformance.ambiguities import catalogue
+from conformance.compare import compare
+from conformance.reference import run
+from conformance.rules import RULES
+from generators.corpus import CASES_DIR, case_files, load, load_file
+from generators.coverage import coverage
+from generators.export import export
+from generators.loader import CaseFileError
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return load()
+
+
+def test_every_case_file_loads_without_error(corpus):
+    assert corpus.errors == []
+    assert len(corpus.files) >= 10
+    assert len(corpus.cases) > 15000
+
+
+def test_ids_are_unique_readable_and_name_operator_and_version(corpus):
+    ids = [c.id for c in corpus.cases]
+    assert len(ids) == len(set(ids))
+    for c in corpus.cases[:: max(1, len(ids) // 500)]:
+        assert c.id.replace("-", "").isalnum() and c.id == c.id.lower()
+        assert f"{c.op.lower()}-{c.version}-{c.template}" in c.id
+
+
+def test_every_case_cites_its_clause_and_status_fields(corpus):
+    for c in corpus.cases:
+        assert c.clause.text and c.description
+        if c.status == "implementation-defined":
+            assert c.ambiguity in catalogue()
+        if c.status == "invalid":
+            assert c.rule in RULES and c.expected is None
+        else:
+            assert c.expected is not None
+
+
+def test_coverage_has_no_gap(corpus):
+    result = coverage(corpus.cases)
+    gaps = {c.key: c.gaps() for c in result if c.gaps()}
+    assert gaps == {}
+    ai = [c for c in result if c.key.startswith("ai.onnx")]
+    assert sum(c.types_allowed for c in ai) == 1701
+    assert sum(c.types_covered for c in ai) == 1701
+    assert {c.key for c in result} >= {"com.microsoft::QuantizeLinear-1", "com.amd.quark::ExtendedDequantizeLinear-1"}
+
+
+def test_every_operator_version_is_tested_directly(corpus):
+    from conformance import opspecs
+
+    tested = {(c.domain, c.op, c.version) for c in corpus.cases}
+    for spec in opspecs.all_specs():
+        assert (spec.domain, spec.name, spec.version) in tested
+
+
+def test_large_tier_is_opt_in():
+    files = [CASES_DIR / "quantize_shapes.yaml"]
+    default = load(files)
+    both = load(files, tiers=("default", "large"))
+    large = [c for c in both.cases if c.tier == "large"]
+    assert large and all(c.tier == "default" for c in default.cases)
+    assert all(c.inputs[0][1].size >= 1_000_000 for c in large)
+
+
+# --- malformed case files --------------------------------------------------------------------------------------
+
+GOOD = """\
+cases:
+  - id: demo
+    description: d
+    spec: {text: "y = saturate((x / y_scale) + y_zero_point)"}
+    operator: QuantizeLinear
+    versions: [13]
+    family: basic
+    status: normative
+    types: {x: float, y: uint8}
+    inputs:
+      x: {values: [1, 2]}
+"""
+
+
+def _err(tmp_path, text, name="bad.yaml"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    with pytest.raises(CaseFileError) as info:
+        load_file(p)
+    assert str(p) in str(info.value)
+    return info.value
+
+
+def test_good_file_loads(tmp_path):
+    p = tmp_path / "good.yaml"
+    p.write_text(GOOD)
+    (case,) = load_file(p)
+    assert case.id == "quantizelinear-13-demo-float-uint8"
+
+
+def test_unknown_key_names_file_line_and_key(tmp_path):
+    e = _err(tmp_path, GOOD.replace("    family: basic\n", "    family: basic\n    colour: red\n"))
+    assert e.line == 8 and e.key == "cases[0].colour" and "unknown key" in e.message
+
+
+def test_closed_vocabularies(tmp_path):
+    e = _err(tmp_path, GOOD.replace("family: basic", "family: fancy"))
+    assert e.line == 7 and e.key == "cases[0].family"
+    e = _err(tmp_path, GOOD.replace("y: uint8}", "y: uint9}"))
+    assert e.key.startswith("cases[0].types.y")
+
+
+def test_missing_key_and_wrong_type(tmp_path):
+    e = _err(tmp_path, GOOD.replace("    status: normative\n", ""))
+    assert "status" in e.message
+    e = _err(tmp_path, GOOD.replace("versions: [13]", "versions: thirteen"))
+    assert e.key == "cases[0].versions" and e.line == 6
+
+
+def test_python_tags_are_refused(tmp_path):
+    e = _err(tmp_path, GOOD.replace("description: d", "description: !!python/object/apply:os.system ['true']"))
+    assert e.line == 3 and "tags" in e.message
+
+
+def test_yaml_syntax_error_has_a_line(tmp_path):
+    e = _err(tmp_path, GOOD + "  - id: [unclosed\n")
+    assert e.line is not None and "invalid YAML" in e.message
+
+
+def test_ambiguity_must_be_catalogued(tmp_path):
+    e = _err(tmp_path, GOOD.replace("status: normative", "status: implementation-defined\n    ambiguity: nope"))
+    assert "ambiguity catalogue" in e.message
+
+
+def test_golden_mismatch_stops_generation(tmp_path):
+    e = _err(tmp_path, GOOD + "    expected:\n      y: [1, 3]\n")
+    assert e.key == "demo.expected" and "disagrees with the oracle" in e.message
+
+
+def test_invalid_case_must_break_the_named_rule(tmp_path):
+    bad = GOOD.replace("status: normative", "status: invalid\n    rule: QDQ008")
+    e = _err(tmp_path, bad)
+    assert "accepts this model" in e.message
+
+
+def test_a_bad_file_does_not_stop_the_others(tmp_path):
+    (tmp_path / "a.yaml").write_text(GOOD)
+    (tmp_path / "b.yaml").write_text(GOOD.replace("family: basic", "family: nope"))
+    result = load(case_files(tmp_path))
+    assert len(result.cases) == 1 and len(result.errors) == 1
+    assert "b.yaml:7" in str(result.errors[0])
+
+
+# --- export ----------------------------------------------------------------------------------------------------
+
+SAMPLE = ["quantizelinear-21-ties-float-int4", "dequantizelinear-25-all-codes-int2-float16",
+          "quantizelinear-28-saturate-inf-float-float8e4m3fn-saturate0", "dynamicquantizelinear-11-mixed-signs",
+          "quantizelinear-21-block-size-below-range-*", "quantizelinear-23-blocked-float-int4-blocked-partial-axis1-r2"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, corpus):
+    out = tmp_path_factory.mktemp("export") / "qdq"
+    import fnmatch
+
+    cases = [c for c in corpus.cases if any(fnmatch.fnmatchcase(c.id, p) for p in SAMPLE)]
+    assert len(cases) >= 6
+    manifest = export(cases, out)
+    return out, manifest, cases
+
+
+def test_export_is_readable_by_onnx_loader_and_matches_the_oracle(exported):
+    out, manifest, cases = exported
+    tests = load_model_tests(data_dir=str(out.parent), kind=out.name)
+    assert len(tests) == 2 * len(cases)
+    by_folder = {e["folders"][form]: (e, form) for e in manifest["cases"] for form in e["folders"]}
+    for t in tests:
+        entry, form = by_folder[os.path.basename(t.model_dir)]
+        model = onnx.load(os.path.join(t.model_dir, "model.onnx"))
+        onnx.checker.check_model(model)
+        data = Path(t.model_dir) / "test_data_set_0"
+        inputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p))) for p in sorted(data.glob("input_*.pb"))]
+        outputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p))) for p in sorted(data.glob("output_*.pb"))]
+        feeds = {i.name: a for i, a in zip(model.graph.input, inputs, strict=True)}
+        assert len(inputs) == len(model.graph.input)
+        if entry["status"] == "invalid":
+            assert outputs == []
+            continue
+        got = run(model, feeds)
+        for exp, act in zip(outputs, got, strict=True):
+            assert compare(exp, act) is None, entry["id"]
+        if form == "initializer":
+            assert len(model.graph.input) <= 1 and model.graph.initializer
+
+
+def test_manifest_describes_every_case(exported):
+    out, manifest, cases = exported
+    on_disk = json.loads((out / "manifest.json").read_text())
+    assert on_disk == manifest and manifest["case_count"] == len(cases)
+    for e in manifest["cases"]:
+        for key in ("id", "operator", "domain", "version", "inputs", "outputs", "attributes", "granularity",
+                    "family", "status", "ambiguity", "comparison", "template"):
+            assert key in e
+        assert manifest["templates"][e["template"]]["spec"]["text"]
+        assert all(i["element_type"] for i in e["inputs"] if i["shape"] is not None)
+
+
+def test_export_twice_gives_identical_bytes(exported, tmp_path):
+    out, _, cases = exported
+    again = tmp_path / "qdq"
+    export(cases, again)
+    first = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    second = sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
+    assert first == second
+    for rel in first:
+        assert (out / rel).read_bytes() == (again / rel).read_bytes(), rel
+
+
+def test_sub_byte_tensors_are_packed_in_the_export(exported):
+    out, manifest, _ = exported
+    entry = next(e for e in manifest["cases"] if e["id"] == "dequantizelinear-25-all-codes-int2-float16")
+    t = onnx.load_tensor(str(out / entry["folders"]["runtime"] / "test_data_set_0" / "input_0.pb"))
+    assert t.data_type == onnx.TensorProto.INT2 and len(t.raw_data) == 1  # 4 codes in one byte
+    assert np.array_equal(onnx.numpy_helper.to_array(t).astype(int), [0, 1, -2, -1])
