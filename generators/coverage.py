@@ -71,9 +71,8 @@ def _required(spec: opspecs.OpSpec, cov: VersionCoverage) -> None:
         pair = f"{x.name}->{y.name}"
         if kind == "Q":
             fam.update({f"saturation-finite {pair}", f"saturation-huge {pair}", f"ties {pair}"})
-            if spec.domain != opspecs.QUARK or y.is_integer:
-                if x.has_inf:
-                    fam.add(f"saturation-inf {pair}")
+            if (spec.domain != opspecs.QUARK or y.is_integer) and x.has_inf:
+                fam.add(f"saturation-inf {pair}")
             if x.has_nan and spec.domain == opspecs.AI_ONNX:
                 fam.add(f"nan {pair}")
                 fam.add(f"signed-zero {pair}")
