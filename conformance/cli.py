@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -114,6 +115,22 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     return 1 if corpus.errors or (args.strict and gaps) else 0
 
 
+def _cmd_run(args: argparse.Namespace) -> int:
+    """Run the conformance corpus against a backend (pytest with the same options) and report."""
+    import pytest
+
+    from .plugin.options import to_pytest_args
+
+    if not args.qdq_backend:
+        print("error: --backend is required (e.g. --backend ort)", file=sys.stderr)
+        return 2
+    if args.qdq_report and not args.qdq_results:
+        args.qdq_results = str(Path(args.qdq_report).with_suffix(".jsonl"))
+    extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    pytest_args = [*to_pytest_args(args), "-q", "-p", "no:cacheprovider", *extra]
+    return int(pytest.main(pytest_args))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qdq-conformance",
@@ -133,6 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: %(default)s)")
     _add_corpus_options(p)
     p.set_defaults(func=_cmd_generate)
+    p = sub.add_parser("run", help=(_cmd_run.__doc__ or "").strip(), description=(_cmd_run.__doc__ or "").strip()
+                       + " Arguments after -- go to pytest (e.g. -- -k quantizelinear-21 -n 2).")
+    from .plugin.options import add_to_argparse
+
+    add_to_argparse(p)
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments, after --")
+    p.set_defaults(func=_cmd_run)
     p = sub.add_parser("coverage", help=(_cmd_coverage.__doc__ or "").strip(),
                        description=(_cmd_coverage.__doc__ or "").strip())
     p.add_argument("--strict", action="store_true", help="exit 1 when any gap remains")

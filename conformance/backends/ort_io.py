@@ -21,6 +21,10 @@ _NATIVE = {np.dtype(d) for d in (np.float32, np.float16, np.int32, np.uint32, np
                                   np.uint8)}
 
 
+_NATIVE_TYPE_STRS = {"tensor(float)", "tensor(float16)", "tensor(int32)", "tensor(uint32)", "tensor(int16)",
+                     "tensor(uint16)", "tensor(int8)", "tensor(uint8)"}
+
+
 def to_ortvalue(array: np.ndarray) -> ort.OrtValue:
     """An OrtValue of ``array``'s ONNX element type holding the same elements."""
     t = by_dtype(array.dtype)
@@ -51,6 +55,11 @@ def run_session(session: ort.InferenceSession, feeds: Mapping[str, np.ndarray],
                 output_names: Sequence[str] | None = None) -> list[np.ndarray]:
     """Run ``session`` on ``feeds`` through OrtValues; outputs in ``output_names`` (default: all) order."""
     names = list(output_names or [o.name for o in session.get_outputs()])
+    native_out = all(o.type in _NATIVE_TYPE_STRS for o in session.get_outputs() if o.name in names)
+    if native_out and all(np.asarray(v).dtype in _NATIVE for v in feeds.values()):
+        # Plain numpy in and out. (run_with_ort_values reports a rank-0 output as shape [1] where run
+        # reports (), so OrtValue is kept for the types numpy cannot carry.)
+        return [np.asarray(o) for o in session.run(names, dict(feeds))]
     values = {k: to_ortvalue(np.asarray(v)) for k, v in feeds.items()}
     outs = session.run_with_ort_values(names, values)
     return [from_ortvalue(o) for o in outs]

@@ -1,0 +1,81 @@
+"""``command:CMD``: an external runner, for runtimes without Python.
+
+For every case the runner writes the case in the exported layout and runs ``CMD CASE_DIR OUT_DIR``:
+
+    CASE_DIR/model.onnx
+    CASE_DIR/test_data_set_0/input_K.pb    (one TensorProto per graph input, in graph-input order)
+
+The command writes ``OUT_DIR/output_K.pb`` (one TensorProto per graph output, in order) and exits with:
+
+    0   outputs written
+    77  unsupported: the model uses something the runtime does not implement (reason on the last stderr line)
+    78  rejected: the runtime refuses the model as invalid (reason on the last stderr line)
+    any other status: an error (stderr is reported)
+
+CMD is split like a shell command line (shlex), so ``command:python my_runner.py --device cpu`` works.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from ..types import from_tensor_proto, to_tensor_proto
+from .base import Rejected, Unsupported
+
+EXIT_UNSUPPORTED = 77
+EXIT_REJECTED = 78
+
+
+class CommandBackend:
+    def __init__(self, command: str, version: str = "unknown") -> None:
+        self.argv = shlex.split(command)
+        if not self.argv:
+            raise ValueError("command: needs a command line, e.g. command:./my_runner")
+        self.name = f"command:{command}"
+        self.version = version
+
+    def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        with tempfile.TemporaryDirectory(prefix="qdq-case-") as tmp:
+            case_dir, out_dir = Path(tmp) / "case", Path(tmp) / "out"
+            data = case_dir / "test_data_set_0"
+            data.mkdir(parents=True)
+            out_dir.mkdir()
+            (case_dir / "model.onnx").write_bytes(model.SerializeToString())
+            for k, inp in enumerate(model.graph.input):
+                (data / f"input_{k}.pb").write_bytes(to_tensor_proto(feeds[inp.name], inp.name).SerializeToString())
+            proc = subprocess.run([*self.argv, str(case_dir), str(out_dir)], capture_output=True, text=True)
+            reason = _last_line(proc.stderr) or _last_line(proc.stdout) or f"exit status {proc.returncode}"
+            if proc.returncode == EXIT_UNSUPPORTED:
+                raise Unsupported(reason)
+            if proc.returncode == EXIT_REJECTED:
+                raise Rejected(reason)
+            if proc.returncode != 0:
+                raise RuntimeError(f"{self.argv[0]} exited with status {proc.returncode}: {proc.stderr.strip()[-2000:]}")
+            outputs = []
+            for k in range(len(model.graph.output)):
+                path = out_dir / f"output_{k}.pb"
+                if not path.exists():
+                    raise RuntimeError(f"{self.argv[0]} wrote no {path.name}")
+                tensor = onnx.TensorProto()
+                tensor.ParseFromString(path.read_bytes())
+                outputs.append(from_tensor_proto(tensor))
+            return outputs
+
+    def repro(self, model_code: str, output_names: list[str]) -> str:
+        return (f"{model_code}\nimport os, subprocess, tempfile\n"
+                "d = tempfile.mkdtemp(); os.makedirs(f'{d}/case/test_data_set_0'); os.makedirs(f'{d}/out')\n"
+                "open(f'{d}/case/model.onnx', 'wb').write(model.SerializeToString())\n"
+                f"subprocess.run({self.argv!r} + [f'{{d}}/case', f'{{d}}/out'], check=False)\n"
+                "print(sorted(os.listdir(f'{d}/out')))\n")
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in (text or "").strip().splitlines() if ln.strip()]
+    return lines[-1][:500] if lines else ""

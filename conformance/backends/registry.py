@@ -1,0 +1,82 @@
+"""Finding a backend by name: the built-ins, ``onnx-backend:MODULE``, ``command:CMD``, and third-party backends
+registered under the entry-point group ``onnx_qdq_conformance.backends``.
+
+A third-party package declares, in its pyproject.toml::
+
+    [project.entry-points."onnx_qdq_conformance.backends"]
+    mybackend = "my_package.qdq:make_backend"
+
+where ``make_backend(**options)`` returns an object with ``name``, ``version``, ``run(model, feeds)`` and
+``repro(model_code, output_names)`` (see :class:`conformance.backends.base.Backend`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from importlib.metadata import entry_points
+from typing import Any
+
+from .base import Backend
+
+ENTRY_POINT_GROUP = "onnx_qdq_conformance.backends"
+
+
+def _ort(options: Mapping[str, Any]) -> Backend:
+    from .builtin import OrtBackend
+
+    return OrtBackend(provider=options.get("ort_provider") or "CPUExecutionProvider",
+                      optimization=options.get("ort_optimization") or "all",
+                      threads=int(options.get("ort_threads") or 1))
+
+
+def _onnx_reference(options: Mapping[str, Any]) -> Backend:
+    from .builtin import OnnxReferenceBackend
+
+    return OnnxReferenceBackend()
+
+
+def _oracle(options: Mapping[str, Any]) -> Backend:
+    from .builtin import OracleBackend
+
+    return OracleBackend()
+
+
+BUILTIN: dict[str, Callable[[Mapping[str, Any]], Backend]] = {
+    "ort": _ort,
+    "onnx-reference": _onnx_reference,
+    "reference": _oracle,
+}
+
+
+def known_names() -> list[str]:
+    names = list(BUILTIN) + ["onnx-backend:MODULE", "command:CMD", "python:MODULE:FACTORY"]
+    names += sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
+    return names
+
+
+def create(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
+    """The backend named ``spec`` (raises ValueError naming the known backends)."""
+    options = dict(options or {})
+    if spec in BUILTIN:
+        return BUILTIN[spec](options)
+    if spec.startswith("onnx-backend:"):
+        from .builtin import OnnxBackendModule
+
+        return OnnxBackendModule(spec.split(":", 1)[1])
+    if spec.startswith("command:"):
+        from .command import CommandBackend
+
+        return CommandBackend(spec.split(":", 1)[1], version=options.get("command_version") or "unknown")
+    if spec.startswith("python:"):
+        import importlib
+
+        try:
+            module, factory = spec.split(":", 2)[1:]
+            return getattr(importlib.import_module(module), factory)(**options)
+        except (ValueError, ImportError, AttributeError) as e:
+            raise ValueError(f"backend {spec!r}: expected python:MODULE:FACTORY naming an importable factory "
+                             f"({e})") from None
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == spec:
+            return ep.load()(**options)
+    raise ValueError(f"unknown backend {spec!r}; known: {', '.join(known_names())}")

@@ -1,0 +1,1 @@
+"""The pytest plugin: ``pytest --backend=NAME`` runs the conformance corpus against a backend."""

@@ -1,0 +1,188 @@
+"""pytest hooks of the conformance runner (registered through the ``pytest11`` entry point)."""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..runner import expectations as expectations_mod
+from ..runner.outcome import FAILING
+from ..runner.results import ResultsWriter, header
+from . import options
+from .items import CaseFailure, CaseFile, SuiteFile
+from .state import STATE, RunState
+
+CASES_DIR = Path(__file__).resolve().parents[2] / "cases"
+_VOCAB = {
+    "operators": ["quantizelinear", "dequantizelinear", "dynamicquantizelinear", "extendedquantizelinear",
+                  "extendeddequantizelinear"],
+    "domains": ["ai_onnx", "com_microsoft", "com_amd_quark"],
+    "statuses": ["normative", "implementation_defined", "invalid"],
+    "granularities": ["per_tensor", "per_axis", "blocked"],
+    "forms": ["runtime", "initializer"],
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_to_pytest(parser)
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    spec = config.getoption("qdq_backend")
+    if not spec:
+        return
+    _register_markers(config)
+    suite = config.getoption("qdq_suite")
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        # `pytest --backend=ort` alone runs the corpus (or the suite), not the self-tests in testpaths.
+        root = Path(suite) if suite else Path(config.getoption("qdq_cases") or CASES_DIR)
+        config.args = [str(root)]
+    state = RunState(spec, options.backend_options(config), config.getoption("qdq_case_timeout"),
+                     config.getoption("qdq_strict_expectations"), expectations_mod.Expectations())
+    try:
+        backend = state.backend()
+    except Exception as e:
+        raise pytest.UsageError(f"--backend={spec}: {e}") from None
+    state.backend_name, state.backend_version = backend.name, backend.version
+    exp = config.getoption("qdq_expectations")
+    try:
+        if exp == "none":
+            state.expectations = expectations_mod.Expectations()
+        elif exp:
+            state.expectations = expectations_mod.load(Path(exp), backend.version)
+        else:
+            state.expectations = expectations_mod.find(backend.name, backend.version)
+    except expectations_mod.ExpectationError as e:
+        raise pytest.UsageError(str(e)) from None
+    state.header = header(backend.name, backend.version, {
+        "expectations": str(state.expectations.path) if state.expectations.path else None,
+        "strict_expectations": state.strict, "forms": config.getoption("qdq_form"),
+        "tier": config.getoption("qdq_tier"), "suite": suite})
+    if not _is_xdist_worker(config) and config.getoption("qdq_results"):
+        state.results = ResultsWriter(Path(config.getoption("qdq_results")))
+    config.stash[STATE] = state
+    config.pluginmanager.register(_Recorder(state), "qdq-conformance-recorder")
+
+
+def _register_markers(config: pytest.Config) -> None:
+    from generators.schema import schema
+
+    from ..types import TYPES
+
+    names = [*_VOCAB["operators"], *_VOCAB["domains"], *_VOCAB["statuses"], *_VOCAB["granularities"],
+             *_VOCAB["forms"], *(f"v{v}" for v in range(1, 40))]
+    names += ["family_" + f.replace("-", "_") for f in schema()["$defs"]["case"]["properties"]["family"]["enum"]]
+    names += [f"{slot}_{t}" for slot in ("x", "scale", "y") for t in TYPES]
+    for name in names:
+        config.addinivalue_line("markers", f"{name}: qdq-conformance case selector")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    config = parent.config
+    if not config.getoption("qdq_backend", None):
+        return None
+    if config.getoption("qdq_suite"):
+        if file_path.name == "manifest.json":
+            return SuiteFile.from_parent(parent, path=file_path)
+        return None
+    if file_path.suffix == ".yaml" and file_path.parent.resolve() == Path(
+            config.getoption("qdq_cases") or CASES_DIR).resolve():
+        return CaseFile.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if STATE not in config.stash:
+        return
+    state = config.stash[STATE]
+    for item in items:
+        case = getattr(item, "case", None)
+        if case is None:
+            continue
+        entry = state.expectations.lookup(case.id)
+        if entry is not None and entry.status in FAILING:
+            reason = f"expected {entry.status}: {entry.reason}" + (f" ({entry.link})" if entry.link else "")
+            item.add_marker(pytest.mark.xfail(reason=reason, raises=CaseFailure, strict=state.strict))
+
+
+class _Recorder:
+    """Counts outcomes and streams results as reports arrive (on the xdist controller: from every worker)."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or (report.when == "setup" and report.skipped):
+            record = dict(report.user_properties).get("qdq")
+            if record is not None:
+                _note(self.state, record, report)
+
+
+def _note(state: RunState, record: dict[str, Any], report: pytest.TestReport) -> None:
+    state.counts[record["status"]] = state.counts.get(record["status"], 0) + 1
+    exp = record.get("expectation")
+    if exp:
+        state.matched.setdefault(exp["line"], []).append(record["status"])
+        if record["status"] not in (exp["status"],):
+            state.surprises.append(f"{record['id']} [{record['form']}]: expected {exp['status']}, got "
+                                   f"{record['status']}")
+    if state.results is not None and state.header is not None:
+        state.results.write(record, state.header)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    if STATE not in config.stash:
+        return
+    state = config.stash[STATE]
+    if state.isolated is not None:
+        state.isolated.close()
+    if _is_xdist_worker(config):
+        return
+    stale = [e for e in state.expectations.entries
+             if e.line not in state.matched or all(s == "passed" for s in state.matched[e.line])]
+    for e in stale:
+        why = "matches no collected case" if e.line not in state.matched else "all its cases pass now"
+        warnings.warn(pytest.PytestWarning(f"stale expectation {state.expectations.path}:{e.line} "
+                                           f"({', '.join(e.patterns)}): {why}"), stacklevel=1)
+    summary = {"counts": dict(sorted(state.counts.items())), "surprises": state.surprises[:1000],
+               "stale_expectations": [{"line": e.line, "cases": e.patterns} for e in stale],
+               "exitstatus": int(exitstatus)}
+    if state.results is not None and state.header is not None:
+        state.results.close(summary, state.header)
+    report_path = config.getoption("qdq_report")
+    if report_path and config.getoption("qdq_results"):
+        from reports.render import render_results_file
+
+        render_results_file(Path(config.getoption("qdq_results")), Path(report_path))
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if STATE not in config.stash or _is_xdist_worker(config):
+        return
+    state = config.stash[STATE]
+    tr = terminalreporter
+    tr.section(f"qdq-conformance: {state.backend_name} {state.backend_version}")
+    counts = Counter(state.counts)
+    tr.write_line(", ".join(f"{counts[s]} {s}" for s in ("passed", "failed", "error", "crashed", "timeout",
+                                                         "invalid-accepted", "unsupported",
+                                                         "implementation-defined") if counts[s]) or "no case ran")
+    if state.expectations.path:
+        tr.write_line(f"expectations: {state.expectations.path} ({len(state.expectations.entries)} entries)")
+    if state.surprises:
+        tr.write_line(f"{len(state.surprises)} case(s) ended other than their expectation says "
+                      "(first ones below; --strict-expectations makes them fail):")
+        for s in state.surprises[:20]:
+            tr.write_line(f"  {s}")
+    if config.getoption("qdq_results"):
+        tr.write_line(f"results: {config.getoption('qdq_results')}")
+    if config.getoption("qdq_report"):
+        tr.write_line(f"report: {config.getoption('qdq_report')}")

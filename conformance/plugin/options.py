@@ -1,0 +1,80 @@
+"""The runner's options, defined once: pytest's ``--backend`` and friends, and ``qdq-conformance run``."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+
+@dataclass(frozen=True)
+class Option:
+    flags: tuple[str, ...]
+    kwargs: dict[str, Any]
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(("--backend",), {"metavar": "NAME", "default": None,
+                            "help": "run the conformance corpus against this backend: ort, onnx-reference, "
+                                    "reference, onnx-backend:MODULE, command:CMD, python:MODULE:FACTORY, or a "
+                                    "name registered under the entry-point group onnx_qdq_conformance.backends"}),
+    Option(("--suite",), {"metavar": "DIR", "default": None,
+                          "help": "run an exported suite folder (qdq-conformance generate) instead of cases/"}),
+    Option(("--cases",), {"metavar": "DIR", "default": None,
+                          "help": "folder of YAML case files (default: the repository's cases/)"}),
+    Option(("--form",), {"choices": ("runtime", "initializer", "both"), "default": "both",
+                         "help": "graph form: inputs fed at run time, scale / zero point as initializers, or both "
+                                 "(default: both)"}),
+    Option(("--tier",), {"choices": ("default", "large", "all"), "default": "default",
+                         "help": "size tier (default: default; large adds >= 1M-element cases)"}),
+    Option(("--case-timeout",), {"type": float, "default": 60.0, "metavar": "SECONDS",
+                                 "help": "per-case time limit; the backend's worker is killed and replaced (default: 60)"}),
+    Option(("--expectations",), {"metavar": "PATH", "default": None,
+                                 "help": "expectation file (default: expectations/<backend>.yaml when it exists; "
+                                         "'none' to use none)"}),
+    Option(("--strict-expectations",), {"action": "store_true", "default": False,
+                                        "help": "unexpected passes and failures of another kind fail the run"}),
+    Option(("--results",), {"metavar": "PATH", "default": None,
+                            "help": "write results as JSON Lines, streamed as cases finish"}),
+    Option(("--report",), {"metavar": "PATH", "default": None,
+                           "help": "write an HTML compliance report at the end of the run"}),
+    Option(("--ort-provider",), {"metavar": "NAME", "default": None,
+                                 "help": "ort backend: execution provider (default: CPUExecutionProvider)"}),
+    Option(("--ort-optimization",), {"choices": ("disable", "basic", "extended", "all"), "default": None,
+                                     "help": "ort backend: graph optimization level (default: all)"}),
+)
+
+
+def add_to_pytest(parser: pytest.Parser) -> None:
+    group = parser.getgroup("qdq-conformance", "ONNX Q/DQ conformance")
+    for opt in OPTIONS:
+        group.addoption(*opt.flags, dest=_dest(opt), **opt.kwargs)
+
+
+def add_to_argparse(parser: argparse.ArgumentParser) -> None:
+    for opt in OPTIONS:
+        parser.add_argument(*opt.flags, dest=_dest(opt), **opt.kwargs)
+
+
+def to_pytest_args(ns: argparse.Namespace) -> list[str]:
+    """The pytest command line equivalent of parsed ``qdq-conformance run`` options."""
+    args: list[str] = []
+    for opt in OPTIONS:
+        value = getattr(ns, _dest(opt))
+        if opt.kwargs.get("action") == "store_true":
+            if value:
+                args.append(opt.flags[0])
+        elif value is not None and value != opt.kwargs.get("default"):
+            args += [opt.flags[0], str(value)]
+    return args
+
+
+def _dest(opt: Option) -> str:
+    return "qdq_" + opt.flags[0].lstrip("-").replace("-", "_")
+
+
+def backend_options(config: pytest.Config) -> dict[str, Any]:
+    return {"ort_provider": config.getoption("qdq_ort_provider"),
+            "ort_optimization": config.getoption("qdq_ort_optimization")}

@@ -1,0 +1,38 @@
+"""Per-run state, kept in ``config.stash``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from ..runner.expectations import Expectations
+from ..runner.isolation import IsolatedBackend
+from ..runner.results import ResultsWriter
+
+
+@dataclass
+class RunState:
+    backend_spec: str
+    backend_options: dict[str, Any]
+    timeout: float
+    strict: bool
+    expectations: Expectations
+    isolated: IsolatedBackend | None = None
+    results: ResultsWriter | None = None
+    header: dict[str, Any] | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    matched: dict[int, list[str]] = field(default_factory=dict)  # expectation line -> statuses seen
+    surprises: list[str] = field(default_factory=list)
+    backend_name: str = ""
+    backend_version: str = ""
+
+    def backend(self) -> IsolatedBackend:
+        if self.isolated is None:
+            self.isolated = IsolatedBackend(self.backend_spec, self.backend_options, self.timeout)
+            self.isolated.start()
+        return self.isolated
+
+
+STATE = pytest.StashKey[RunState]()

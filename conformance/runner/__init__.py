@@ -1,0 +1,1 @@
+"""Running cases against a backend: isolation, outcomes, expectations, results."""

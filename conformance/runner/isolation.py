@@ -1,0 +1,155 @@
+"""Running a backend in a worker process, so that a segfault, an abort or a hang costs one case.
+
+The worker builds the backend once and then serves cases: model bytes and TensorProto-encoded feeds in,
+TensorProto-encoded outputs (or a decline / an error) out. The parent waits at most ``timeout`` seconds per
+case; a worker that dies or overruns is killed and replaced on the next case.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+import traceback
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ..types import from_tensor_proto, to_tensor_proto
+
+
+@dataclass
+class RawResult:
+    kind: str  # ok | unsupported | rejected | error | crashed | timeout
+    outputs: list[np.ndarray] = field(default_factory=list)
+    message: str = ""
+    seconds: float = 0.0
+
+
+def _encode(arrays: dict[str, np.ndarray]) -> dict[str, bytes]:
+    return {k: to_tensor_proto(np.asarray(v), k).SerializeToString() for k, v in arrays.items()}
+
+
+def _decode(blob: bytes) -> np.ndarray:
+    t = onnx.TensorProto()
+    t.ParseFromString(blob)
+    return from_tensor_proto(t)
+
+
+def _serve(conn: Connection, spec: str, options: dict[str, Any]) -> None:
+    from ..backends.base import Rejected, Unsupported
+    from ..backends.registry import create
+
+    try:
+        backend = create(spec, options)
+    except Exception as e:
+        conn.send(("fatal", f"{type(e).__name__}: {e}"))
+        return
+    conn.send(("hello", backend.name, backend.version))
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg[0] == "stop":
+            return
+        _, model_bytes, feed_blobs = msg
+        try:
+            model = onnx.load_model_from_string(model_bytes)
+            feeds = {k: _decode(v) for k, v in feed_blobs.items()}
+            outputs = backend.run(model, feeds)
+            conn.send(("ok", [to_tensor_proto(np.asarray(o)).SerializeToString() for o in outputs]))
+        except Unsupported as e:
+            conn.send(("unsupported", str(e)))
+        except Rejected as e:
+            conn.send(("rejected", str(e)))
+        except Exception as e:
+            conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"))
+
+
+class BackendStartError(Exception):
+    pass
+
+
+class IsolatedBackend:
+    """A backend in a replaceable worker process."""
+
+    def __init__(self, spec: str, options: dict[str, Any] | None = None, timeout: float = 60.0) -> None:
+        self.spec = spec
+        self.options = dict(options or {})
+        self.timeout = timeout
+        self.name = spec
+        self.version = "unknown"
+        self._ctx = mp.get_context("spawn")
+        self._proc: Any = None
+        self._conn: Connection | None = None
+        self.restarts = 0
+
+    def _start(self) -> None:
+        parent, child = self._ctx.Pipe()
+        proc = self._ctx.Process(target=_serve, args=(child, self.spec, self.options), daemon=True)
+        proc.start()
+        child.close()
+        if not parent.poll(max(self.timeout, 120.0)):
+            proc.kill()
+            raise BackendStartError(f"backend {self.spec!r} did not start within {max(self.timeout, 120.0)} s")
+        try:
+            hello = parent.recv()
+        except EOFError:
+            raise BackendStartError(f"backend {self.spec!r} died while starting (exit {proc.exitcode})") from None
+        if hello[0] == "fatal":
+            proc.join(5)
+            raise BackendStartError(f"backend {self.spec!r} could not be created: {hello[1]}")
+        _, self.name, self.version = hello
+        self._proc, self._conn = proc, parent
+
+    def start(self) -> None:
+        if self._proc is None or not self._proc.is_alive():
+            self._start()
+
+    def _discard(self) -> None:
+        if self._proc is not None:
+            if self._proc.is_alive():
+                self._proc.kill()
+            self._proc.join(5)
+        self._proc, self._conn = None, None
+        self.restarts += 1
+
+    def run(self, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> RawResult:
+        self.start()
+        assert self._conn is not None
+        t0 = time.perf_counter()
+        try:
+            self._conn.send(("run", model.SerializeToString(), _encode(feeds)))
+            if not self._conn.poll(self.timeout):
+                self._discard()
+                return RawResult("timeout", message=f"no answer within {self.timeout:g} s; the worker was "
+                                 "killed and replaced", seconds=time.perf_counter() - t0)
+            reply = self._conn.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+            proc = self._proc
+            if proc is not None:
+                proc.join(5)
+            code = proc.exitcode if proc is not None else None
+            self._discard()
+            how = f"killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
+            return RawResult("crashed", message=f"the backend's worker process {how}; it was replaced",
+                             seconds=time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        if reply[0] == "ok":
+            return RawResult("ok", [_decode(b) for b in reply[1]], seconds=seconds)
+        return RawResult(reply[0], message=reply[1], seconds=seconds)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.send(("stop",))
+            except (BrokenPipeError, OSError):
+                pass
+        if self._proc is not None:
+            self._proc.join(2)
+            if self._proc.is_alive():
+                self._proc.kill()
+        self._proc, self._conn = None, None
