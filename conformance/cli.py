@@ -131,6 +131,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return int(pytest.main(pytest_args))
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    """Render results files as an HTML report (one file) or a scoreboard (several)."""
+    from reports.render import render_files
+
+    paths = [Path(p) for p in args.results]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        print(f"error: no such results file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    out = render_files(paths, Path(args.output))
+    print(f"wrote {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qdq-conformance",
@@ -157,6 +171,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_to_argparse(p)
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments, after --")
     p.set_defaults(func=_cmd_run)
+    p = sub.add_parser("report", help=(_cmd_report.__doc__ or "").strip(),
+                       description=(_cmd_report.__doc__ or "").strip())
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="results file(s) written by --results")
+    p.add_argument("-o", "--output", required=True, metavar="PATH", help="HTML file to write")
+    p.set_defaults(func=_cmd_report)
     p = sub.add_parser("coverage", help=(_cmd_coverage.__doc__ or "").strip(),
                        description=(_cmd_coverage.__doc__ or "").strip())
     p.add_argument("--strict", action="store_true", help="exit 1 when any gap remains")

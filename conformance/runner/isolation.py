@@ -7,6 +7,7 @@ case; a worker that dies or overruns is killed and replaced on the next case.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import time
 import traceback
@@ -144,10 +145,8 @@ class IsolatedBackend:
 
     def close(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(BrokenPipeError, OSError):
                 self._conn.send(("stop",))
-            except (BrokenPipeError, OSError):
-                pass
         if self._proc is not None:
             self._proc.join(2)
             if self._proc.is_alive():

@@ -1,0 +1,1 @@
+"""HTML compliance reports rendered from results files."""

@@ -1,0 +1,103 @@
+"""Rendering results files (JSON Lines from ``--results``) as one self-contained HTML report.
+
+Case details are embedded as compact JSON and rendered on demand in the browser, so a 10,000-case report
+stays small and opens quickly. The template is autoescaped; embedded JSON is escaped for a <script> element.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from conformance.runner.results import read
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+ORDER = ["failed", "error", "crashed", "timeout", "invalid-accepted", "unsupported", "implementation-defined",
+         "passed"]
+
+
+def _env() -> Environment:
+    return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html", "j2"]),
+                       trim_blocks=True, lstrip_blocks=True)
+
+
+def _script_json(obj: Any) -> str:
+    """JSON safe inside <script type="application/json"> (no </script>, no <!--)."""
+    text = json.dumps(obj, separators=(",", ":"), sort_keys=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _compact(rec: dict[str, Any]) -> dict[str, Any]:
+    out = {"i": rec["id"], "f": rec.get("form"), "s": rec["status"], "o": rec.get("operator"),
+           "d": rec.get("domain"), "v": rec.get("version"), "t": rec.get("types"), "fa": rec.get("family"),
+           "g": rec.get("granularity"), "c": rec.get("case_status"), "m": (rec.get("message") or "")[:300],
+           "a": rec.get("ambiguity"), "e": rec.get("expectation"), "du": rec.get("duration")}
+    if rec["status"] != "passed":
+        out["x"] = {k: rec.get(k) for k in ("spec", "attributes", "inputs", "expected", "actual", "mismatches",
+                                            "repro", "behaviour", "comparison", "rule") if rec.get(k)}
+    return out
+
+
+def summarize(head: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, Any]:
+    counts = Counter(c["status"] for c in cases)
+    per_version: dict[str, Counter] = defaultdict(Counter)
+    matrix: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    impl: dict[str, Counter] = defaultdict(Counter)
+    for c in cases:
+        key = f"{c.get('domain')}::{c.get('operator')}-{c.get('version')}"
+        per_version[key][c["status"]] += 1
+        y = (c.get("types") or {}).get("y") or "?"
+        matrix[(key, y)][c["status"]] += 1
+        if c["status"] == "implementation-defined":
+            impl[c.get("ambiguity") or "?"][(c.get("behaviour") or c.get("message") or "")[:80]] += 1
+    scores = []
+    for key, cnt in sorted(per_version.items()):
+        judged = sum(cnt[s] for s in ("passed", "failed", "error", "crashed", "timeout", "invalid-accepted"))
+        scores.append({"key": key, "counts": dict(cnt), "score": (100.0 * cnt["passed"] / judged) if judged else None})
+    types = sorted({y for _, y in matrix})
+    return {"counts": {s: counts.get(s, 0) for s in ORDER}, "total": len(cases), "scores": scores, "types": types,
+            "matrix": {f"{k}|{y}": dict(v) for (k, y), v in matrix.items()},
+            "impl": {a: v.most_common(4) for a, v in sorted(impl.items())}}
+
+
+def render(results: list[tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]], out: Path) -> Path:
+    """One report (one results file) or a scoreboard (several)."""
+    env = _env()
+    if len(results) == 1:
+        head, cases, summary = results[0]
+        html = env.get_template("report.html.j2").render(
+            head=head, summary=summarize(head, cases), run_summary=summary or {},
+            data=_script_json([_compact(c) for c in cases]), order=ORDER)
+    else:
+        html = env.get_template("scoreboard.html.j2").render(**scoreboard(results), order=ORDER)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html, encoding="utf-8")
+    return out
+
+
+def scoreboard(results: list[tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]]) -> dict[str, Any]:
+    backends = [f"{h.get('backend')} {h.get('backend_version')}" for h, _, _ in results]
+    table: dict[str, dict[int, str]] = defaultdict(dict)
+    for k, (_, cases, _) in enumerate(results):
+        for c in cases:
+            table[f"{c['id']} [{c.get('form')}]"][k] = c["status"]
+    rows = []
+    for cid, statuses in table.items():
+        values = [statuses.get(k, "-") for k in range(len(results))]
+        rows.append({"id": cid, "statuses": values, "disagree": len(set(values)) > 1})
+    rows.sort(key=lambda r: (not r["disagree"], r["id"]))
+    totals = [summarize(h, cases)["counts"] for h, cases, _ in results]
+    return {"backends": backends, "data": _script_json(rows), "totals": totals,
+            "disagreements": sum(r["disagree"] for r in rows), "total": len(rows)}
+
+
+def render_results_file(path: Path, out: Path) -> Path:
+    return render([read(path)], out)
+
+
+def render_files(paths: list[Path], out: Path) -> Path:
+    return render([read(p) for p in paths], out)
