@@ -124,8 +124,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.qdq_backend:
         print("error: --backend is required (e.g. --backend ort)", file=sys.stderr)
         return 2
-    if args.qdq_report and not args.qdq_results:
-        args.qdq_results = str(Path(args.qdq_report).with_suffix(".jsonl"))
     extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
     pytest_args = [*to_pytest_args(args), "-q", "-p", "no:cacheprovider", *extra]
     return int(pytest.main(pytest_args))

@@ -1,0 +1,65 @@
+"""The runner's cost against a bare loop, measured side by side in one run.
+
+Bare loop: every default-tier case in both graph forms, models serialized beforehand, each loaded into an ONNX
+Runtime session and run once (exotic types through OrtValue, as the runner must), in one process.
+Runner: ``pytest --backend=ort`` on the same cases with pytest-xdist on every core (collection, isolation
+workers, comparison, expectations and the results file included).
+Target (issue 4): runner <= 1.5x the bare loop on 2 cores.
+
+    python benchmarks/bench_runner.py [-n WORKERS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bare_loop() -> tuple[float, int]:
+    from conformance.backends.ort_io import run_session, session
+    from generators.corpus import load
+
+    corpus = load()
+    prepared = []
+    for case in corpus.cases:
+        for form in ("runtime", "initializer"):
+            prepared.append((case.model(form), case.feeds(form)))
+    t0 = time.perf_counter()
+    for model, feeds in prepared:
+        try:
+            run_session(session(model), feeds)
+        except Exception:  # noqa: S112 - a failing model still counts as loaded and tried
+            continue
+    return time.perf_counter() - t0, len(prepared)
+
+
+def runner(workers: int) -> tuple[float, str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "pytest", "--backend=ort", "-q", "-p", "no:cacheprovider", "--tb=no",
+               "--results", os.path.join(tmp, "r.jsonl")] + (["-n", str(workers)] if workers > 1 else [])
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        dt = time.perf_counter() - t0
+    return dt, p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr[-300:]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", type=int, default=os.cpu_count() or 1, help="runner workers (default: every core)")
+    args = ap.parse_args()
+    t_bare, n = bare_loop()
+    t_run, tail = runner(args.n)
+    print(f"bare loop (1 process): {n} model runs in {t_bare:.1f} s")
+    print(f"runner (pytest -n {args.n}): {t_run:.1f} s   [{tail}]")
+    print(f"runner / bare loop: {t_run / t_bare:.2f} (target <= 1.5)")
+
+
+if __name__ == "__main__":
+    main()
