@@ -138,3 +138,12 @@ def test_a_bad_case_file_is_one_failure_not_the_end(tmp_path):
     assert p.returncode == 1
     assert "case file error:" in p.stdout and "bad.yaml:2" in p.stdout
     assert "1 failed, 8 passed" in p.stdout
+
+
+def test_command_backend_worked_example_agrees_with_ort(tmp_path):
+    res = tmp_path / "r.jsonl"
+    cmd = f"command:{sys.executable} {ROOT / 'examples' / 'command_runner.py'}"
+    p = run_pytest(f"--backend={cmd}", "-k", "basic and runtime", "--results", str(res))
+    assert p.returncode == 0, p.stdout[-2000:]
+    _, cases, _ = read_results(res)
+    assert len(cases) == 4 and {c["status"] for c in cases} == {"passed"}
