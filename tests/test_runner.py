@@ -147,3 +147,12 @@ def test_command_backend_worked_example_agrees_with_ort(tmp_path):
     assert p.returncode == 0, p.stdout[-2000:]
     _, cases, _ = read_results(res)
     assert len(cases) == 4 and {c["status"] for c in cases} == {"passed"}
+
+
+def test_onnx_backend_module(tmp_path):
+    res = tmp_path / "r.jsonl"
+    p = run_pytest("--backend=onnx-backend:onnxruntime.backend", "-k", "basic", "--results", str(res))
+    assert p.returncode == 0, p.stdout[-2000:]
+    head, cases, _ = read_results(res)
+    assert head["backend"] == "onnx-backend:onnxruntime.backend" and head["backend_version"] != "unknown"
+    assert {c["status"] for c in cases} == {"passed"} and len(cases) == 8

@@ -37,7 +37,7 @@ class OrtBackend:
     def __init__(self, provider: str = "CPUExecutionProvider", optimization: str = "all", threads: int = 1) -> None:
         import onnxruntime as ort
 
-        ort.set_default_logger_severity(3)  # errors come back as exceptions; keep the C++ log quiet
+        ort.set_default_logger_severity(4)  # errors come back as exceptions; keep the C++ log quiet
         self.version = ort.__version__
         self.provider = provider
         self.optimization = optimization

@@ -78,5 +78,5 @@ def session(model: onnx.ModelProto, *, threads: int = 1, optimization: str = "al
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.graph_optimization_level = levels[optimization]
-    so.log_severity_level = 3
+    so.log_severity_level = 4  # errors come back as exceptions; the C++ log would only repeat them
     return ort.InferenceSession(model.SerializeToString(), so, providers=list(providers))
