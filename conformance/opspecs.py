@@ -173,12 +173,17 @@ def versions(domain: str, name: str) -> list[int]:
     return [s.version for s in all_specs() if s.domain == domain and s.name == name]
 
 
+@cache
+def _index() -> dict[tuple[str, str, int], OpSpec]:
+    return {(s.domain, s.name, s.version): s for s in all_specs()}
+
+
 def get(domain: str, name: str, version: int) -> OpSpec:
     """The spec with exactly this since_version."""
     domain = normalize_domain(domain)
-    for s in all_specs():
-        if (s.domain, s.name, s.version) == (domain, name, version):
-            return s
+    found = _index().get((domain, name, version))
+    if found is not None:
+        return found
     raise SpecViolation("QDQ001", f"no version {version} of this operator (known: {versions(domain, name)})",
                         op=name, domain=domain, version=version)
 

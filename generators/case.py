@@ -90,6 +90,12 @@ class ConcreteCase:
 
     def metadata(self) -> dict[str, Any]:
         """This case for non-Python consumers (JSON-ready); shared text lives under its template key."""
+        cached = self.__dict__.get("_metadata")
+        if cached is None:
+            cached = self.__dict__["_metadata"] = self._metadata()
+        return cached
+
+    def _metadata(self) -> dict[str, Any]:
         spec = opspecs.get(self.domain, self.op, self.version)
         return {
             "id": self.id,

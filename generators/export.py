@@ -65,7 +65,7 @@ def write_cases(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] =
     entries = []
     templates: dict[str, Any] = {}
     for case in cases:
-        entry = case.metadata()
+        entry = dict(case.metadata())  # a copy: the case keeps its own
         entry["folders"] = {form: write_case(out, case, form) for form in forms}
         entries.append(entry)
         templates.setdefault(case.template_key(), case.template_metadata())
