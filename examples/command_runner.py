@@ -39,7 +39,7 @@ def main(case_dir: str, out_dir: str) -> int:
         print("this example feeds numpy-native types only", file=sys.stderr)
         return 77
     outputs = sess.run(None, feeds)
-    for k, (value, info) in enumerate(zip(outputs, model.graph.output)):
+    for k, (value, info) in enumerate(zip(outputs, model.graph.output, strict=True)):
         tensor = numpy_helper.from_array(np.asarray(value), info.name)
         (out / f"output_{k}.pb").write_bytes(tensor.SerializeToString())
     return 0
