@@ -21,7 +21,7 @@ from conformance.compare import compare
 from conformance.errors import SpecViolation
 from conformance.reference import evaluate
 from conformance.reference.readings import alternatives
-from conformance.types import TYPES, ElementType, by_name
+from conformance.types import TYPES, ElementType, by_dtype, by_name
 
 from .case import Clause, ConcreteCase
 from .granularity import GVar, variants
@@ -285,8 +285,6 @@ def _build(b: _Build) -> ConcreteCase:
 
 
 def _proto_of(a: np.ndarray) -> int:
-    from conformance.types import by_dtype
-
     return by_dtype(a.dtype).proto
 
 
@@ -304,8 +302,6 @@ def _check_golden(tpl: Template, case_id: str, outputs: list[np.ndarray], spec: 
     for k, name in enumerate(names[: len(outputs)]):
         if name not in tpl.data["expected"]:
             continue
-        from conformance.types import by_dtype
-
         try:
             golden = to_type(parse_literal(tpl.data["expected"][name]), by_dtype(outputs[k].dtype))
         except ValueError as e:

@@ -130,10 +130,10 @@ class _Recorder:
         if report.when == "call" or (report.when == "setup" and report.skipped):
             record = dict(report.user_properties).get("qdq")
             if record is not None:
-                _note(self.state, record, report)
+                _note(self.state, record)
 
 
-def _note(state: RunState, record: dict[str, Any], report: pytest.TestReport) -> None:
+def _note(state: RunState, record: dict[str, Any]) -> None:
     state.counts[record["status"]] = state.counts.get(record["status"], 0) + 1
     exp = record.get("expectation")
     if exp:
