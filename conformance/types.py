@@ -103,6 +103,8 @@ _ALL: list[ElementType] = [
 
 #: Every element type, by ONNX name.
 TYPES: dict[str, ElementType] = {t.name: t for t in _ALL}
+#: dtypes numpy itself provides (the others come from ml_dtypes, which some consumers cannot take).
+NUMPY_NATIVE: frozenset[np.dtype] = frozenset(t.dtype for t in _ALL if t.dtype.type.__module__ == "numpy")
 _BY_PROTO: dict[int, ElementType] = {t.proto: t for t in _ALL}
 _BY_DTYPE: dict[np.dtype, ElementType] = {t.dtype: t for t in _ALL}
 

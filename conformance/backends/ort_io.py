@@ -15,14 +15,10 @@ import onnx
 import onnxruntime as ort
 from onnx import helper
 
-from ..types import by_dtype, by_name, from_tensor_proto, to_tensor_proto
+from ..types import NUMPY_NATIVE, TYPES, by_dtype, by_name, from_tensor_proto, to_tensor_proto
 
-_NATIVE = {np.dtype(d) for d in (np.float32, np.float16, np.int32, np.uint32, np.int16, np.uint16, np.int8,
-                                  np.uint8)}
-
-
-_NATIVE_TYPE_STRS = {"tensor(float)", "tensor(float16)", "tensor(int32)", "tensor(uint32)", "tensor(int16)",
-                     "tensor(uint16)", "tensor(int8)", "tensor(uint8)"}
+_NATIVE = NUMPY_NATIVE
+_NATIVE_TYPE_STRS = {f"tensor({t.name})" for t in TYPES.values() if t.dtype in NUMPY_NATIVE}
 
 
 def to_ortvalue(array: np.ndarray) -> ort.OrtValue:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import TYPES, ElementType
+from ..types import NUMPY_NATIVE, TYPES, ElementType
 
 F32 = TYPES["float"]
 F16 = TYPES["float16"]
 BF16 = TYPES["bfloat16"]
-_NATIVE = {np.dtype(d) for d in (np.float64, np.float32, np.float16, np.int64, np.int32, np.uint32, np.int16,
-                                  np.uint16, np.int8, np.uint8)}
+_NATIVE = NUMPY_NATIVE | {np.dtype(np.float64), np.dtype(np.int64)}  # exact in float64
 
 
 def to_float64(a: np.ndarray) -> np.ndarray:

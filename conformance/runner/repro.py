@@ -9,17 +9,12 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from ..types import by_dtype
-
-_ML = {"bfloat16": "bfloat16", "float8e4m3fn": "float8_e4m3fn", "float8e4m3fnuz": "float8_e4m3fnuz",
-       "float8e5m2": "float8_e5m2", "float8e5m2fnuz": "float8_e5m2fnuz", "float8e8m0": "float8_e8m0fnu",
-       "float4e2m1": "float4_e2m1fn", "float6e2m3": "float6_e2m3fn", "float6e3m2": "float6_e3m2fn",
-       "int4": "int4", "uint4": "uint4", "int2": "int2", "uint2": "uint2"}
+from ..types import NUMPY_NATIVE, by_dtype
 
 
 def array_code(a: np.ndarray) -> str:
     t = by_dtype(a.dtype)
-    dtype = f"ml_dtypes.{_ML[t.name]}" if t.name in _ML else f"np.{a.dtype.name}"
+    dtype = f"np.{t.dtype.name}" if t.dtype in NUMPY_NATIVE else f"ml_dtypes.{t.dtype.name}"
     raw = np.ascontiguousarray(a).view(np.uint8).tobytes().hex()
     return f"np.frombuffer(bytes.fromhex({raw!r}), np.uint8).view({dtype}).reshape({list(a.shape)!r})"
 
