@@ -143,6 +143,25 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_diff(args: argparse.Namespace) -> int:
+    """Compare two results files: cases that regressed, were fixed, changed, appeared or disappeared."""
+    from reports.diff import diff_files, render_html, render_text
+
+    missing = [p for p in (args.old, args.new) if not Path(p).exists()]
+    if missing:
+        print(f"error: no such results file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    try:
+        d = diff_files(Path(args.old), Path(args.new))
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"error: cannot read results file: {e}", file=sys.stderr)
+        return 2
+    print(render_text(d, limit=args.limit or 10**9))
+    if args.output:
+        print(f"wrote {render_html(d, Path(args.output))}")
+    return 1 if d.counts()["regressed"] and not args.exit_zero else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qdq-conformance",
@@ -174,6 +193,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results file(s) written by --results")
     p.add_argument("-o", "--output", required=True, metavar="PATH", help="HTML file to write")
     p.set_defaults(func=_cmd_report)
+    p = sub.add_parser("diff", help=(_cmd_diff.__doc__ or "").strip(),
+                       description=(_cmd_diff.__doc__ or "").strip() + " Exit status 1 when a case regressed "
+                       "(it was not a failure and now is), 2 when a file cannot be read.")
+    p.add_argument("old", metavar="OLD", help="results file of the earlier run (--results)")
+    p.add_argument("new", metavar="NEW", help="results file of the later run")
+    p.add_argument("-o", "--output", metavar="PATH", help="also write the diff as an HTML page")
+    p.add_argument("--limit", type=int, default=50, metavar="N",
+                   help="cases listed per category in the text output (default: %(default)s; 0: all)")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when cases regressed")
+    p.set_defaults(func=_cmd_diff)
     p = sub.add_parser("coverage", help=(_cmd_coverage.__doc__ or "").strip(),
                        description=(_cmd_coverage.__doc__ or "").strip())
     p.add_argument("--strict", action="store_true", help="exit 1 when any gap remains")

@@ -6,6 +6,8 @@ stays small and opens quickly. The template is autoescaped; embedded JSON is esc
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -25,10 +27,16 @@ def _env() -> Environment:
                        trim_blocks=True, lstrip_blocks=True)
 
 
-def _script_json(obj: Any) -> str:
-    """JSON safe inside <script type="application/json"> (no </script>, no <!--)."""
-    text = json.dumps(obj, separators=(",", ":"), sort_keys=True)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+def pack(obj: Any) -> str:
+    """JSON, gzip-compressed (deterministic: no timestamp), base64: inert inside a <script> element and about
+    ten times smaller than the JSON. The page decodes it with DecompressionStream (``templates/_unpack.js``)."""
+    text = json.dumps(obj, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    return base64.b64encode(gzip.compress(text, compresslevel=6, mtime=0)).decode("ascii")
+
+
+def unpack(data: str) -> Any:
+    """The inverse of :func:`pack` (for tests and tools reading a rendered report)."""
+    return json.loads(gzip.decompress(base64.b64decode(data)))
 
 
 def _compact(rec: dict[str, Any]) -> dict[str, Any]:
@@ -46,12 +54,14 @@ def summarize(head: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, An
     counts = Counter(c["status"] for c in cases)
     per_version: dict[str, Counter] = defaultdict(Counter)
     matrix: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    gmatrix: dict[tuple[str, str], Counter] = defaultdict(Counter)
     impl: dict[str, Counter] = defaultdict(Counter)
     for c in cases:
         key = f"{c.get('domain')}::{c.get('operator')}-{c.get('version')}"
         per_version[key][c["status"]] += 1
         y = (c.get("types") or {}).get("y") or "?"
         matrix[(key, y)][c["status"]] += 1
+        gmatrix[(key, c.get("granularity") or "?")][c["status"]] += 1
         if c["status"] == "implementation-defined":
             impl[c.get("ambiguity") or "?"][(c.get("behaviour") or c.get("message") or "")[:80]] += 1
     scores = []
@@ -61,7 +71,34 @@ def summarize(head: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, An
     types = sorted({y for _, y in matrix})
     return {"counts": {s: counts.get(s, 0) for s in ORDER}, "total": len(cases), "scores": scores, "types": types,
             "matrix": {f"{k}|{y}": dict(v) for (k, y), v in matrix.items()},
-            "impl": {a: v.most_common(4) for a, v in sorted(impl.items())}}
+            "granularities": sorted({g for _, g in gmatrix}),
+            "gmatrix": {f"{k}|{g}": dict(v) for (k, g), v in gmatrix.items()},
+            "impl": {a: v.most_common(4) for a, v in sorted(impl.items())},
+            "expectations": expectations_table(cases)}
+
+
+FAILING = frozenset({"failed", "error", "crashed", "timeout", "invalid-accepted"})
+
+
+def expectations_table(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per expectation entry that matched a case (met / unexpected counts), plus one row for failing
+    cases no entry covers; rows with unexpected results first."""
+    rows: dict[Any, dict[str, Any]] = {}
+    for c in cases:
+        e = c.get("expectation")
+        if e:
+            row = rows.setdefault(e.get("line"), {"line": e.get("line"), "status": e.get("status"),
+                                                  "reason": e.get("reason"), "link": e.get("link"),
+                                                  "cases": 0, "met": 0, "unexpected": 0, "example": c["id"]})
+            row["cases"] += 1
+            row["met" if c["status"] == e.get("status") else "unexpected"] += 1
+        elif c["status"] in FAILING:
+            row = rows.setdefault(None, {"line": None, "status": "(none)", "reason": "failing cases that no "
+                                         "expectation entry covers", "link": None, "cases": 0, "met": 0,
+                                         "unexpected": 0, "example": c["id"]})
+            row["cases"] += 1
+            row["unexpected"] += 1
+    return sorted(rows.values(), key=lambda r: (-r["unexpected"], r["line"] if r["line"] is not None else -1))
 
 
 def render(results: list[tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]], out: Path) -> Path:
@@ -71,7 +108,7 @@ def render(results: list[tuple[dict[str, Any], list[dict[str, Any]], dict[str, A
         head, cases, summary = results[0]
         html = env.get_template("report.html.j2").render(
             head=head, summary=summarize(head, cases), run_summary=summary or {},
-            data=_script_json([_compact(c) for c in cases]), order=ORDER)
+            data=pack([_compact(c) for c in cases]), order=ORDER)
     else:
         html = env.get_template("scoreboard.html.j2").render(**scoreboard(results), order=ORDER)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -91,7 +128,7 @@ def scoreboard(results: list[tuple[dict[str, Any], list[dict[str, Any]], dict[st
         rows.append({"id": cid, "statuses": values, "disagree": len(set(values)) > 1})
     rows.sort(key=lambda r: (not r["disagree"], r["id"]))
     totals = [summarize(h, cases)["counts"] for h, cases, _ in results]
-    return {"backends": backends, "data": _script_json(rows), "totals": totals,
+    return {"backends": backends, "data": pack(rows), "totals": totals,
             "disagreements": sum(r["disagree"] for r in rows), "total": len(rows)}
 
 

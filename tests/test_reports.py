@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 from conformance.cli import main
 from conformance.runner.results import header
-from reports.render import render_files
+from reports.render import render_files, unpack
 
 
 class _Collect(HTMLParser):
@@ -20,7 +20,7 @@ class _Collect(HTMLParser):
         a = dict(attrs)
         if tag == "td" and "data-status" in a:
             self._in = a["data-status"]
-        if tag == "script" and a.get("type") == "application/json":
+        if tag == "script" and a.get("type") == "application/octet-stream":
             self._in = "__json__"
 
     def handle_data(self, data):
@@ -52,7 +52,7 @@ def test_counts_shown_match_the_results_file(tmp_path):
     p = _Collect()
     p.feed(html)
     assert p.cells["passed"] == 5 and p.cells["failed"] == 2 and p.cells["unsupported"] == 1
-    rows = json.loads("".join(p.scripts))
+    rows = unpack("".join(p.scripts))
     assert len(rows) == 8 and {r["s"] for r in rows} == {"passed", "failed", "unsupported"}
     assert "<link" not in html and "http://" not in html.replace("http://www.w3.org", "")  # self-contained
 
@@ -62,9 +62,10 @@ def test_script_in_case_id_and_message_is_escaped(tmp_path):
     html = render_files([res], tmp_path / "r.html").read_text()
     assert "<script>alert" not in html
     assert len(re.findall(r"<script", html)) == 2  # the data block and the page's own script
+    assert "alert(2)" not in html  # the message, like every case field, is inside the packed data
     p = _Collect()
     p.feed(html)
-    rows = json.loads("".join(p.scripts))
+    rows = unpack("".join(p.scripts))
     assert rows[0]["i"].endswith("<script>alert(1)</script>")  # intact once parsed
 
 
@@ -75,3 +76,31 @@ def test_scoreboard_and_cli(tmp_path, capsys):
     html = (tmp_path / "board.html").read_text()
     assert "1 of 2 cases end differently" in html
     assert main(["report", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "x.html")]) == 2
+
+
+def test_diff_lists_regressions_fixes_and_membership_changes(tmp_path, capsys):
+    old = _results(tmp_path / "old.jsonl", ["passed", "failed", "passed", "unsupported", "passed"])
+    new = _results(tmp_path / "new.jsonl", ["failed", "passed", "passed", "passed"])  # case4 disappeared
+    rc = main(["diff", str(old), str(new), "-o", str(tmp_path / "d.html")])
+    out = capsys.readouterr().out
+    assert rc == 1  # a regression fails the CI step
+    assert "1 regressed, 1 fixed, 1 changed, 0 appeared, 1 disappeared, 1 unchanged" in out
+    assert "quantizelinear-21-case0 [runtime]  passed -> failed" in out
+    assert "quantizelinear-21-case4 [runtime]  passed -> -" in out
+    p = _Collect()
+    p.feed((tmp_path / "d.html").read_text())
+    rows = unpack("".join(p.scripts))
+    assert [(r["c"], r["i"][-5:]) for r in rows] == [("regressed", "case0"), ("fixed", "case1"),
+                                                     ("changed", "case3"), ("disappeared", "case4")]
+    assert main(["diff", str(new), str(old), "--exit-zero"]) == 0
+    assert "1 appeared" in capsys.readouterr().out
+    assert main(["diff", str(old), str(tmp_path / "nope.jsonl")]) == 2
+
+
+def test_diff_of_identical_runs_is_empty_and_escapes_html(tmp_path, capsys):
+    a = _results(tmp_path / "a.jsonl", ["failed", "passed"], evil=True)
+    b = _results(tmp_path / "b.jsonl", ["passed", "passed"], evil=True)
+    assert main(["diff", str(a), str(a)]) == 0
+    assert "0 regressed, 0 fixed, 0 changed, 0 appeared, 0 disappeared, 2 unchanged" in capsys.readouterr().out
+    main(["diff", str(a), str(b), "-o", str(tmp_path / "d.html")])
+    assert "<script>alert" not in (tmp_path / "d.html").read_text()

@@ -1,0 +1,133 @@
+"""Run-to-run diff of two results files: the regression view a vendor runs in CI.
+
+Cases are matched by (case id, graph form). Every case lands in one category:
+
+- ``regressed``: it was not a failure and now is (failed, error, crashed, timeout, invalid-accepted);
+- ``fixed``: it was a failure and now is not;
+- ``changed``: any other change of status, or an implementation-defined case whose recorded behaviour changed;
+- ``appeared`` / ``disappeared``: present in only one of the two files;
+- unchanged cases are counted, not listed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.runner.results import read
+
+BAD = frozenset({"failed", "error", "crashed", "timeout", "invalid-accepted"})
+CATEGORIES = ("regressed", "fixed", "changed", "appeared", "disappeared")
+
+
+@dataclass(frozen=True)
+class Change:
+    category: str
+    id: str
+    form: str
+    old: str | None
+    new: str | None
+    message: str = ""  # the new run's message (or the old one for a disappeared case)
+
+
+@dataclass
+class Diff:
+    old_head: dict[str, Any]
+    new_head: dict[str, Any]
+    changes: list[Change] = field(default_factory=list)
+    unchanged: int = 0
+
+    def counts(self) -> dict[str, int]:
+        c = Counter(ch.category for ch in self.changes)
+        return {k: c.get(k, 0) for k in CATEGORIES}
+
+    def transitions(self) -> list[tuple[str, str, int]]:
+        """(old status, new status, count) for every status change, most frequent first."""
+        c = Counter((ch.old or "-", ch.new or "-") for ch in self.changes)
+        return [(a, b, n) for (a, b), n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def _key(rec: dict[str, Any]) -> tuple[str, str]:
+    return rec["id"], rec.get("form") or ""
+
+
+def _category(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    a, b = old["status"], new["status"]
+    if a == b:
+        if a == "implementation-defined" and (old.get("behaviour") or "") != (new.get("behaviour") or ""):
+            return "changed"
+        return None
+    if b in BAD and a not in BAD:
+        return "regressed"
+    if a in BAD and b not in BAD:
+        return "fixed"
+    return "changed"
+
+
+def diff_records(old: tuple[dict[str, Any], list[dict[str, Any]], Any],
+                 new: tuple[dict[str, Any], list[dict[str, Any]], Any]) -> Diff:
+    old_cases = {_key(c): c for c in old[1]}
+    new_cases = {_key(c): c for c in new[1]}
+    result = Diff(old[0], new[0])
+    for key in sorted(old_cases.keys() | new_cases.keys()):
+        a, b = old_cases.get(key), new_cases.get(key)
+        if a is None:
+            assert b is not None
+            result.changes.append(Change("appeared", key[0], key[1], None, b["status"], b.get("message") or ""))
+        elif b is None:
+            result.changes.append(Change("disappeared", key[0], key[1], a["status"], None, a.get("message") or ""))
+        else:
+            cat = _category(a, b)
+            if cat is None:
+                result.unchanged += 1
+            else:
+                msg = b.get("message") or ""
+                if cat == "changed" and a["status"] == b["status"]:
+                    msg = f"behaviour: {a.get('behaviour') or '-'} -> {b.get('behaviour') or '-'}"
+                result.changes.append(Change(cat, key[0], key[1], a["status"], b["status"], msg))
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    result.changes.sort(key=lambda ch: (order[ch.category], ch.id, ch.form))
+    return result
+
+
+def diff_files(old: Path, new: Path) -> Diff:
+    return diff_records(read(old), read(new))
+
+
+def _run_name(head: dict[str, Any]) -> str:
+    return f"{head.get('backend', '?')} {head.get('backend_version', '?')} ({head.get('started', '?')})"
+
+
+def render_text(d: Diff, limit: int = 50) -> str:
+    """Plain-text diff: header, one line per category, then up to ``limit`` cases per category."""
+    lines = [f"old: {_run_name(d.old_head)}", f"new: {_run_name(d.new_head)}"]
+    counts = d.counts()
+    lines.append(", ".join(f"{n} {k}" for k, n in counts.items()) + f", {d.unchanged} unchanged")
+    for old, new, n in d.transitions():
+        lines.append(f"  {old:>22} -> {new:<22} {n}")
+    for cat in CATEGORIES:
+        items = [ch for ch in d.changes if ch.category == cat]
+        if not items:
+            continue
+        lines.append(f"\n{cat.upper()} ({len(items)})")
+        for ch in items[:limit]:
+            msg = " ".join(ch.message.split())[:120]
+            lines.append(f"  {ch.id} [{ch.form}]  {ch.old or '-'} -> {ch.new or '-'}" + (f"  {msg}" if msg else ""))
+        if len(items) > limit:
+            lines.append(f"  ... and {len(items) - limit} more (--limit 0 lists them all)")
+    return "\n".join(lines)
+
+
+def render_html(d: Diff, out: Path) -> Path:
+    from .render import _env, pack
+
+    rows = [{"c": ch.category, "i": ch.id, "f": ch.form, "o": ch.old, "n": ch.new, "m": ch.message[:300]}
+            for ch in d.changes]
+    html = _env().get_template("diff.html.j2").render(
+        old=_run_name(d.old_head), new=_run_name(d.new_head), counts=d.counts(), unchanged=d.unchanged,
+        transitions=d.transitions(), data=pack(rows), categories=CATEGORIES)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html, encoding="utf-8")
+    return out
