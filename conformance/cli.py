@@ -162,6 +162,13 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     return 1 if d.counts()["regressed"] and not args.exit_zero else 0
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    """Check every quantization node of ONNX models against its opset's spec (the same rules as the kernel)."""
+    from .checker.cli import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qdq-conformance",
@@ -203,6 +210,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cases listed per category in the text output (default: %(default)s; 0: all)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when cases regressed")
     p.set_defaults(func=_cmd_diff)
+    p = sub.add_parser("check", help=(_cmd_check.__doc__ or "").strip(),
+                       description=(_cmd_check.__doc__ or "").strip() + " Covers QuantizeLinear, DequantizeLinear, "
+                       "DynamicQuantizeLinear, com.microsoft QuantizeLinear / DequantizeLinear and com.amd.quark "
+                       "ExtendedQuantizeLinear / ExtendedDequantizeLinear in the main graph, subgraphs and local "
+                       "functions. Exit status: 0 clean (warnings and notes allowed), 1 at least one error, "
+                       "2 an input could not be read.")
+    from .checker.cli import add_arguments
+
+    add_arguments(p)
+    p.set_defaults(func=_cmd_check)
     p = sub.add_parser("coverage", help=(_cmd_coverage.__doc__ or "").strip(),
                        description=(_cmd_coverage.__doc__ or "").strip())
     p.add_argument("--strict", action="store_true", help="exit 1 when any gap remains")

@@ -1,6 +1,9 @@
-"""Stable ids of the spec rules the kernel enforces (the spec-checker reuses the same ids).
+"""Stable ids of the spec rules the kernel enforces and the spec-checker reports (one rule set for both).
 
-Each rule quotes the sentence of the operator documentation it comes from.
+Each rule quotes the sentence of the operator documentation it comes from. QDQ001-QDQ013 are what the kernel
+refuses (and the corpus's invalid cases break); QDQ014 onwards need values or a whole model, so only the checker
+(``qdq-conformance check``) reports them. Severity: ``error`` (the model breaks the spec), ``warning`` (allowed,
+but almost certainly not what was meant), ``note`` (something the checker could not determine).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ class Rule:
     id: str
     summary: str
     spec: str
+    severity: str = "error"
 
 
 _RULES = [
@@ -42,6 +46,23 @@ _RULES = [
          "conformance.reference.run evaluates a single-node model."),
     Rule("QDQ013", "output type cannot be determined",
          "If `output_dtype` is not supplied then the output type is the same as `x_scale`."),
+    Rule("QDQ014", "scale value is not finite and positive",
+         "The quantization formula is `y = saturate((x / y_scale) + y_zero_point)`."),
+    Rule("QDQ015", "zero point value is not representable in its type",
+         "`y_zero_point` and `y` must have the same type."),
+    Rule("QDQ016", "float8 / float4 zero point is not zero",
+         "`y_zero_point` is usually not used for quantization to float8 types, but the quantization formula "
+         "remains the same for consistency", "warning"),
+    Rule("QDQ017", "int32 dequantization with a non-zero zero point",
+         "In the case of dequantizing `int32`, there's no zero point (zero point is supposed to be 0).", "warning"),
+    Rule("QDQ018", "saturate set for a target it does not apply to",
+         "It only applies for float 8 quantization (float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz).",
+         "warning"),
+    Rule("QDQ019", "declared output type differs from the type the spec gives",
+         "`y_zero_point` and `y` must have the same type. / If `output_dtype` is not supplied then the output "
+         "type is the same as `x_scale`."),
+    Rule("QDQ020", "type, shape or value could not be determined, so a rule was not checked",
+         "Types and shapes come from the graph and onnx shape inference where they are not initializers.", "note"),
 ]
 
 #: Every rule, by id.

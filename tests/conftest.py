@@ -25,3 +25,11 @@ def onnx_node_cases():
         cases = collect_testcases(None)
     ops = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"}
     return [c for c in cases if len(c.model.graph.node) == 1 and c.model.graph.node[0].op_type in ops]
+
+
+@pytest.fixture(scope="session")
+def corpus():
+    """The default corpus, expanded once per test process."""
+    from generators.corpus import load
+
+    return load()

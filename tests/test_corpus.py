@@ -22,11 +22,6 @@ from generators.export import export
 from generators.loader import CaseFileError
 
 
-@pytest.fixture(scope="module")
-def corpus():
-    return load()
-
-
 def test_every_case_file_loads_without_error(corpus):
     assert corpus.errors == []
     assert len(corpus.files) >= 10

@@ -7,6 +7,7 @@ and the granularity, and hands the arithmetic to :mod:`.quantize`, :mod:`.dequan
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from onnx import TensorProto
@@ -85,7 +86,18 @@ def _attr_type(spec: OpSpec, name: str, value: int, allowed: Sequence[str]) -> E
     return t
 
 
-def _quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.ndarray]:
+@dataclass(frozen=True)
+class Plan:
+    """What a node computes, decided from the version's text before any arithmetic: the output types, the
+    division precision, the granularity and saturation. The spec-checker uses the same plans."""
+
+    outputs: tuple[ElementType, ...]
+    granularity: gran.Granularity | None = None
+    precision: ElementType | None = None
+    saturate: bool = True
+
+
+def plan_quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> Plan:
     types = check_inputs(spec, inputs)
     a = check_attributes(spec, attrs)
     x, scale = inputs[0], inputs[1]
@@ -114,10 +126,10 @@ def _quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.ndar
     saturate = bool(a.get("saturate", 1) if a.get("saturate") is not None else 1)
     if spec.domain == QUARK:
         saturate = True  # ambiguity catalogue: quark-float-saturation (float16 / bfloat16 targets saturate)
-    return [quantize(x, scale, zp, out=out, granularity=g, precision=precision, saturate=saturate)]
+    return Plan((out,), g, precision, saturate)
 
 
-def _dequantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.ndarray]:
+def plan_dequantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> Plan:
     types = check_inputs(spec, inputs)
     a = check_attributes(spec, attrs)
     x, scale = inputs[0], inputs[1]
@@ -134,18 +146,51 @@ def _dequantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.nd
             raise spec.violation("QDQ013", f"the output type would be the scale's type {out.name}, which is not "
                                  f"an allowed output type; set output_dtype", "output_dtype")
     g = gran.resolve(spec, x.shape, scale.shape, None if zp is None else zp.shape, a, spec.inputs[1].name)
-    return [dequantize(x, scale, zp, out=out, granularity=g)]
+    return Plan((out,), g)
+
+
+def plan_dynamic_quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> Plan:
+    check_inputs(spec, inputs)
+    check_attributes(spec, attrs)
+    return Plan((TYPES["uint8"], TYPES["float"], TYPES["uint8"]))
+
+
+def _quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.ndarray]:
+    p = plan_quantize_linear(spec, inputs, attrs)
+    assert inputs[0] is not None and inputs[1] is not None and p.granularity and p.precision
+    zp = inputs[2] if len(inputs) > 2 else None
+    return [quantize(inputs[0], inputs[1], zp, out=p.outputs[0], granularity=p.granularity,
+                     precision=p.precision, saturate=p.saturate)]
+
+
+def _dequantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.ndarray]:
+    p = plan_dequantize_linear(spec, inputs, attrs)
+    assert inputs[0] is not None and inputs[1] is not None and p.granularity
+    zp = inputs[2] if len(inputs) > 2 else None
+    return [dequantize(inputs[0], inputs[1], zp, out=p.outputs[0], granularity=p.granularity)]
 
 
 def _dynamic_quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.ndarray]:
-    check_inputs(spec, inputs)
-    check_attributes(spec, attrs)
+    plan_dynamic_quantize_linear(spec, inputs, attrs)
     x = inputs[0]
     assert x is not None
     return dynamic_quantize(x)
 
 
 Entry = Callable[[OpSpec, Inputs, Attrs], list[np.ndarray]]
+Planner = Callable[[OpSpec, Inputs, Attrs], Plan]
+
+#: Validation and decisions only (no arithmetic), by (domain, name): the spec-checker runs these on
+#: stand-in arrays of the node's input types and shapes.
+PLANS: dict[tuple[str, str], Planner] = {
+    (AI_ONNX, "QuantizeLinear"): plan_quantize_linear,
+    (AI_ONNX, "DequantizeLinear"): plan_dequantize_linear,
+    (AI_ONNX, "DynamicQuantizeLinear"): plan_dynamic_quantize_linear,
+    (MS, "QuantizeLinear"): plan_quantize_linear,
+    (MS, "DequantizeLinear"): plan_dequantize_linear,
+    (QUARK, "ExtendedQuantizeLinear"): plan_quantize_linear,
+    (QUARK, "ExtendedDequantizeLinear"): plan_dequantize_linear,
+}
 
 #: The kernel entry of every covered operator, by (domain, name). Versions differ only through their OpSpec.
 ENTRIES: dict[tuple[str, str], Entry] = {

@@ -1,0 +1,66 @@
+"""``qdq-conformance check``: text or JSON output and the exit status (0 clean, 1 errors, 2 unreadable input)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..rules import RULES
+from . import ModelReport, Unreadable, check_file
+
+SEVERITIES = ("error", "warning", "note")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("models", nargs="*", metavar="MODEL", help="ONNX model file(s) (external data is read only "
+                   "for the scales and zero points a rule needs)")
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    p.add_argument("--rules", action="store_true", help="list every rule (id, severity, summary, spec sentence)")
+    p.add_argument("--no-notes", action="store_true", help="hide notes (what could not be determined)")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.rules:
+        for r in RULES.values():
+            print(f"{r.id}  {r.severity:7}  {r.summary}\n                  spec: {r.spec}")
+        return 0
+    if not args.models:
+        print("error: give at least one MODEL (or --rules)", file=sys.stderr)
+        return 2
+    reports: list[ModelReport] = []
+    unreadable: list[tuple[str, str]] = []
+    for name in args.models:
+        try:
+            reports.append(check_file(Path(name)))
+        except Unreadable as e:
+            unreadable.append((name, str(e)))
+    shown = [f for r in reports for f in r.findings if not (args.no_notes and f.severity == "note")]
+    counts = {s: sum(r.count(s) for r in reports) for s in SEVERITIES}
+    nodes = sum(r.nodes_checked for r in reports)
+    status = 2 if unreadable else (1 if counts["error"] else 0)
+    if args.json:
+        doc = {"models": [{"path": r.path, "nodes_checked": r.nodes_checked,
+                           "findings": [f.to_json() for f in r.findings
+                                        if not (args.no_notes and f.severity == "note")]} for r in reports],
+               "unreadable": [{"path": p, "error": msg} for p, msg in unreadable],
+               "summary": {"models": len(reports), "nodes_checked": nodes, **counts, "unreadable": len(unreadable),
+                           "exit_status": status}}
+        print(json.dumps(doc, indent=1))
+        return status
+    for f in shown:
+        print(f.line())
+    for p, msg in unreadable:
+        print(f"{p}: cannot check: {msg}", file=sys.stderr)
+    summary = (f"{_plural(len(reports), 'model')}, {_plural(nodes, 'quantization node')}: "
+               f"{_plural(counts['error'], 'error')}, {_plural(counts['warning'], 'warning')}, "
+               f"{_plural(counts['note'], 'note')}")
+    if unreadable:
+        summary += f"; {len(unreadable)} unreadable"
+    print(summary)
+    return status

@@ -1,0 +1,165 @@
+"""What the checker knows about each tensor name, and the walk over every node of a model.
+
+Facts come, in order of preference, from initializers and Constant nodes (type, shape and, on request, value),
+then from declared and inferred value infos (graph inputs, outputs, ``value_info`` after onnx shape inference).
+Subgraphs see their enclosing graphs' names; a local function sees only its own body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, TensorProto, numpy_helper
+
+from ..opspecs import AI_ONNX
+
+
+@dataclass
+class Facts:
+    """What is known about one tensor: element type (TensorProto enum), shape (None: unknown rank; a dim of
+    None: unknown), and the TensorProto holding its value when it is a constant."""
+
+    elem: int | None
+    shape: tuple[int | None, ...] | None
+    tensor: TensorProto | None = None
+    source: str = ""
+
+    def value(self, base_dir: Path) -> np.ndarray | None:
+        """The constant's value (reads external data for this tensor only); None if not a constant."""
+        if self.tensor is None:
+            return None
+        t = self.tensor
+        if t.data_location == TensorProto.EXTERNAL:
+            inline = TensorProto()
+            inline.CopyFrom(t)
+            del inline.external_data[:]
+            inline.data_location = TensorProto.DEFAULT
+            inline.raw_data = read_external(t, base_dir)
+            t = inline
+        return numpy_helper.to_array(t)
+
+
+def read_external(t: TensorProto, base_dir: Path) -> bytes:
+    """Exactly the bytes of one externally stored tensor (the loader has checked the file and its size)."""
+    info = {e.key: e.value for e in t.external_data}
+    offset = int(info.get("offset", 0) or 0)
+    length = info.get("length")
+    with open(base_dir / info["location"], "rb") as fh:
+        fh.seek(offset)
+        return fh.read(int(length)) if length is not None else fh.read()
+
+
+def _from_value_info(vi: onnx.ValueInfoProto, source: str) -> Facts | None:
+    if not vi.type.HasField("tensor_type"):
+        return None
+    tt = vi.type.tensor_type
+    elem = tt.elem_type or None
+    shape: tuple[int | None, ...] | None = None
+    if tt.HasField("shape"):
+        shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+    return Facts(elem, shape, None, source)
+
+
+def _from_tensor(t: TensorProto, source: str) -> Facts:
+    return Facts(t.data_type or None, tuple(int(d) for d in t.dims), t, source)
+
+
+def _constant_facts(node: onnx.NodeProto) -> Facts | None:
+    for a in node.attribute:
+        if a.name == "value" and a.type == AttributeProto.TENSOR:
+            return _from_tensor(a.t, "Constant node")
+        if a.name == "value_float":
+            return Facts(TensorProto.FLOAT, (), onnx.helper.make_tensor("", TensorProto.FLOAT, [], [a.f]),
+                         "Constant node")
+        if a.name == "value_floats":
+            return Facts(TensorProto.FLOAT, (len(a.floats),),
+                         onnx.helper.make_tensor("", TensorProto.FLOAT, [len(a.floats)], list(a.floats)),
+                         "Constant node")
+    return None
+
+
+class Scope:
+    """Name -> Facts for one graph, falling back to the enclosing graph's scope."""
+
+    def __init__(self, parent: Scope | None = None) -> None:
+        self.parent = parent
+        self.facts: dict[str, Facts] = {}
+
+    def add(self, name: str, facts: Facts | None, override: bool = False) -> None:
+        if name and facts is not None and (override or name not in self.facts):
+            self.facts[name] = facts
+
+    def get(self, name: str) -> Facts | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.facts:
+                return scope.facts[name]
+            scope = scope.parent
+        return None
+
+
+def graph_scope(graph: onnx.GraphProto, parent: Scope | None) -> Scope:
+    scope = Scope(parent)
+    for t in graph.initializer:
+        scope.add(t.name, _from_tensor(t, "initializer"), override=True)
+    for n in graph.node:
+        if n.op_type == "Constant" and n.domain in ("", AI_ONNX) and n.output:
+            scope.add(n.output[0], _constant_facts(n), override=True)
+    for vi in graph.input:
+        scope.add(vi.name, _from_value_info(vi, "graph input"))
+    for vi in graph.output:
+        scope.add(vi.name, _from_value_info(vi, "graph output"))
+    for vi in graph.value_info:
+        scope.add(vi.name, _from_value_info(vi, "value_info"))
+    return scope
+
+
+@dataclass(frozen=True)
+class Site:
+    """One node and where it is: ``graph`` names the graph path (``main``, ``main/node 3 'If_0'.then_branch``,
+    ``function com.x::F``), ``opsets`` the imports its version resolves against."""
+
+    node: onnx.NodeProto
+    index: int
+    graph: str
+    opsets: dict[str, int]
+    scope: Scope
+
+
+def _opsets(imports) -> dict[str, int]:  # noqa: ANN001 - repeated OperatorSetIdProto
+    return {(i.domain or AI_ONNX): int(i.version) for i in imports}
+
+
+def _walk_graph(graph: onnx.GraphProto, path: str, opsets: dict[str, int], parent: Scope | None) -> Iterator[Site]:
+    scope = graph_scope(graph, parent)
+    for k, node in enumerate(graph.node):
+        yield Site(node, k, path, opsets, scope)
+        for a in node.attribute:
+            subs = [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)
+            for j, sub in enumerate(subs):
+                label = f"{path}/node {k} {node.name!r}.{a.name}" + (f"[{j}]" if len(subs) > 1 else "")
+                yield from _walk_graph(sub, label, opsets, scope)
+
+
+def walk(model: onnx.ModelProto) -> Iterator[Site]:
+    """Every node of the main graph, its subgraphs, and the model's local functions."""
+    yield from _walk_graph(model.graph, "main", _opsets(model.opset_import), None)
+    for f in model.functions:
+        scope = Scope()
+        for n in f.node:
+            if n.op_type == "Constant" and n.domain in ("", AI_ONNX) and n.output:
+                scope.add(n.output[0], _constant_facts(n), override=True)
+        for vi in getattr(f, "value_info", []):
+            scope.add(vi.name, _from_value_info(vi, "value_info"))
+        opsets = _opsets(f.opset_import) or _opsets(model.opset_import)
+        label = f"function {f.domain or AI_ONNX}::{f.name}"
+        for k, node in enumerate(f.node):
+            yield Site(node, k, label, opsets, scope)
+            for a in node.attribute:
+                subs = [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)
+                for sub in subs:
+                    yield from _walk_graph(sub, f"{label}/node {k} {node.name!r}.{a.name}", opsets, scope)

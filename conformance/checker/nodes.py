@@ -1,0 +1,257 @@
+"""The checks on one quantization node.
+
+Structural rules (types allowed at the version, zero point type, output_dtype, attributes, granularity, axis,
+block_size: QDQ001-QDQ013) run through the reference kernel's own plans (:data:`conformance.reference.ops.PLANS`)
+on zero-cost stand-in arrays of the node's input types and shapes, so the checker and the kernel share one rule
+set. Then the rules that need values or the model around the node (QDQ014-QDQ019), and notes (QDQ020) for what
+could not be determined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from onnx import AttributeProto, TensorProto
+
+from ..errors import SpecViolation
+from ..opspecs import AI_ONNX, OPERATORS, OpSpec, resolve
+from ..reference.ops import PLANS, Plan, check_attributes
+from ..rules import RULES
+from ..types import ElementType, by_proto
+from .graph import Facts, Site
+
+CHECKED = frozenset(OPERATORS)
+GRANULARITY_RULES = frozenset({"QDQ005", "QDQ006", "QDQ007", "QDQ008"})
+_SATURATING = ("float8", "float4", "float6")
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    message: str
+    input: str | None = None
+
+    @property
+    def severity(self) -> str:
+        return RULES[self.rule].severity
+
+
+def domain_of(site: Site) -> str:
+    return site.node.domain or AI_ONNX
+
+
+def is_checked(site: Site) -> bool:
+    return (domain_of(site), site.node.op_type) in CHECKED
+
+
+def type_name(elem: int) -> str:
+    try:
+        return by_proto(elem).name
+    except KeyError:
+        return TensorProto.DataType.Name(elem).lower() if elem in TensorProto.DataType.values() else str(elem)
+
+
+def _attributes(site: Site) -> tuple[dict[str, int], list[Finding]]:
+    attrs: dict[str, int] = {}
+    bad = []
+    for a in site.node.attribute:
+        if a.type == AttributeProto.INT:
+            attrs[a.name] = int(a.i)
+        elif a.ref_attr_name:
+            bad.append(Finding("QDQ020", f"attribute {a.name} refers to the function's attribute "
+                                         f"{a.ref_attr_name!r}; its value was not checked", a.name))
+        else:
+            bad.append(Finding("QDQ010", f"attribute {a.name} must be an int, got "
+                                         f"{AttributeProto.AttributeType.Name(a.type)}", a.name))
+    return attrs, bad
+
+
+def _fill(x: tuple[int | None, ...], scale: tuple[int, ...], attrs: dict[str, int]) -> tuple[tuple[int, ...], str]:
+    """x's shape with unknown dimensions replaced by values the scale's shape implies; a note when the
+    block_size range then cannot be checked."""
+    rank = len(x)
+    axis = attrs.get("axis", 1)
+    axis = axis % rank if rank and -rank <= axis < rank else None
+    block = attrs.get("block_size", 0)
+    out: list[int] = []
+    note = ""
+    for d, v in enumerate(x):
+        if v is not None:
+            out.append(v)
+        elif len(scale) == rank and rank > 1 and block > 0:
+            if d == axis:
+                out.append(block * scale[d])
+                note = f"x's dimension {d} is unknown, so block_size {block} was not checked against its range"
+            else:
+                out.append(scale[d])
+        elif len(scale) == 1 and (d == axis or rank == 1):
+            out.append(scale[0])
+        else:
+            out.append(1)
+    return tuple(out), note
+
+
+def _stand_in(t: ElementType, shape: tuple[int, ...]) -> np.ndarray:
+    return np.broadcast_to(np.zeros((), dtype=t.dtype), shape)
+
+
+def _structural(spec: OpSpec, site: Site, attrs: dict[str, int]) -> tuple[Plan | None, list[Finding]]:
+    node = site.node
+    names = list(node.input)
+    while names and not names[-1]:
+        names.pop()
+    if len(names) > len(spec.inputs):
+        return None, [Finding("QDQ011", f"{len(names)} inputs given, at most {len(spec.inputs)} allowed")]
+    findings: list[Finding] = []
+    facts: list[Facts | None] = []
+    for formal, name in zip(spec.inputs, names + [""] * (len(spec.inputs) - len(names)), strict=True):
+        if not name:
+            facts.append(None)
+            continue
+        f = site.scope.get(name)
+        if f is None or f.elem is None:
+            findings.append(Finding("QDQ020", f"the type of {formal.name} ({name!r}) could not be determined; "
+                                              "type and shape rules were not checked", formal.name))
+            try:
+                check_attributes(spec, attrs)
+            except SpecViolation as e:
+                findings.append(Finding(e.rule, e.detail, e.input))
+            return None, findings
+        try:
+            by_proto(f.elem)
+        except KeyError:
+            allowed = ", ".join(spec.allowed(formal.param))
+            findings.append(Finding("QDQ002", f"type {type_name(f.elem)} is not allowed (allowed: {allowed})",
+                                    formal.name))
+            return None, findings
+        facts.append(f)
+    scale_f = facts[1] if len(facts) > 1 else None
+    x_f = facts[0]
+    shapes_known = all(f is None or (f.shape is not None and None not in f.shape) for f in facts[1:]) and \
+        x_f is not None and x_f.shape is not None
+    note = ""
+    arrays: list[np.ndarray | None] = []
+    for k, f in enumerate(facts):
+        if f is None:
+            arrays.append(None)
+            continue
+        t = by_proto(f.elem or 0)
+        if not shapes_known:
+            shape: tuple[int, ...] = ()
+        elif k == 0 and scale_f is not None:
+            assert f.shape is not None and scale_f.shape is not None
+            shape, note = _fill(f.shape, tuple(int(v) for v in scale_f.shape if v is not None), attrs)
+        else:
+            assert f.shape is not None
+            shape = tuple(1 if v is None else v for v in f.shape)
+        arrays.append(_stand_in(t, shape))
+    if not shapes_known and spec.name != "DynamicQuantizeLinear":
+        unknown = [spec.inputs[k].name for k, f in enumerate(facts) if f is not None and
+                   (f.shape is None or (k > 0 and None in f.shape))]
+        findings.append(Finding("QDQ020", f"the shape of {', '.join(unknown)} could not be determined; "
+                                          "granularity, axis and block_size were not checked", unknown[0]))
+    if note:
+        findings.append(Finding("QDQ020", note, "block_size"))
+    try:
+        plan = PLANS[(spec.domain, spec.name)](spec, arrays, attrs)
+    except SpecViolation as e:
+        if shapes_known or e.rule not in GRANULARITY_RULES:
+            findings.append(Finding(e.rule, e.detail, e.input))
+        return None, findings
+    return plan, findings
+
+
+def _scalar_list(v: np.ndarray) -> list:
+    return np.asarray(v).reshape(-1).tolist()
+
+
+def _value_checks(spec: OpSpec, site: Site, plan: Plan | None, base_dir: Path) -> list[Finding]:
+    node = site.node
+    findings: list[Finding] = []
+    names = list(node.input) + ["", ""]
+    if spec.name == "DynamicQuantizeLinear":
+        return findings
+    scale_name, zp_name = spec.inputs[1].name, spec.inputs[2].name
+    scale_f = site.scope.get(names[1]) if names[1] else None
+    if scale_f is not None and scale_f.tensor is not None:
+        scale = scale_f.value(base_dir)
+        if scale is not None and scale.size:
+            as64 = np.asarray(scale, dtype=np.float64)
+            bad = ~(np.isfinite(as64) & (as64 > 0))
+            if bad.any():
+                first = int(np.flatnonzero(bad.reshape(-1))[0])
+                findings.append(Finding("QDQ014", f"{int(bad.sum())} of {scale.size} scale values are not finite "
+                                                  f"and positive (first: index {first} = {as64.reshape(-1)[first]})",
+                                        scale_name))
+    zp_f = site.scope.get(names[2]) if names[2] else None
+    if zp_f is not None and zp_f.tensor is not None and zp_f.elem is not None:
+        t = zp_f.tensor
+        try:
+            et = by_proto(zp_f.elem)
+        except KeyError:
+            return findings
+        if et.is_integer and t.int32_data and t.data_location != TensorProto.EXTERNAL:
+            stored = np.asarray(t.int32_data, dtype=np.int64)
+            if et.bits < 8:  # packed two or four to an int32: check the codes fit the storage
+                stored = stored[:0]
+            outside = stored[(stored < (et.int_min or 0)) | (stored > (et.int_max or 0))]
+            if outside.size:
+                findings.append(Finding("QDQ015", f"zero point holds {int(outside[0])}, outside {et.name}'s range "
+                                                  f"[{et.int_min}, {et.int_max}]", zp_name))
+                return findings
+        zp = zp_f.value(base_dir)
+        if zp is None:
+            return findings
+        values = np.asarray(zp).astype(np.float64)
+        if et.name.startswith(_SATURATING) and np.any(values != 0):
+            findings.append(Finding("QDQ016", f"{et.name} zero point is not zero ({_scalar_list(values)[:4]}...)",
+                                    zp_name))
+        if spec.name != "QuantizeLinear" and spec.name != "ExtendedQuantizeLinear" and et.name == "int32" \
+                and np.any(values != 0):
+            findings.append(Finding("QDQ017", "int32 input with a non-zero zero point", zp_name))
+    return findings
+
+
+def check(site: Site, base_dir: Path) -> tuple[OpSpec | None, list[Finding]]:
+    """Every rule on one node; the operator version it resolved to (None when it did not)."""
+    domain = domain_of(site)
+    opset = site.opsets.get(domain)
+    if opset is None:
+        return None, [Finding("QDQ001", f"the model imports no opset for domain {domain}")]
+    try:
+        spec = resolve(domain, site.node.op_type, opset)
+    except SpecViolation as e:
+        return None, [Finding("QDQ001", e.detail)]
+    attrs, findings = _attributes(site)
+    if any(f.severity == "error" for f in findings):
+        return spec, findings
+    plan, structural = _structural(spec, site, attrs)
+    findings += structural
+    if plan is not None:
+        if "saturate" in attrs and not plan.outputs[0].name.startswith(_SATURATING):
+            findings.append(Finding("QDQ018", f"saturate={attrs['saturate']} has no effect for a "
+                                              f"{plan.outputs[0].name} output", "saturate"))
+        if domain == AI_ONNX:
+            for k, (name, expected) in enumerate(zip(site.node.output, plan.outputs, strict=False)):
+                declared = site.scope.get(name) if name else None
+                if declared is not None and declared.elem and declared.elem != expected.proto:
+                    findings.append(Finding("QDQ019", f"output {k} ({name!r}) is declared "
+                                                      f"{type_name(declared.elem)}, the spec gives {expected.name}",
+                                            spec.outputs[k].name))
+        _propagate(site, plan)
+    findings += _value_checks(spec, site, plan, base_dir)
+    return spec, findings
+
+
+def _propagate(site: Site, plan: Plan) -> None:
+    """Record the output types the spec gives (shape: x's) for later nodes, where the graph does not say;
+    onnx shape inference does not see through contrib-domain nodes."""
+    x = site.scope.get(site.node.input[0]) if site.node.input else None
+    for k, (name, t) in enumerate(zip(site.node.output, plan.outputs, strict=False)):
+        known = site.scope.get(name) if name else None
+        if name and (known is None or known.elem is None):
+            shape = (x.shape if x is not None else None) if k == 0 else ()
+            site.scope.add(name, Facts(t.proto, shape, None, "spec of the producing node"), override=True)
+
