@@ -169,6 +169,20 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _cmd_build_quark(args: argparse.Namespace) -> int:
+    """Build AMD Quark's custom-op library (com.amd.quark) for the `quark` backend, once, into a cache."""
+    from .backends.quark import DEFAULT_QUARK_VERSION, BuildError, build
+
+    try:
+        lib = build(Path(args.source) if args.source else None, args.quark_version or DEFAULT_QUARK_VERSION,
+                    force=args.force)
+    except BuildError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"the quark backend will load {lib} (override with QDQ_QUARK_LIBRARY)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qdq-conformance",
@@ -220,6 +234,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_arguments(p)
     p.set_defaults(func=_cmd_check)
+    p = sub.add_parser("build-quark", help=(_cmd_build_quark.__doc__ or "").strip(),
+                       description=(_cmd_build_quark.__doc__ or "").strip() + " Sources: an installed amd-quark, "
+                       "--source (its custom_ops folder or a wheel), or else the amd-quark wheel downloaded with "
+                       "`pip download --no-deps` (never installed; onnx and onnxruntime stay as they are). "
+                       "Cache: $QDQ_CACHE_DIR or ~/.cache/onnx-qdq-conformance/quark.")
+    p.add_argument("--source", metavar="PATH", help="amd-quark's custom_ops folder or an amd_quark-*.whl")
+    p.add_argument("--quark-version", metavar="V", help="amd-quark release to download when no source is given "
+                   "(default: the tested one)")
+    p.add_argument("--force", action="store_true", help="rebuild even when the cache has the library")
+    p.set_defaults(func=_cmd_build_quark)
     p = sub.add_parser("coverage", help=(_cmd_coverage.__doc__ or "").strip(),
                        description=(_cmd_coverage.__doc__ or "").strip())
     p.add_argument("--strict", action="store_true", help="exit 1 when any gap remains")

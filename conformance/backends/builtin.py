@@ -34,7 +34,8 @@ class OrtBackend:
 
     name = "ort"
 
-    def __init__(self, provider: str = "CPUExecutionProvider", optimization: str = "all", threads: int = 1) -> None:
+    def __init__(self, provider: str = "CPUExecutionProvider", optimization: str = "all", threads: int = 1,
+                 custom_ops_libraries: tuple[str, ...] | list[str] = ()) -> None:
         import onnxruntime as ort
 
         ort.set_default_logger_severity(4)  # errors come back as exceptions; keep the C++ log quiet
@@ -42,12 +43,14 @@ class OrtBackend:
         self.provider = provider
         self.optimization = optimization
         self.threads = threads
+        self.custom_ops_libraries = list(custom_ops_libraries)
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         from .ort_io import run_session, session
 
         try:
-            sess = session(model, threads=self.threads, optimization=self.optimization, providers=[self.provider])
+            sess = session(model, threads=self.threads, optimization=self.optimization, providers=[self.provider],
+                           custom_ops_libraries=self.custom_ops_libraries)
         except Exception as e:  # onnxruntime raises its own exception types, each a subclass of Exception
             text = str(e)
             if any(m in text for m in _ORT_UNSUPPORTED):

@@ -24,7 +24,7 @@ _NATIVE_TYPE_STRS = {f"tensor({t.name})" for t in TYPES.values() if t.dtype in N
 def to_ortvalue(array: np.ndarray) -> ort.OrtValue:
     """An OrtValue of ``array``'s ONNX element type holding the same elements."""
     t = by_dtype(array.dtype)
-    array = np.ascontiguousarray(array)
+    array = np.asarray(array, order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
     if array.dtype in _NATIVE:  # numpy's own types (float16 included) go in directly
         return ort.OrtValue.ortvalue_from_numpy(array)
     value = ort.OrtValue.ortvalue_from_shape_and_type(list(array.shape), t.proto)
@@ -53,8 +53,7 @@ def run_session(session: ort.InferenceSession, feeds: Mapping[str, np.ndarray],
     names = list(output_names or [o.name for o in session.get_outputs()])
     native_out = all(o.type in _NATIVE_TYPE_STRS for o in session.get_outputs() if o.name in names)
     if native_out and all(np.asarray(v).dtype in _NATIVE for v in feeds.values()):
-        # Plain numpy in and out. (run_with_ort_values reports a rank-0 output as shape [1] where run
-        # reports (), so OrtValue is kept for the types numpy cannot carry.)
+        # Plain numpy in and out where numpy can carry every type (the shortest path); OrtValue otherwise.
         return [np.asarray(o) for o in session.run(names, dict(feeds))]
     values = {k: to_ortvalue(np.asarray(v)) for k, v in feeds.items()}
     outs = session.run_with_ort_values(names, values)
@@ -62,7 +61,8 @@ def run_session(session: ort.InferenceSession, feeds: Mapping[str, np.ndarray],
 
 
 def session(model: onnx.ModelProto, *, threads: int = 1, optimization: str = "all",
-            providers: Sequence[str] = ("CPUExecutionProvider",)) -> ort.InferenceSession:
+            providers: Sequence[str] = ("CPUExecutionProvider",),
+            custom_ops_libraries: Sequence[str] = ()) -> ort.InferenceSession:
     """An InferenceSession on ``model`` with ``threads`` intra-op threads and the named optimization level."""
     levels = {
         "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -75,4 +75,6 @@ def session(model: onnx.ModelProto, *, threads: int = 1, optimization: str = "al
     so.inter_op_num_threads = 1
     so.graph_optimization_level = levels[optimization]
     so.log_severity_level = 4  # errors come back as exceptions; the C++ log would only repeat them
+    for lib in custom_ops_libraries:
+        so.register_custom_ops_library(lib)
     return ort.InferenceSession(model.SerializeToString(), so, providers=list(providers))

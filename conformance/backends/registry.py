@@ -41,10 +41,41 @@ def _oracle(options: Mapping[str, Any]) -> Backend:
     return OracleBackend()
 
 
+def _openvino(options: Mapping[str, Any]) -> Backend:
+    from .openvino_backend import MissingBackend, OpenVinoBackend
+
+    try:
+        import openvino  # noqa: F401
+    except ImportError as e:
+        return MissingBackend("openvino", f"openvino is not installed ({e}); pip install "
+                                          "'onnx-qdq-conformance[openvino]'")
+    return OpenVinoBackend(device=options.get("openvino_device") or "CPU")
+
+
+def _quark(options: Mapping[str, Any]) -> Backend:
+    from .quark import QuarkBackend
+
+    return QuarkBackend()
+
+
+def _tvm(options: Mapping[str, Any]) -> Backend:
+    from .openvino_backend import MissingBackend
+
+    try:
+        from .tvm_backend import TvmBackend
+
+        return TvmBackend()
+    except ImportError as e:
+        return MissingBackend("tvm", f"Apache TVM is not installed ({e}); pip install 'onnx-qdq-conformance[tvm]'")
+
+
 BUILTIN: dict[str, Callable[[Mapping[str, Any]], Backend]] = {
     "ort": _ort,
     "onnx-reference": _onnx_reference,
     "reference": _oracle,
+    "openvino": _openvino,
+    "quark": _quark,
+    "tvm": _tvm,
 }
 
 

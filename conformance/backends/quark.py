@@ -1,0 +1,180 @@
+"""AMD Quark's custom operators (domain com.amd.quark) inside ONNX Runtime.
+
+The ``amd-quark`` package ships the operators' C++ sources (``quark/onnx/operators/custom_ops``) with ONNX
+Runtime's C/C++ API headers (1.17, whose C API later ONNX Runtime releases keep serving), but no built library;
+its own build path needs torch. :func:`build` compiles the CPU library with the system C++ compiler, explicitly
+and once (``qdq-conformance build-quark``), into a cache folder keyed by the sources; it never installs amd-quark
+(the sources are read from an installed copy or from the wheel, downloaded with ``pip download --no-deps``), so
+the installed onnx and onnxruntime are never changed. The ``quark`` backend loads the library with
+``SessionOptions.register_custom_ops_library``; without it, every case is declined with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from ..opspecs import QUARK
+from .base import Unsupported
+
+#: The amd-quark release whose sources `build` fetches when none is installed (override: --quark-version).
+DEFAULT_QUARK_VERSION = "0.13"
+SOURCES = ["custom_op_library.cc", "custom_op_qdq.cc", "custom_op_in.cc", "custom_op_bfp.cc", "custom_op_mx.cc",
+           "custom_op_lstm.cc", "bfp/cpu/bfp.cc", "mx/cpu/mx.cc", "bfp/cpu/bfp_kernel.cc", "mx/cpu/mx_kernel.cc"]
+INCLUDES = ["include", "src", "include/onnxruntime-1.17.0/onnxruntime",
+            "include/onnxruntime-1.17.0/onnxruntime/core/session", "include/gsl-4.0.0"]
+LIBRARY = "libcustom_ops.so"
+
+
+class BuildError(Exception):
+    """The library could not be built; the message says why and what to do."""
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("QDQ_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                                          os.path.expanduser("~/.cache"), "onnx-qdq-conformance")
+    return Path(root) / "quark"
+
+
+def installed_sources() -> Path | None:
+    """``quark/onnx/operators/custom_ops`` of an installed amd-quark, found without importing it (its import
+    pulls in torch)."""
+    spec = importlib.util.find_spec("quark")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        path = Path(root) / "onnx" / "operators" / "custom_ops"
+        if (path / "src" / "custom_op_qdq.cc").exists():
+            return path
+    return None
+
+
+def _from_wheel(wheel: Path, dest: Path) -> Path:
+    prefix = "quark/onnx/operators/custom_ops/"
+    with zipfile.ZipFile(wheel) as z:
+        members = [m for m in z.namelist() if m.startswith(prefix)]
+        if not members:
+            raise BuildError(f"{wheel.name} holds no {prefix} (not an amd-quark wheel?)")
+        z.extractall(dest, members)
+    return dest / prefix
+
+
+def fetch_sources(version: str, dest: Path) -> Path:
+    """Download the amd-quark wheel (no dependencies, not installed) and unpack only its custom-op sources."""
+    wheels = dest / "wheel"
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", str(wheels),
+           f"amd-quark=={version}"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    found = sorted(wheels.glob("amd_quark-*.whl"))
+    if r.returncode or not found:
+        raise BuildError(f"could not download amd-quark {version} ({' '.join(cmd)}): "
+                         f"{(r.stderr or r.stdout).strip().splitlines()[-1:]}")
+    return _from_wheel(found[0], dest / "src")
+
+
+def _digest(src: Path, compiler: str, flags: list[str]) -> str:
+    """Key of a build: compiler, flags and the bytes of every source file."""
+    h = hashlib.sha256(" ".join([compiler, *flags]).encode())
+    for p in sorted((src / "src").rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(src)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build(source: Path | None = None, version: str = DEFAULT_QUARK_VERSION, force: bool = False,
+          log=print) -> Path:  # noqa: ANN001 - a print-like callable
+    """Compile (or find in the cache) the CPU custom-op library; return its path."""
+    compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+    if not compiler:
+        raise BuildError("no C++ compiler found (install g++, e.g. apt-get install g++, or set CXX)")
+    flags = ["-O2", "-std=c++17", "-shared", "-fPIC", "-DNO_GPU", "-w"]
+    with tempfile.TemporaryDirectory(prefix="qdq-quark-") as tmp:
+        if source is not None and source.suffix == ".whl":
+            src = _from_wheel(source, Path(tmp))
+        elif source is not None:
+            src = source
+        else:
+            src = installed_sources() or fetch_sources(version, Path(tmp))
+        missing = [s for s in SOURCES if not (src / "src" / s).exists()]
+        if missing:
+            raise BuildError(f"{src} lacks {', '.join(missing)} (a different amd-quark layout?)")
+        out_dir = cache_dir() / _digest(src, compiler, flags)
+        lib = out_dir / LIBRARY
+        if lib.exists() and not force:
+            log(f"cached: {lib}")
+            return lib
+        out_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [compiler, *flags, *(f"-I{src / i}" for i in INCLUDES), *(str(src / "src" / s) for s in SOURCES),
+               "-o", str(out_dir / (LIBRARY + ".tmp"))]
+        log(f"compiling {len(SOURCES)} sources from {src} with {compiler} (about 15 s)")
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode:
+            raise BuildError(f"{compiler} failed:\n{r.stderr.strip()[-2000:]}")
+        (out_dir / (LIBRARY + ".tmp")).replace(lib)
+        (out_dir / "BUILD").write_text(" ".join(cmd) + "\n")
+    (cache_dir() / "latest").write_text(str(lib) + "\n")
+    log(f"built: {lib}")
+    return lib
+
+
+def find_library() -> Path | None:
+    """The library to load: $QDQ_QUARK_LIBRARY, else the last one `build` produced."""
+    env = os.environ.get("QDQ_QUARK_LIBRARY")
+    if env:
+        return Path(env) if Path(env).exists() else None
+    latest = cache_dir() / "latest"
+    if latest.exists():
+        lib = Path(latest.read_text().strip())
+        return lib if lib.exists() else None
+    return None
+
+
+class QuarkBackend:
+    """ONNX Runtime (CPU) with AMD Quark's custom-op library registered; runs com.amd.quark cases only."""
+
+    name = "quark"
+
+    def __init__(self, library: Path | None = None) -> None:
+        import onnxruntime as ort
+
+        self.library = library or find_library()
+        self.version = f"{DEFAULT_QUARK_VERSION}+ort{ort.__version__}" if self.library else "not built"
+        self.reason = None if self.library else (
+            "AMD Quark's custom-op library is not built: run `qdq-conformance build-quark` once "
+            "(needs a C++ compiler; see README, section 'AMD Quark')")
+        if self.library:
+            src = self.library.parent / "BUILD"
+            self.build_command = src.read_text().strip() if src.exists() else ""
+
+    def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        if self.reason:
+            raise Unsupported(self.reason)
+        if {n.domain for n in model.graph.node} != {QUARK}:
+            raise Unsupported("the quark backend runs com.amd.quark operators only (ai.onnx cases: use --backend ort)")
+        from .builtin import OrtBackend
+
+        backend = OrtBackend(custom_ops_libraries=[str(self.library)])
+        return backend.run(model, feeds)
+
+    def repro(self, model_code: str, output_names: list[str]) -> str:
+        return (
+            f"{model_code}\n"
+            "import onnxruntime as ort\n"
+            "so = ort.SessionOptions()\n"
+            f"so.register_custom_ops_library({str(self.library)!r})  # qdq-conformance build-quark\n"
+            "sess = ort.InferenceSession(model.SerializeToString(), so, providers=['CPUExecutionProvider'])\n"
+            f"for name, value in zip({output_names!r}, sess.run({output_names!r}, {{}})):\n"
+            "    print(name, value.dtype, value)\n"
+        )
