@@ -183,6 +183,42 @@ def _cmd_build_quark(args: argparse.Namespace) -> int:
     return 0
 
 
+COMPLIANCE_BACKENDS = "ort,onnx-reference,openvino,quark,tvm"
+COMPLIANCE_COMMAND = "qdq-conformance compliance"
+
+
+def _cmd_compliance(args: argparse.Namespace) -> int:
+    """Run several backends over the corpus, then write their scoreboard (HTML) and the compliance table (Markdown)."""
+    import subprocess
+
+    from reports.compliance import render_files as render_markdown
+    from reports.render import render_files
+
+    out = Path(args.results_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in [b.strip() for b in args.backends.split(",") if b.strip()]:
+        path = out / f"{name}.jsonl"
+        paths.append(path)
+        if args.reuse and path.exists():
+            print(f"{name}: reusing {path}")
+            continue
+        cmd = [sys.executable, "-m", "pytest", f"--backend={name}", "-q", "-p", "no:cacheprovider", "--tb=no",
+               "--no-header", f"--form={args.form}", f"--results={path}", "-o", "console_output_style=count"]
+        if args.workers != 1:
+            cmd += ["-n", str(args.workers)]
+        print(f"{name}: {' '.join(cmd[2:])}", flush=True)
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        print(f"{name}: {(r.stdout.strip().splitlines() or ['(no output)'])[-1]}", flush=True)
+        if not path.exists():
+            print(f"error: {name} wrote no results", file=sys.stderr)
+            return 2
+    board = render_files(paths, out / "scoreboard.html")
+    md = render_markdown(paths, Path(args.markdown), command=COMPLIANCE_COMMAND)
+    print(f"wrote {board} and {md}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qdq-conformance",
@@ -244,6 +280,19 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: the tested one)")
     p.add_argument("--force", action="store_true", help="rebuild even when the cache has the library")
     p.set_defaults(func=_cmd_build_quark)
+    p = sub.add_parser("compliance", help=(_cmd_compliance.__doc__ or "").strip(),
+                       description=(_cmd_compliance.__doc__ or "").strip())
+    p.add_argument("--backends", default=COMPLIANCE_BACKENDS, metavar="A,B,...",
+                   help="backends to run (default: %(default)s)")
+    p.add_argument("--results-dir", default="out/compliance", metavar="DIR",
+                   help="where results files and the scoreboard go (default: %(default)s)")
+    p.add_argument("--markdown", default="docs/compliance.md", metavar="PATH",
+                   help="the Markdown table to write (default: %(default)s)")
+    p.add_argument("--form", choices=("runtime", "initializer", "both"), default="runtime",
+                   help="graph form(s) to run (default: %(default)s)")
+    p.add_argument("-n", "--workers", type=int, default=2, metavar="N", help="pytest-xdist workers (default: 2)")
+    p.add_argument("--reuse", action="store_true", help="keep results files that already exist")
+    p.set_defaults(func=_cmd_compliance)
     p = sub.add_parser("coverage", help=(_cmd_coverage.__doc__ or "").strip(),
                        description=(_cmd_coverage.__doc__ or "").strip())
     p.add_argument("--strict", action="store_true", help="exit 1 when any gap remains")

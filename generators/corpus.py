@@ -29,8 +29,9 @@ def case_files(root: Path = CASES_DIR) -> list[Path]:
     return sorted(p for p in root.rglob("*.yaml") if p.is_file())
 
 
-def load_file(path: Path) -> list[ConcreteCase]:
-    """The concrete cases of one case file (raises CaseFileError)."""
+def load_file(path: Path, tiers: Sequence[str] | None = None) -> list[ConcreteCase]:
+    """The concrete cases of one case file (raises CaseFileError); only templates of ``tiers`` (default: all)
+    are expanded, so unselected large-tier cases cost nothing."""
     doc = load_yaml(path)
     validate(doc, path)
     seen: dict[str, int] = {}
@@ -41,6 +42,8 @@ def load_file(path: Path) -> list[ConcreteCase]:
             raise CaseFileError(path, tpl.line("id"), f"{item['id']}.id",
                                 f"duplicate template id (first at line {seen[item['id']]})")
         seen[item["id"]] = tpl.line("id")
+        if tiers is not None and item.get("tier", "default") not in tiers:
+            continue
         try:
             cases.extend(expand(tpl))
         except CaseFileError:
@@ -58,7 +61,7 @@ def load(paths: Iterable[Path] | None = None, *, tiers: Sequence[str] = ("defaul
     for path in (list(paths) if paths is not None else case_files()):
         corpus.files.append(path)
         try:
-            cases = load_file(path)
+            cases = load_file(path, tiers)
         except CaseFileError as e:
             corpus.errors.append(e)
             continue

@@ -20,7 +20,7 @@ from .loader import CaseFileError
 def _job(path: str, out: str, forms: Sequence[str], tiers: Sequence[str], select: Sequence[str]
          ) -> tuple[list[dict[str, Any]], dict[str, Any], str | None]:
     try:
-        cases = [c for c in load_file(Path(path)) if c.tier in tiers and
+        cases = [c for c in load_file(Path(path), tiers) if c.tier in tiers and
                  (not select or any(fnmatch.fnmatchcase(c.id, p) for p in select))]
     except CaseFileError as e:
         return [], {}, str(e)

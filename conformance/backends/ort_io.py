@@ -54,7 +54,7 @@ def run_session(session: ort.InferenceSession, feeds: Mapping[str, np.ndarray],
     native_out = all(o.type in _NATIVE_TYPE_STRS for o in session.get_outputs() if o.name in names)
     if native_out and all(np.asarray(v).dtype in _NATIVE for v in feeds.values()):
         # Plain numpy in and out where numpy can carry every type (the shortest path); OrtValue otherwise.
-        return [np.asarray(o) for o in session.run(names, dict(feeds))]
+        return [np.asarray(o) for o in session.run(names, {k: np.asarray(v) for k, v in feeds.items()})]
     values = {k: to_ortvalue(np.asarray(v)) for k, v in feeds.items()}
     outs = session.run_with_ort_values(names, values)
     return [from_ortvalue(o) for o in outs]

@@ -42,9 +42,9 @@ class BuildError(Exception):
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("QDQ_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or
-                                                          os.path.expanduser("~/.cache"), "onnx-qdq-conformance")
-    return Path(root) / "quark"
+    from generators.cache import cache_root
+
+    return cache_root() / "quark"
 
 
 def installed_sources() -> Path | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -110,11 +111,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if STATE not in config.stash:
         return
     state = config.stash[STATE]
+    # The collected corpus lives until the end of the run: move it out of the garbage collector's way, or every
+    # collection (pytest runs gc.collect() several times at exit) walks tens of thousands of case objects.
+    gc.collect()
+    gc.freeze()
     for item in items:
         case = getattr(item, "case", None)
         if case is None or case.status == "implementation-defined":  # recorded, never failing: no xfail
             continue
-        entry = state.expectations.lookup(case.id)
+        entry = state.expectations.lookup(case.id, getattr(item, "form", None))
         if entry is not None and entry.status in FAILING:
             reason = f"expected {entry.status}: {entry.reason}" + (f" ({entry.link})" if entry.link else "")
             item.add_marker(pytest.mark.xfail(reason=reason, raises=CaseFailure, strict=state.strict))

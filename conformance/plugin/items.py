@@ -40,6 +40,17 @@ def marker_names(case: Any, form: str) -> list[str]:
     return names
 
 
+_MARKS: dict[str, pytest.MarkDecorator] = {}
+
+
+def _mark(name: str) -> pytest.MarkDecorator:
+    """One MarkDecorator per name (pytest's by-name lookup is the slow part of add_marker for 50,000 items)."""
+    mark = _MARKS.get(name)
+    if mark is None:
+        mark = _MARKS[name] = getattr(pytest.mark, name)
+    return mark
+
+
 class CaseItem(pytest.Item):
     def __init__(self, *, case: Any, form: str, line: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -47,7 +58,7 @@ class CaseItem(pytest.Item):
         self.form = form
         self.line = line
         for name in marker_names(case, form):
-            self.add_marker(name)
+            self.add_marker(_mark(name))
         meta = case.metadata()
         self.extra_keyword_matches.update({meta["family"], meta["status"], meta["operator"]})
 
@@ -60,7 +71,7 @@ class CaseItem(pytest.Item):
         raw = state.backend().run(model, feeds)
         outcome = classify(raw, status=case.status, expected=case.expected, ulp=case.ulp)
         outcome.seconds = time.perf_counter() - t0
-        entry = None if case.status == "implementation-defined" else state.expectations.lookup(case.id)
+        entry = None if case.status == "implementation-defined" else state.expectations.lookup(case.id, self.form)
         self.user_properties.append(("qdq", _record(case, self.form, outcome, entry, state, model, feeds)))
         if outcome.status == "unsupported":
             pytest.skip(f"unsupported by {state.backend_name}: {outcome.message}")
@@ -100,7 +111,7 @@ class LoadErrorItem(pytest.Item):
 
 class CaseFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
-        from generators.corpus import load_file
+        from generators.cache import load_file_cached
         from generators.loader import CaseFileError
 
         cfg = self.config
@@ -108,7 +119,7 @@ class CaseFile(pytest.File):
         tiers = ("default", "large") if tier == "all" else (tier,)
         forms = _forms(cfg)
         try:
-            cases = load_file(self.path)
+            cases = load_file_cached(self.path, tiers)
         except CaseFileError as e:
             yield LoadErrorItem.from_parent(self, name="load", error=e)
             return

@@ -9,6 +9,7 @@
         status: failed           # failed, error, crashed, timeout, invalid-accepted, unsupported
         reason: "x - x_zero_point is computed in int32 and wraps (spec: y = (x - x_zero_point) * x_scale)"
         link: https://github.com/microsoft/onnxruntime/issues/...
+        forms: [initializer]     # optional: only these graph forms (default: both)
 
 A case ending in the expected status is an expected failure (listed, not a failure of the run). One ending
 better (passed) is an unexpected pass; one ending in another failing status is a surprise. Entries that match no
@@ -18,6 +19,7 @@ case, or whose cases all pass, are stale and warned about.
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,9 +44,20 @@ class Entry:
     line: int = 0
     matched: int = 0
     passed: int = 0
+    forms: tuple[str, ...] = ()  # empty: every form
+    _exact: frozenset[str] = frozenset()
+    _globs: re.Pattern[str] | None = None
 
-    def matches(self, case_id: str) -> bool:
-        return any(fnmatch.fnmatchcase(case_id, p) for p in self.patterns)
+    def __post_init__(self) -> None:
+        # Exact ids go in a set and the globs into one regex: thousands of ids cost one lookup per case.
+        globs = [p for p in self.patterns if any(c in p for c in "*?[")]
+        self._exact = frozenset(p for p in self.patterns if p not in globs)
+        self._globs = re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in globs)) if globs else None
+
+    def matches(self, case_id: str, form: str | None = None) -> bool:
+        if form is not None and self.forms and form not in self.forms:
+            return False
+        return case_id in self._exact or bool(self._globs and self._globs.match(case_id))
 
 
 @dataclass
@@ -52,9 +65,9 @@ class Expectations:
     path: Path | None = None
     entries: list[Entry] = field(default_factory=list)
 
-    def lookup(self, case_id: str) -> Entry | None:
+    def lookup(self, case_id: str, form: str | None = None) -> Entry | None:
         for e in self.entries:
-            if e.matches(case_id):
+            if e.matches(case_id, form):
                 return e
         return None
 
@@ -89,7 +102,7 @@ def load(path: Path, backend_version: str | None = None) -> Expectations:
     entries = []
     for raw in doc.get("entries", []):
         line = raw.get("__line__", 0)
-        unknown = set(raw) - {"cases", "status", "reason", "link", "__line__"}
+        unknown = set(raw) - {"cases", "status", "reason", "link", "forms", "__line__"}
         if unknown:
             raise ExpectationError(f"{path}:{line}: unknown key(s) {sorted(unknown)}")
         if raw.get("status") not in _STATUSES:
@@ -97,8 +110,12 @@ def load(path: Path, backend_version: str | None = None) -> Expectations:
         if not raw.get("reason") or not raw.get("cases"):
             raise ExpectationError(f"{path}:{line}: every entry needs 'cases' and a 'reason'")
         patterns = raw["cases"] if isinstance(raw["cases"], list) else [raw["cases"]]
+        forms = raw.get("forms") or []
+        forms = [forms] if isinstance(forms, str) else forms
+        if not set(forms) <= {"runtime", "initializer"}:
+            raise ExpectationError(f"{path}:{line}: forms must be runtime and/or initializer")
         entries.append(Entry([str(p) for p in patterns], raw["status"], str(raw["reason"]).strip(),
-                             raw.get("link"), line))
+                             raw.get("link"), line, forms=tuple(forms)))
     return Expectations(path, entries)
 
 

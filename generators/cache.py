@@ -1,0 +1,80 @@
+"""A persistent cache of expanded case files, for the runner's collection.
+
+Expanding the corpus (values, oracle outputs, alternative readings) takes seconds per process, and every pytest
+(-xdist worker) process collects the whole corpus. The cache keeps each file's expansion, pickled, under a key
+made of the file's bytes, the selected tiers, and a fingerprint of everything expansion depends on: the code of
+``generators`` and ``conformance`` (kernel, types, specs), the ambiguity catalogue, the case schema, and the
+versions of Python, numpy, ml_dtypes and onnx. Any change gives a new key; stale entries are simply unused.
+
+Location: ``$QDQ_CACHE_DIR/corpus`` (default ``~/.cache/onnx-qdq-conformance/corpus``); ``QDQ_CORPUS_CACHE=0``
+turns it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import platform
+import tempfile
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+from .case import ConcreteCase
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cache_root() -> Path:
+    base = os.environ.get("QDQ_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                                          os.path.expanduser("~/.cache"), "onnx-qdq-conformance")
+    return Path(base)
+
+
+def enabled() -> bool:
+    return os.environ.get("QDQ_CORPUS_CACHE", "1") not in ("0", "false", "no", "off")
+
+
+@cache
+def fingerprint() -> str:
+    import ml_dtypes
+    import numpy
+    import onnx
+
+    h = hashlib.sha256()
+    for part in (platform.python_version(), numpy.__version__, ml_dtypes.__version__, onnx.__version__):
+        h.update(part.encode() + b"\0")
+    sources = sorted([*(ROOT / "generators").rglob("*.py"), *(ROOT / "conformance").rglob("*.py"),
+                      *(ROOT / "conformance" / "data").glob("*"), ROOT / "cases" / "case.schema.json"])
+    for p in sources:
+        if p.is_file():
+            h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def load_file_cached(path: Path, tiers: Sequence[str]) -> list[ConcreteCase]:
+    """``corpus.load_file(path, tiers)``, from the cache when an entry for exactly this input exists."""
+    from .corpus import load_file
+
+    if not enabled():
+        return load_file(path, tiers)
+    data = path.read_bytes()
+    key = hashlib.sha256(fingerprint().encode() + b"\0" + ",".join(tiers).encode() + b"\0" + data).hexdigest()
+    folder = cache_root() / "corpus"
+    entry = folder / f"{path.stem}-{key[:24]}.pkl"
+    try:
+        with entry.open("rb") as fh:
+            return pickle.load(fh)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
+        pass
+    cases = load_file(path, tiers)  # raises CaseFileError, which is never cached
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(cases, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, entry)  # atomic: concurrent xdist workers never read a half-written entry
+    except OSError:
+        pass  # a read-only home: run without the cache
+    return cases

@@ -1,0 +1,110 @@
+"""The OpenVINO, AMD Quark and TVM adapters: exotic-type I/O, declining with a reason when unavailable."""
+
+from __future__ import annotations
+
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from conformance.backends.base import Unsupported
+from conformance.backends.registry import create
+from conformance.modelbuild import single_node_model
+from conformance.reference import run as oracle
+from conformance.types import by_dtype
+
+
+def _dq_model(x: np.ndarray, version: int = 21):
+    inputs = [("x", x), ("x_scale", np.array(1, np.float32)), ("x_zero_point", np.zeros((), x.dtype))]
+    return single_node_model("ai.onnx", "DequantizeLinear", version, inputs,
+                             [("y", by_dtype(np.dtype(np.float32)).proto, list(x.shape))], {}, initializers=())
+
+
+def _q_model(x: np.ndarray, zp: np.ndarray, version: int = 21):
+    inputs = [("x", x), ("y_scale", np.array(1, np.float32)), ("y_zero_point", zp)]
+    return single_node_model("ai.onnx", "QuantizeLinear", version, inputs,
+                             [("y", by_dtype(zp.dtype).proto, list(x.shape))], {}, initializers=())
+
+
+EXOTIC = {
+    "uint4": np.arange(16).astype(ml_dtypes.uint4).reshape(2, 8)[:, :7].copy(),  # odd length: packing edge
+    "int4": np.arange(-8, 8).astype(ml_dtypes.int4)[:15].copy(),
+    "float8e4m3fn": np.array([0.5, -3, 448, -0.0], ml_dtypes.float8_e4m3fn),
+    "float8e5m2": np.array([0.5, -3, 57344], ml_dtypes.float8_e5m2),
+    "scalar-uint8": np.array(7, np.uint8),
+}
+
+
+def _roundtrip(backend, name):
+    x = EXOTIC[name]
+    feeds = {"x": x, "x_scale": np.array(1, np.float32), "x_zero_point": np.zeros((), x.dtype)}
+    model = _dq_model(x)
+    got = backend.run(model, feeds)[0]
+    assert got.shape == x.shape and np.array_equal(got, oracle(model, feeds)[0]), (name, got)
+    y = np.asarray(x.astype(np.float32))
+    zp = np.zeros((), x.dtype)
+    qmodel = _q_model(y, zp)
+    qfeeds = {"x": y, "y_scale": np.array(1, np.float32), "y_zero_point": zp}
+    got = backend.run(qmodel, qfeeds)[0]
+    assert got.dtype == x.dtype and got.shape == x.shape
+    assert np.array_equal(got.view(np.uint8) if got.dtype.itemsize == 1 else got,
+                          x.view(np.uint8) if x.dtype.itemsize == 1 else x), (name, got)
+
+
+@pytest.mark.parametrize("name", sorted(EXOTIC))
+def test_ort_exchanges_exotic_and_rank0_tensors_exactly(name):
+    _roundtrip(create("ort"), name)
+
+
+@pytest.mark.parametrize("name", sorted(EXOTIC))
+def test_openvino_exchanges_exotic_and_rank0_tensors_exactly(name):
+    pytest.importorskip("openvino")
+    _roundtrip(create("openvino"), name)
+
+
+def test_openvino_declines_types_it_has_no_element_type_for():
+    pytest.importorskip("openvino")
+    x = np.array([1, 2], ml_dtypes.float8_e4m3fnuz)
+    with pytest.raises(Unsupported, match="no element type for float8e4m3fnuz"):
+        create("openvino").run(_dq_model(x), {"x": x, "x_scale": np.array(1, np.float32),
+                                              "x_zero_point": np.zeros((), x.dtype)})
+
+
+def test_missing_packages_decline_every_case_with_the_reason(monkeypatch):
+    monkeypatch.setitem(sys.modules, "openvino", None)  # import openvino -> ImportError
+    monkeypatch.setitem(sys.modules, "tvm", None)
+    for name, hint in (("openvino", "[openvino]"), ("tvm", "[tvm]")):
+        backend = create(name)
+        assert backend.version == "not installed"
+        with pytest.raises(Unsupported, match=r"not installed.*" + hint.replace("[", r"\[").replace("]", r"\]")):
+            backend.run(_dq_model(EXOTIC["scalar-uint8"]), {})
+
+
+def test_quark_without_its_library_declines_and_says_how_to_build(monkeypatch, tmp_path):
+    monkeypatch.setenv("QDQ_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("QDQ_QUARK_LIBRARY", raising=False)
+    backend = create("quark")
+    with pytest.raises(Unsupported, match="qdq-conformance build-quark"):
+        backend.run(_dq_model(EXOTIC["scalar-uint8"]), {})
+
+
+def test_quark_build_reports_a_missing_compiler(monkeypatch, tmp_path):
+    from conformance.backends.quark import BuildError, build
+
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    src = tmp_path / "custom_ops"
+    (src / "src").mkdir(parents=True)
+    with pytest.raises(BuildError, match="lacks custom_op_library.cc"):
+        build(src, log=lambda *_: None)
+
+
+def test_tvm_takes_rank0_inputs_and_declines_sub_byte():
+    pytest.importorskip("tvm")
+    backend = create("tvm")
+    x = np.array(7, np.uint8)
+    feeds = {"x": x, "x_scale": np.array(1, np.float32), "x_zero_point": np.zeros((), np.uint8)}
+    got = backend.run(_dq_model(x), feeds)[0]
+    assert got.shape == () and got == np.float32(7)
+    with pytest.raises(Unsupported, match="does not exchange uint4"):
+        backend.run(_dq_model(EXOTIC["uint4"]), {})
