@@ -14,7 +14,7 @@ from ..runner import expectations as expectations_mod
 from ..runner.outcome import FAILING
 from ..runner.results import ResultsWriter, header
 from . import options
-from .items import CaseFailure, CaseFile, SuiteFile
+from .items import CaseFailure, CaseFile, SuiteFile, forms_of
 from .state import STATE, RunState
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "cases"
@@ -107,6 +107,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    if items and STATE in items[0].config.stash:
+        items[0].config.stash[STATE].deselected += len(items)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if STATE not in config.stash:
         return
@@ -159,12 +164,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.isolated.close()
     if _is_xdist_worker(config):
         return
+    # A subset run (-k, -m, deselection) or an entry for a graph form that did not run says nothing about
+    # entries it did not reach; only entries whose cases all ran and passed, or that no full run reaches, are stale.
+    subset = bool(config.option.keyword or config.option.markexpr or state.deselected)
+    forms = set(forms_of(config))
     stale = [e for e in state.expectations.entries
-             if e.line not in state.matched or all(s == "passed" for s in state.matched[e.line])]
+             if (e.line in state.matched and all(s == "passed" for s in state.matched[e.line]))
+             or (e.line not in state.matched and not subset and (not e.forms or forms & set(e.forms)))]
     for e in stale:
         why = "matches no collected case" if e.line not in state.matched else "all its cases pass now"
+        shown = ", ".join(e.patterns[:4]) + (f" and {len(e.patterns) - 4} more" if len(e.patterns) > 4 else "")
         warnings.warn(pytest.PytestWarning(f"stale expectation {state.expectations.path}:{e.line} "
-                                           f"({', '.join(e.patterns)}): {why}"), stacklevel=1)
+                                           f"({shown}): {why}"), stacklevel=1)
     summary = {"counts": dict(sorted(state.counts.items())), "surprises": state.surprises[:1000],
                "stale_expectations": [{"line": e.line, "cases": e.patterns} for e in stale],
                "exitstatus": int(exitstatus)}

@@ -117,7 +117,7 @@ class CaseFile(pytest.File):
         cfg = self.config
         tier = cfg.getoption("qdq_tier")
         tiers = ("default", "large") if tier == "all" else (tier,)
-        forms = _forms(cfg)
+        forms = forms_of(cfg)
         try:
             cases = load_file_cached(self.path, tiers)
         except CaseFileError as e:
@@ -134,14 +134,14 @@ class SuiteFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         from ..runner.suite import load_suite
 
-        forms = _forms(self.config)
+        forms = forms_of(self.config)
         _, cases = load_suite(self.path.parent)
         for case in cases:
             if case.form in forms:
                 yield CaseItem.from_parent(self, name=f"{case.id}[{case.form}]", case=case, form=case.form)
 
 
-def _forms(cfg: pytest.Config) -> tuple[str, ...]:
+def forms_of(cfg: pytest.Config) -> tuple[str, ...]:
     form = cfg.getoption("qdq_form")
     return ("runtime", "initializer") if form == "both" else (form,)
 

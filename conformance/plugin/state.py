@@ -27,6 +27,7 @@ class RunState:
     surprises: list[str] = field(default_factory=list)
     backend_name: str = ""
     backend_version: str = ""
+    deselected: int = 0
 
     def backend(self) -> IsolatedBackend:
         if self.isolated is None:
