@@ -3,7 +3,7 @@
 Expanding the corpus (values, oracle outputs, alternative readings) takes seconds per process, and every pytest
 (-xdist worker) process collects the whole corpus. The cache keeps each file's expansion, pickled, under a key
 made of the file's bytes, the selected tiers, and a fingerprint of everything expansion depends on: the code of
-``generators`` and ``conformance`` (kernel, types, specs), the ambiguity catalogue, the case schema, and the
+``generators`` and of the kernel, types and specs in ``conformance``, the ambiguity catalogue, the case schema, and the
 versions of Python, numpy, ml_dtypes and onnx. Any change gives a new key; stale entries are simply unused.
 
 Location: ``$QDQ_CACHE_DIR/corpus`` (default ``~/.cache/onnx-qdq-conformance/corpus``); ``QDQ_CORPUS_CACHE=0``
@@ -45,8 +45,11 @@ def fingerprint() -> str:
     h = hashlib.sha256()
     for part in (platform.python_version(), numpy.__version__, ml_dtypes.__version__, onnx.__version__):
         h.update(part.encode() + b"\0")
-    sources = sorted([*(ROOT / "generators").rglob("*.py"), *(ROOT / "conformance").rglob("*.py"),
-                      *(ROOT / "conformance" / "data").glob("*"), ROOT / "cases" / "case.schema.json"])
+    conf = ROOT / "conformance"
+    sources = sorted([*(ROOT / "generators").rglob("*.py"), *(conf / "reference").rglob("*.py"),
+                      *(conf / n for n in ("types.py", "opspecs.py", "ambiguities.py", "errors.py", "rules.py",
+                                           "modelbuild.py", "compare.py")),
+                      *(conf / "data").glob("*"), ROOT / "cases" / "case.schema.json"])
     for p in sources:
         if p.is_file():
             h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes())
