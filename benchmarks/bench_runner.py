@@ -43,6 +43,7 @@ def bare_loop() -> tuple[float, int]:
 def runner(workers: int) -> tuple[float, str]:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "pytest", "--backend=ort", "-q", "-p", "no:cacheprovider", "--tb=no",
+               "--capture=no", "-p", "no:logging",  # as `qdq-conformance run` does
                "--results", os.path.join(tmp, "r.jsonl")] + (["-n", str(workers)] if workers > 1 else [])
         t0 = time.perf_counter()
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

@@ -21,6 +21,7 @@ class Misbehaving(OracleBackend):
         if "ties-near-bounds" in name and "-int8" in name:
             ctypes.string_at(0)  # segfault
         if "signed-zero" in name and "uint8" in name:
+            os.write(2, b"fatal: the native library gives up here\n")  # as a C library would, on fd 2
             os.abort()
         if "saturation-inf" in name and "uint8" in name:
             time.sleep(3600)

@@ -3,12 +3,18 @@
 The worker builds the backend once and then serves cases: model bytes and TensorProto-encoded feeds in,
 TensorProto-encoded outputs (or a decline / an error) out. The parent waits at most ``timeout`` seconds per
 case; a worker that dies or overruns is killed and replaced on the next case.
+
+Whatever a backend prints (native libraries write to the process's stdout / stderr) goes to a log file of the
+worker, not the terminal: a run needs no output capturing, and when a worker crashes, the end of its log is
+part of the crash message.
 """
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import os
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -39,9 +45,19 @@ def _decode(blob: bytes) -> np.ndarray:
     return from_tensor_proto(t)
 
 
-def _serve(conn: Connection, spec: str, options: dict[str, Any]) -> None:
+def _redirect_output(log_path: str) -> None:
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str | None = None) -> None:
     from ..backends.base import Rejected, Unsupported
     from ..backends.registry import create
+
+    if log_path:
+        _redirect_output(log_path)
 
     try:
         backend = create(spec, options)
@@ -87,10 +103,24 @@ class IsolatedBackend:
         self._proc: Any = None
         self._conn: Connection | None = None
         self.restarts = 0
+        fd, self.log_path = tempfile.mkstemp(prefix="qdq-worker-", suffix=".log")
+        os.close(fd)
+
+    def log_tail(self, lines: int = 8) -> str:
+        """The last lines the worker printed (where a crashing native library says why)."""
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(max(0, os.path.getsize(self.log_path) - 4096))
+                text = fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        return "\n".join(text.strip().splitlines()[-lines:])
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_serve, args=(child, self.spec, self.options), daemon=True)
+        with contextlib.suppress(OSError):  # each worker's log starts empty
+            open(self.log_path, "wb").close()
+        proc = self._ctx.Process(target=_serve, args=(child, self.spec, self.options, self.log_path), daemon=True)
         proc.start()
         child.close()
         if not parent.poll(max(self.timeout, 120.0)):
@@ -136,14 +166,17 @@ class IsolatedBackend:
             code = proc.exitcode if proc is not None else None
             self._discard()
             how = f"killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
-            return RawResult("crashed", message=f"the backend's worker process {how}; it was replaced",
-                             seconds=time.perf_counter() - t0)
+            tail = self.log_tail()
+            return RawResult("crashed", message=f"the backend's worker process {how}; it was replaced"
+                             + (f"\nits last output:\n{tail}" if tail else ""), seconds=time.perf_counter() - t0)
         seconds = time.perf_counter() - t0
         if reply[0] == "ok":
             return RawResult("ok", [_decode(b) for b in reply[1]], seconds=seconds)
         return RawResult(reply[0], message=reply[1], seconds=seconds)
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.log_path)
         if self._conn is not None:
             with contextlib.suppress(BrokenPipeError, OSError):
                 self._conn.send(("stop",))
