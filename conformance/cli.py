@@ -207,6 +207,7 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
             print(f"{name}: reusing {path}")
             continue
         cmd = [sys.executable, "-m", "pytest", f"--backend={name}", "-q", "-p", "no:cacheprovider", "--tb=no",
+               "--capture=no", "-p", "no:logging",
                "--no-header", f"--form={args.form}", f"--results={path}", "-o", "console_output_style=count"]
         if args.workers != 1:
             cmd += ["-n", str(args.workers)]
