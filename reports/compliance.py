@@ -20,8 +20,8 @@ FAILING = ("failed", "error", "crashed", "timeout", "invalid-accepted")
 
 def _first_sentence(text: str, limit: int = 260) -> str:
     text = " ".join((text or "").split())
-    m = re.search(r"(?<=[.!?])\s+(?=[A-Z(\"])", text[40:])
-    sentence = text[: 40 + m.start()] if m else text
+    m = re.search(r"(?<=[.!?])\s+(?=[A-Z(\"])", text[15:])
+    sentence = text[: 15 + m.start()] if m else text
     return sentence if len(sentence) <= limit else sentence[: limit - 3].rstrip() + "..."
 
 

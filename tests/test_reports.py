@@ -104,3 +104,20 @@ def test_diff_of_identical_runs_is_empty_and_escapes_html(tmp_path, capsys):
     assert "0 regressed, 0 fixed, 0 changed, 0 appeared, 0 disappeared, 2 unchanged" in capsys.readouterr().out
     main(["diff", str(a), str(b), "-o", str(tmp_path / "d.html")])
     assert "<script>alert" not in (tmp_path / "d.html").read_text()
+
+
+def test_compliance_markdown_from_saved_results(tmp_path, capsys):
+    a = _results(tmp_path / "a.jsonl", ["passed", "failed", "unsupported"])
+    _results(tmp_path / "b.jsonl", ["passed", "passed", "passed"])
+    lines = [json.loads(x) for x in a.read_text().splitlines()]
+    lines[2]["expectation"] = {"status": "failed", "reason": "Rounds after adding the zero point. More detail.",
+                               "line": 7}
+    a.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    md = tmp_path / "c.md"
+    assert main(["compliance", "--backends", "a,b", "--results-dir", str(tmp_path), "--reuse",
+                 "--markdown", str(md)]) == 0
+    text = md.read_text()
+    assert "| demo | 1.0 | runtime | 1 | 1 | 1 | 0 | 50.0% |" in text
+    assert "| ai.onnx::QuantizeLinear-21 | 1 / 1 / 1 | 3 / 0 / 0 |" in text
+    assert "- Rounds after adding the zero point. (1 cases)" in text
+    assert (tmp_path / "scoreboard.html").exists()
