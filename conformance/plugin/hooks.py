@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import time
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -178,7 +179,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                                            f"({shown}): {why}"), stacklevel=1)
     summary = {"counts": dict(sorted(state.counts.items())), "surprises": state.surprises[:1000],
                "stale_expectations": [{"line": e.line, "cases": e.patterns} for e in stale],
-               "exitstatus": int(exitstatus)}
+               "exitstatus": int(exitstatus),
+               "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "duration_s": round(time.time() - state.started, 1)}
     if state.results is not None and state.header is not None:
         state.results.close(summary, state.header)
     report_path = config.getoption("qdq_report")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ class RunState:
     backend_name: str = ""
     backend_version: str = ""
     deselected: int = 0
+    started: float = field(default_factory=time.time)
 
     def backend(self) -> IsolatedBackend:
         if self.isolated is None:
