@@ -108,3 +108,17 @@ def test_tvm_takes_rank0_inputs_and_declines_sub_byte():
     assert got.shape == () and got == np.float32(7)
     with pytest.raises(Unsupported, match="does not exchange uint4"):
         backend.run(_dq_model(EXOTIC["uint4"]), {})
+
+
+def test_a_case_the_adapter_cannot_hand_over_is_unsupported_even_when_invalid():
+    """Declining for the adapter's own reasons (a missing package, another domain) says nothing about the
+    backend: an invalid case stays unsupported instead of counting as rejected."""
+    from conformance.runner.isolation import RawResult
+    from conformance.runner.outcome import classify
+
+    assert classify(RawResult("not-applicable", message="quark only"), status="invalid", expected=None,
+                    ulp=0).status == "unsupported"
+    assert classify(RawResult("unsupported", message="NOT_IMPLEMENTED"), status="invalid", expected=None,
+                    ulp=0).status == "passed"  # the backend itself refused to run the model
+    assert classify(RawResult("not-applicable", message="x"), status="implementation-defined", expected=None,
+                    ulp=0).status == "unsupported"

@@ -1,7 +1,7 @@
 """What a backend is: a name, a version, and a way to run a model or decline it.
 
 A backend may raise :class:`Unsupported` (it does not implement this model: the case is skipped with the
-reason) or :class:`Rejected` (it refuses the model as invalid: right for an invalid case, an error for a valid
+reason), :class:`NotApplicable` (the adapter cannot even hand the case over) or :class:`Rejected` (it refuses the model as invalid: right for an invalid case, an error for a valid
 one). Any other exception while running is an error of the backend.
 """
 
@@ -16,6 +16,12 @@ import onnx
 
 class Unsupported(Exception):
     """The backend does not implement what the model needs (operator version, type, attribute ...)."""
+
+
+class NotApplicable(Unsupported):
+    """The adapter cannot put this case to the backend at all (its package is missing, the case's domain or an
+    element type is outside what the adapter can express). Unlike a backend's own "not implemented", this says
+    nothing about the backend, so even an invalid case counts as unsupported, not as rejected."""
 
 
 class Rejected(Exception):

@@ -12,7 +12,7 @@ import onnx
 from .. import __version__
 from ..errors import SpecViolation
 from ..types import by_dtype
-from .base import Rejected, Unsupported
+from .base import NotApplicable, Rejected, Unsupported
 
 #: ONNX Runtime messages that mean "not implemented here" rather than "this model is invalid".
 _ORT_UNSUPPORTED = ("NOT_IMPLEMENTED", "Could not find an implementation", "Unsupported model IR version",
@@ -139,7 +139,7 @@ class OnnxBackendModule:
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         for value in feeds.values():
             if value.dtype.kind not in "biuf" or by_dtype(value.dtype).name == "bfloat16":
-                raise Unsupported(f"onnx.backend API: numpy inputs only; {by_dtype(value.dtype).name} cannot be fed")
+                raise NotApplicable(f"onnx.backend API: numpy inputs only; {by_dtype(value.dtype).name} cannot be fed")
         try:
             rep = self.module.prepare(model, self.device)
         except NotImplementedError as e:

@@ -16,7 +16,7 @@ import onnx
 from onnx import helper
 
 from ..types import by_dtype, from_tensor_proto, to_tensor_proto
-from .base import Rejected, Unsupported
+from .base import NotApplicable, Rejected, Unsupported
 
 #: Registry type name -> openvino.Type attribute name.
 OV_TYPES = {
@@ -55,7 +55,7 @@ class OpenVinoBackend:
     def _tensor(self, array: np.ndarray):  # noqa: ANN202 - openvino.Tensor
         t = by_dtype(array.dtype)
         if t.name not in OV_TYPES:
-            raise Unsupported(f"OpenVINO has no element type for {t.name}")
+            raise NotApplicable(f"OpenVINO has no element type for {t.name}")
         tensor = self._ov.Tensor(getattr(self._ov.Type, OV_TYPES[t.name]), list(array.shape))
         raw = to_tensor_proto(np.asarray(array, order="C")).raw_data
         if raw:
@@ -123,7 +123,7 @@ class MissingBackend:
         self.reason = reason
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        raise Unsupported(self.reason)
+        raise NotApplicable(self.reason)
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
         return f"{model_code}\n# {self.reason}\n"

@@ -26,7 +26,7 @@ import numpy as np
 import onnx
 
 from ..opspecs import QUARK
-from .base import Unsupported
+from .base import NotApplicable
 
 #: The amd-quark release whose sources `build` fetches when none is installed (override: --quark-version).
 DEFAULT_QUARK_VERSION = "0.13"
@@ -160,9 +160,9 @@ class QuarkBackend:
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         if self.reason:
-            raise Unsupported(self.reason)
+            raise NotApplicable(self.reason)
         if {n.domain for n in model.graph.node} != {QUARK}:
-            raise Unsupported("the quark backend runs com.amd.quark operators only (ai.onnx cases: use --backend ort)")
+            raise NotApplicable("the quark backend runs com.amd.quark operators only (ai.onnx cases: use --backend ort)")
         from .builtin import OrtBackend
 
         backend = OrtBackend(custom_ops_libraries=[str(self.library)])

@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 
 from ..types import TYPES, by_dtype
-from .base import Rejected, Unsupported
+from .base import NotApplicable, Rejected, Unsupported
 
 _UNSUPPORTED_MARKERS = ("Unsupported", "unsupported", "not supported", "not implemented", "NotImplemented",
                         "OpNotImplemented", "is not a valid", "Unknown data type", "Cannot convert")
@@ -43,7 +43,7 @@ class TvmBackend:
             elem = vi.type.tensor_type.elem_type
             t = next((t for t in TYPES.values() if t.proto == elem), None)
             if t is not None and t.bits < 8:
-                raise Unsupported(f"this adapter does not exchange {t.name} tensors with TVM (tvm.runtime.Tensor "
+                raise NotApplicable(f"this adapter does not exchange {t.name} tensors with TVM (tvm.runtime.Tensor "
                                   "does not pack sub-byte types from numpy, and its packing order is undocumented)")
         args = []
         for inp in model.graph.input:
@@ -53,7 +53,7 @@ class TvmBackend:
                 tensor.copyfrom(value)
                 args.append(tensor)
             except Exception as e:  # noqa: BLE001 - TVM raises TVMError / ValueError / TypeError here
-                raise Unsupported(f"TVM cannot take a {by_dtype(value.dtype).name} input: {_first_line(str(e))}") \
+                raise NotApplicable(f"TVM cannot take a {by_dtype(value.dtype).name} input: {_first_line(str(e))}") \
                     from None
         try:
             mod = from_onnx(model, keep_params_in_input=False)

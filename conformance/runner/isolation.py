@@ -29,7 +29,7 @@ from ..types import from_tensor_proto, to_tensor_proto
 
 @dataclass
 class RawResult:
-    kind: str  # ok | unsupported | rejected | error | crashed | timeout
+    kind: str  # ok | unsupported | not-applicable | rejected | error | crashed | timeout
     outputs: list[np.ndarray] = field(default_factory=list)
     message: str = ""
     seconds: float = 0.0
@@ -53,7 +53,7 @@ def _redirect_output(log_path: str) -> None:
 
 
 def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str | None = None) -> None:
-    from ..backends.base import Rejected, Unsupported
+    from ..backends.base import NotApplicable, Rejected, Unsupported
     from ..backends.registry import create
 
     if log_path:
@@ -78,6 +78,8 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
             feeds = {k: _decode(v) for k, v in feed_blobs.items()}
             outputs = backend.run(model, feeds)
             conn.send(("ok", [to_tensor_proto(np.asarray(o)).SerializeToString() for o in outputs]))
+        except NotApplicable as e:
+            conn.send(("not-applicable", str(e)))
         except Unsupported as e:
             conn.send(("unsupported", str(e)))
         except Rejected as e:

@@ -60,6 +60,8 @@ def classify(raw: RawResult, *, status: str, expected: list[np.ndarray] | None, 
     base = {"seconds": raw.seconds}
     if raw.kind in ("crashed", "timeout"):
         return Outcome(raw.kind, raw.message, **base)
+    if raw.kind == "not-applicable":  # the adapter could not hand the case over: nothing is known of the backend
+        return Outcome("unsupported", raw.message, **base)
     if status == "invalid":
         if raw.kind == "ok":
             return Outcome("invalid-accepted", "the backend ran a model that must be rejected", actual=raw.outputs,
