@@ -18,11 +18,17 @@ from conformance.runner.results import read
 FAILING = ("failed", "error", "crashed", "timeout", "invalid-accepted")
 
 
-def _first_sentence(text: str, limit: int = 260) -> str:
+def _summary(text: str, limit: int = 420) -> str:
+    """The reason whole when it is short; else its sentences up to ``limit`` characters."""
     text = " ".join((text or "").split())
-    m = re.search(r"(?<=[.!?])\s+(?=[A-Z(\"])", text[15:])
-    sentence = text[: 15 + m.start()] if m else text
-    return sentence if len(sentence) <= limit else sentence[: limit - 3].rstrip() + "..."
+    if len(text) <= limit:
+        return text
+    cut = 0
+    for m in re.finditer(r"(?<=[a-z0-9)\"'])[.!?](?=\s+[A-Z(\"])", text):
+        if m.end() > limit:
+            break
+        cut = m.end()
+    return text[:cut] if cut >= 120 else text[: limit - 3].rstrip() + "..."
 
 
 def _findings(cases: list[dict[str, Any]], top: int) -> list[str]:
@@ -33,9 +39,9 @@ def _findings(cases: list[dict[str, Any]], top: int) -> list[str]:
             continue
         e = c.get("expectation")
         if e and e.get("reason"):
-            by_reason[_first_sentence(e["reason"])] += 1
+            by_reason[_summary(e["reason"])] += 1
         else:
-            msg = re.sub(r"\d+", "N", (c.get("message") or "").splitlines()[0] if c.get("message") else "")
+            msg = re.sub(r"\b\d+\b", "N", (c.get("message") or "").splitlines()[0] if c.get("message") else "")
             unexplained[f"{c.get('operator')}: {msg[:160]}"] += 1
     lines = [f"{text} ({n} cases)" for text, n in by_reason.most_common(top)]
     lines += [f"Not yet explained by an expectation entry: {text} ({n} cases)"

@@ -119,5 +119,5 @@ def test_compliance_markdown_from_saved_results(tmp_path, capsys):
     text = md.read_text()
     assert "| demo | 1.0 | runtime | 1 | 1 | 1 | 0 | 50.0% |" in text
     assert "| ai.onnx::QuantizeLinear-21 | 1 / 1 / 1 | 3 / 0 / 0 |" in text
-    assert "- Rounds after adding the zero point. (1 cases)" in text
+    assert "- Rounds after adding the zero point. More detail. (1 cases)" in text  # short reasons whole
     assert (tmp_path / "scoreboard.html").exists()
