@@ -217,7 +217,7 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
         if not path.exists():
             print(f"error: {name} wrote no results", file=sys.stderr)
             return 2
-    board = render_files(paths, out / "scoreboard.html")
+    board = render_files(paths, Path(args.scoreboard))
     md = render_markdown(paths, Path(args.markdown), command=COMPLIANCE_COMMAND)
     print(f"wrote {board} and {md}")
     return 0
@@ -289,9 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backends", default=COMPLIANCE_BACKENDS, metavar="A,B,...",
                    help="backends to run (default: %(default)s)")
     p.add_argument("--results-dir", default="out/compliance", metavar="DIR",
-                   help="where results files and the scoreboard go (default: %(default)s)")
+                   help="where the results files go (default: %(default)s)")
     p.add_argument("--markdown", default="docs/compliance.md", metavar="PATH",
                    help="the Markdown table to write (default: %(default)s)")
+    p.add_argument("--scoreboard", default="docs/scoreboard.html", metavar="PATH",
+                   help="the HTML scoreboard to write (default: %(default)s)")
     p.add_argument("--form", choices=("runtime", "initializer", "both"), default="runtime",
                    help="graph form(s) to run (default: %(default)s)")
     p.add_argument("-n", "--workers", type=int, default=2, metavar="N", help="pytest-xdist workers (default: 2)")

@@ -18,7 +18,7 @@ from conformance.runner.results import read
 FAILING = ("failed", "error", "crashed", "timeout", "invalid-accepted")
 
 
-def _summary(text: str, limit: int = 420) -> str:
+def _summary(text: str, limit: int = 700) -> str:
     """The reason whole when it is short; else its sentences up to ``limit`` characters."""
     text = " ".join((text or "").split())
     if len(text) <= limit:

@@ -115,7 +115,7 @@ def test_compliance_markdown_from_saved_results(tmp_path, capsys):
     a.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     md = tmp_path / "c.md"
     assert main(["compliance", "--backends", "a,b", "--results-dir", str(tmp_path), "--reuse",
-                 "--markdown", str(md)]) == 0
+                 "--markdown", str(md), "--scoreboard", str(tmp_path / "scoreboard.html")]) == 0
     text = md.read_text()
     assert "| demo | 1.0 | runtime | 1 | 1 | 1 | 0 | 50.0% |" in text
     assert "| ai.onnx::QuantizeLinear-21 | 1 / 1 / 1 | 3 / 0 / 0 |" in text
