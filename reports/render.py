@@ -125,7 +125,9 @@ def scoreboard(results: list[tuple[dict[str, Any], list[dict[str, Any]], dict[st
     rows = []
     for cid, statuses in table.items():
         values = [statuses.get(k, "-") for k in range(len(results))]
-        rows.append({"id": cid, "statuses": values, "disagree": len(set(values)) > 1})
+        # A backend that did not run a case (unsupported, or absent) neither agrees nor disagrees.
+        judged = {v for v in values if v not in ("unsupported", "-")}
+        rows.append({"id": cid, "statuses": values, "disagree": len(judged) > 1})
     rows.sort(key=lambda r: (not r["disagree"], r["id"]))
     totals = [summarize(h, cases)["counts"] for h, cases, _ in results]
     return {"backends": backends, "data": pack(rows), "totals": totals,

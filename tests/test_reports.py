@@ -70,11 +70,11 @@ def test_script_in_case_id_and_message_is_escaped(tmp_path):
 
 
 def test_scoreboard_and_cli(tmp_path, capsys):
-    a = _results(tmp_path / "a.jsonl", ["passed", "failed"])
-    b = _results(tmp_path / "b.jsonl", ["passed", "passed"])
+    a = _results(tmp_path / "a.jsonl", ["passed", "failed", "unsupported"])
+    b = _results(tmp_path / "b.jsonl", ["passed", "passed", "passed"])
     assert main(["report", str(a), str(b), "-o", str(tmp_path / "board.html")]) == 0
     html = (tmp_path / "board.html").read_text()
-    assert "1 of 2 cases end differently" in html
+    assert "1 of 3 cases end differently across the backends that ran them" in html  # unsupported: no vote
     assert main(["report", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "x.html")]) == 2
 
 
