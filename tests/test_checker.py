@@ -165,7 +165,7 @@ def test_rule_fixtures(rule):
 # --- subgraphs, local functions, unknowns ---------------------------------------------------------------------
 
 
-def _q(name, block_size=None, version_attrs=None):
+def _q(name, block_size=None):
     attrs = {"axis": 1, "block_size": block_size} if block_size else {}
     return helper.make_node("QuantizeLinear", ["x", "s2", "z2"], [name], name=name, **attrs)
 

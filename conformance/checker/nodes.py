@@ -163,55 +163,59 @@ def _structural(spec: OpSpec, site: Site, attrs: dict[str, int]) -> tuple[Plan |
     return plan, findings
 
 
-def _scalar_list(v: np.ndarray) -> list:
-    return np.asarray(v).reshape(-1).tolist()
+def _scale_findings(site: Site, name: str, formal: str, base_dir: Path) -> list[Finding]:
+    """QDQ014 where the scale is a constant: every value finite and positive."""
+    facts = site.scope.get(name) if name else None
+    scale = facts.value(base_dir) if facts is not None else None
+    if scale is None or not scale.size:
+        return []
+    as64 = np.asarray(scale, dtype=np.float64).reshape(-1)
+    bad = ~(np.isfinite(as64) & (as64 > 0))
+    if not bad.any():
+        return []
+    first = int(np.flatnonzero(bad)[0])
+    return [Finding("QDQ014", f"{int(bad.sum())} of {scale.size} scale values are not finite and positive "
+                              f"(first: index {first} = {as64[first]})", formal)]
 
 
-def _value_checks(spec: OpSpec, site: Site, plan: Plan | None, base_dir: Path) -> list[Finding]:
-    node = site.node
-    findings: list[Finding] = []
-    names = list(node.input) + ["", ""]
+def _zero_point_findings(spec: OpSpec, site: Site, name: str, formal: str, base_dir: Path) -> list[Finding]:
+    """QDQ015-QDQ017 where the zero point is a constant."""
+    facts = site.scope.get(name) if name else None
+    if facts is None or facts.tensor is None or facts.elem is None:
+        return []
+    try:
+        et = by_proto(facts.elem)
+    except KeyError:
+        return []  # QDQ002 already says the type is wrong
+    t = facts.tensor
+    if et.is_integer and et.bits >= 8 and t.int32_data and t.data_location != TensorProto.EXTERNAL:
+        # int32_data holds 8- and 16-bit values unpacked, so a value out of the type's range can be stored
+        stored = np.asarray(t.int32_data, dtype=np.int64)
+        outside = stored[(stored < (et.int_min or 0)) | (stored > (et.int_max or 0))]
+        if outside.size:
+            return [Finding("QDQ015", f"zero point holds {int(outside[0])}, outside {et.name}'s range "
+                                      f"[{et.int_min}, {et.int_max}]", formal)]
+    zp = facts.value(base_dir)
+    if zp is None:
+        return []
+    values = np.asarray(zp).astype(np.float64).reshape(-1)
+    nonzero = values[values != 0]
+    if not nonzero.size:
+        return []
+    shown = ", ".join(str(v) for v in nonzero[:4]) + (", ..." if nonzero.size > 4 else "")
+    if et.name.startswith(_SATURATING):
+        return [Finding("QDQ016", f"{et.name} zero point is not zero ({shown})", formal)]
+    if "Dequantize" in spec.name and et.name == "int32":
+        return [Finding("QDQ017", f"int32 x with a non-zero zero point ({shown})", formal)]
+    return []
+
+
+def _value_checks(spec: OpSpec, site: Site, base_dir: Path) -> list[Finding]:
     if spec.name == "DynamicQuantizeLinear":
-        return findings
-    scale_name, zp_name = spec.inputs[1].name, spec.inputs[2].name
-    scale_f = site.scope.get(names[1]) if names[1] else None
-    if scale_f is not None and scale_f.tensor is not None:
-        scale = scale_f.value(base_dir)
-        if scale is not None and scale.size:
-            as64 = np.asarray(scale, dtype=np.float64)
-            bad = ~(np.isfinite(as64) & (as64 > 0))
-            if bad.any():
-                first = int(np.flatnonzero(bad.reshape(-1))[0])
-                findings.append(Finding("QDQ014", f"{int(bad.sum())} of {scale.size} scale values are not finite "
-                                                  f"and positive (first: index {first} = {as64.reshape(-1)[first]})",
-                                        scale_name))
-    zp_f = site.scope.get(names[2]) if names[2] else None
-    if zp_f is not None and zp_f.tensor is not None and zp_f.elem is not None:
-        t = zp_f.tensor
-        try:
-            et = by_proto(zp_f.elem)
-        except KeyError:
-            return findings
-        if et.is_integer and t.int32_data and t.data_location != TensorProto.EXTERNAL:
-            stored = np.asarray(t.int32_data, dtype=np.int64)
-            if et.bits < 8:  # packed two or four to an int32: check the codes fit the storage
-                stored = stored[:0]
-            outside = stored[(stored < (et.int_min or 0)) | (stored > (et.int_max or 0))]
-            if outside.size:
-                findings.append(Finding("QDQ015", f"zero point holds {int(outside[0])}, outside {et.name}'s range "
-                                                  f"[{et.int_min}, {et.int_max}]", zp_name))
-                return findings
-        zp = zp_f.value(base_dir)
-        if zp is None:
-            return findings
-        values = np.asarray(zp).astype(np.float64)
-        if et.name.startswith(_SATURATING) and np.any(values != 0):
-            findings.append(Finding("QDQ016", f"{et.name} zero point is not zero ({_scalar_list(values)[:4]}...)",
-                                    zp_name))
-        if spec.name != "QuantizeLinear" and spec.name != "ExtendedQuantizeLinear" and et.name == "int32" \
-                and np.any(values != 0):
-            findings.append(Finding("QDQ017", "int32 input with a non-zero zero point", zp_name))
-    return findings
+        return []
+    names = list(site.node.input) + ["", ""]
+    return (_scale_findings(site, names[1], spec.inputs[1].name, base_dir)
+            + _zero_point_findings(spec, site, names[2], spec.inputs[2].name, base_dir))
 
 
 def check(site: Site, base_dir: Path) -> tuple[OpSpec | None, list[Finding]]:
@@ -241,7 +245,7 @@ def check(site: Site, base_dir: Path) -> tuple[OpSpec | None, list[Finding]]:
                                                       f"{type_name(declared.elem)}, the spec gives {expected.name}",
                                             spec.outputs[k].name))
         _propagate(site, plan)
-    findings += _value_checks(spec, site, plan, base_dir)
+    findings += _value_checks(spec, site, base_dir)
     return spec, findings
 
 
