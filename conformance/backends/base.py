@@ -46,3 +46,18 @@ class Backend(Protocol):
         """Python lines that run the model built by ``model_code`` (which defines ``model``) with this
         backend's own API and print every output."""
         ...
+
+
+class MissingBackend:
+    """Stands in for a backend whose package is not installed: every case is unsupported, with the reason."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.version = "not installed"
+        self.reason = reason
+
+    def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        raise NotApplicable(self.reason)
+
+    def repro(self, model_code: str, output_names: list[str]) -> str:
+        return f"{model_code}\n# {self.reason}\n"

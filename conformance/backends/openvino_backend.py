@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ..types import by_dtype, from_tensor_proto, to_tensor_proto
+from ..types import TYPES, by_dtype, from_tensor_proto, to_tensor_proto
 from .base import NotApplicable, Rejected, Unsupported
 
 #: Registry type name -> openvino.Type attribute name.
@@ -73,8 +73,6 @@ class OpenVinoBackend:
                                "here")
         shape = list(tensor.shape)
         raw = bytes(np.asarray(tensor.data).reshape(-1).view(np.uint8)) if tensor.byte_size else b""
-        from ..types import TYPES
-
         return from_tensor_proto(helper.make_tensor("y", TYPES[name].proto, shape, raw, raw=True))
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
@@ -112,18 +110,3 @@ class OpenVinoBackend:
             "    t = request.get_tensor(name)\n"
             "    print(name, t.element_type, t.data)  # float8 / 4-bit types come back as raw bytes\n"
         )
-
-
-class MissingBackend:
-    """Stands in for a backend whose package is not installed: every case is unsupported, with the reason."""
-
-    def __init__(self, name: str, reason: str) -> None:
-        self.name = name
-        self.version = "not installed"
-        self.reason = reason
-
-    def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        raise NotApplicable(self.reason)
-
-    def repro(self, model_code: str, output_names: list[str]) -> str:
-        return f"{model_code}\n# {self.reason}\n"

@@ -42,7 +42,8 @@ def _oracle(options: Mapping[str, Any]) -> Backend:
 
 
 def _openvino(options: Mapping[str, Any]) -> Backend:
-    from .openvino_backend import MissingBackend, OpenVinoBackend
+    from .base import MissingBackend
+    from .openvino_backend import OpenVinoBackend
 
     try:
         import openvino  # noqa: F401
@@ -59,7 +60,7 @@ def _quark(options: Mapping[str, Any]) -> Backend:
 
 
 def _tvm(options: Mapping[str, Any]) -> Backend:
-    from .openvino_backend import MissingBackend
+    from .base import MissingBackend
 
     try:
         from .tvm_backend import TvmBackend
