@@ -1,7 +1,7 @@
 """Running a backend in a worker process, so that a segfault, an abort or a hang costs one case.
 
-The worker builds the backend once and then serves cases: model bytes and TensorProto-encoded feeds in,
-TensorProto-encoded outputs (or a decline / an error) out. The parent waits at most ``timeout`` seconds per
+The worker builds the backend once and then serves cases: model bytes and the feeds (pickled arrays) in, the
+outputs (or a decline / an error) out. The parent waits at most ``timeout`` seconds per
 case; a worker that dies or overruns is killed and replaced on the next case.
 
 Whatever a backend prints (native libraries write to the process's stdout / stderr) goes to a log file of the
@@ -24,8 +24,6 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..types import from_tensor_proto, to_tensor_proto
-
 
 @dataclass
 class RawResult:
@@ -35,14 +33,6 @@ class RawResult:
     seconds: float = 0.0
 
 
-def _encode(arrays: dict[str, np.ndarray]) -> dict[str, bytes]:
-    return {k: to_tensor_proto(np.asarray(v), k).SerializeToString() for k, v in arrays.items()}
-
-
-def _decode(blob: bytes) -> np.ndarray:
-    t = onnx.TensorProto()
-    t.ParseFromString(blob)
-    return from_tensor_proto(t)
 
 
 def _redirect_output(log_path: str) -> None:
@@ -72,12 +62,11 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
             return
         if msg[0] == "stop":
             return
-        _, model_bytes, feed_blobs = msg
+        _, model_bytes, feeds = msg
         try:
             model = onnx.load_model_from_string(model_bytes)
-            feeds = {k: _decode(v) for k, v in feed_blobs.items()}
             outputs = backend.run(model, feeds)
-            conn.send(("ok", [to_tensor_proto(np.asarray(o)).SerializeToString() for o in outputs]))
+            conn.send(("ok", [np.asarray(o) for o in outputs]))
         except NotApplicable as e:
             conn.send(("not-applicable", str(e)))
         except Unsupported as e:
@@ -155,7 +144,8 @@ class IsolatedBackend:
         assert self._conn is not None
         t0 = time.perf_counter()
         try:
-            self._conn.send(("run", model.SerializeToString(), _encode(feeds)))
+            # Arrays travel pickled (numpy and ml_dtypes dtypes pickle as themselves, one element per item).
+            self._conn.send(("run", model.SerializeToString(), {k: np.asarray(v) for k, v in feeds.items()}))
             if not self._conn.poll(self.timeout):
                 self._discard()
                 return RawResult("timeout", message=f"no answer within {self.timeout:g} s; the worker was "
@@ -173,7 +163,7 @@ class IsolatedBackend:
                              + (f"\nits last output:\n{tail}" if tail else ""), seconds=time.perf_counter() - t0)
         seconds = time.perf_counter() - t0
         if reply[0] == "ok":
-            return RawResult("ok", [_decode(b) for b in reply[1]], seconds=seconds)
+            return RawResult("ok", list(reply[1]), seconds=seconds)
         return RawResult(reply[0], message=reply[1], seconds=seconds)
 
     def close(self) -> None:
