@@ -42,8 +42,9 @@ def bare_loop() -> tuple[float, int]:
 
 def runner(workers: int) -> tuple[float, str]:
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "pytest", "--backend=ort", "-q", "-p", "no:cacheprovider", "--tb=no",
-               "--capture=no", "-p", "no:logging",  # as `qdq-conformance run` does
+        from conformance.plugin.options import RUN_FLAGS
+
+        cmd = [sys.executable, "-m", "pytest", "--backend=ort", *RUN_FLAGS, "--tb=no",  # as `qdq-conformance run`
                "--results", os.path.join(tmp, "r.jsonl")] + (["-n", str(workers)] if workers > 1 else [])
         t0 = time.perf_counter()
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

@@ -119,18 +119,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     """Run the conformance corpus against a backend (pytest with the same options) and report."""
     import pytest
 
-    from .plugin.options import to_pytest_args
+    from .plugin.options import RUN_FLAGS, to_pytest_args
 
     if not args.qdq_backend:
         print("error: --backend is required (e.g. --backend ort)", file=sys.stderr)
         return 2
     extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
-    # Backends print into their worker's log, never the terminal, so pytest's per-test output capturing (and
-    # its log capturing) only cost time: about a fifth of a run.
-    # -r fEX: list failures, errors and unexpected passes at the end, not the thousands of skips (unsupported
-    # cases are counted in the summary and listed in the report).
-    pytest_args = [*to_pytest_args(args), "-q", "-p", "no:cacheprovider", "--capture=no", "-p", "no:logging",
-                   "-r", "fEX", *extra]
+    pytest_args = [*to_pytest_args(args), *RUN_FLAGS, *extra]
     return int(pytest.main(pytest_args))
 
 
@@ -199,6 +194,8 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
     from reports.compliance import render_files as render_markdown
     from reports.render import render_files
 
+    from .plugin.options import RUN_FLAGS
+
     out = Path(args.results_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -208,9 +205,7 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
         if args.reuse and path.exists():
             print(f"{name}: reusing {path}")
             continue
-        cmd = [sys.executable, "-m", "pytest", f"--backend={name}", "-q", "-p", "no:cacheprovider", "--tb=no",
-               "--capture=no", "-p", "no:logging", "-r", "fEX",
-               "--no-header", f"--form={args.form}", f"--results={path}", "-o", "console_output_style=count"]
+        cmd = [sys.executable, "-m", "pytest", f"--backend={name}", *RUN_FLAGS, "--tb=no", "--no-header", f"--form={args.form}", f"--results={path}", "-o", "console_output_style=count"]
         if args.workers != 1:
             cmd += ["-n", str(args.workers)]
         print(f"{name}: {' '.join(cmd[2:])}", flush=True)

@@ -21,15 +21,11 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
+from conformance.cachedir import cache_root
+
 from .case import ConcreteCase
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def cache_root() -> Path:
-    base = os.environ.get("QDQ_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or
-                                                          os.path.expanduser("~/.cache"), "onnx-qdq-conformance")
-    return Path(base)
 
 
 def enabled() -> bool:

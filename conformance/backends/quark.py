@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from ..cachedir import cache_root
 from ..opspecs import QUARK
 from .base import NotApplicable
 
@@ -42,8 +43,6 @@ class BuildError(Exception):
 
 
 def cache_dir() -> Path:
-    from generators.cache import cache_root
-
     return cache_root() / "quark"
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, TensorProto, numpy_helper
 
-from ..opspecs import AI_ONNX
+from ..opspecs import AI_ONNX, normalize_domain
 
 
 @dataclass
@@ -102,13 +102,17 @@ class Scope:
         return None
 
 
+def _add_constants(scope: Scope, nodes) -> None:  # noqa: ANN001 - repeated NodeProto
+    for n in nodes:
+        if n.op_type == "Constant" and normalize_domain(n.domain) == AI_ONNX and n.output:
+            scope.add(n.output[0], _constant_facts(n), override=True)
+
+
 def graph_scope(graph: onnx.GraphProto, parent: Scope | None) -> Scope:
     scope = Scope(parent)
     for t in graph.initializer:
         scope.add(t.name, _from_tensor(t, "initializer"), override=True)
-    for n in graph.node:
-        if n.op_type == "Constant" and n.domain in ("", AI_ONNX) and n.output:
-            scope.add(n.output[0], _constant_facts(n), override=True)
+    _add_constants(scope, graph.node)
     for vi in graph.input:
         scope.add(vi.name, _from_value_info(vi, "graph input"))
     for vi in graph.output:
@@ -131,35 +135,27 @@ class Site:
 
 
 def _opsets(imports) -> dict[str, int]:  # noqa: ANN001 - repeated OperatorSetIdProto
-    return {(i.domain or AI_ONNX): int(i.version) for i in imports}
+    return {normalize_domain(i.domain): int(i.version) for i in imports}
 
 
-def _walk_graph(graph: onnx.GraphProto, path: str, opsets: dict[str, int], parent: Scope | None) -> Iterator[Site]:
-    scope = graph_scope(graph, parent)
-    for k, node in enumerate(graph.node):
+def _walk_nodes(nodes, path: str, opsets: dict[str, int], scope: Scope) -> Iterator[Site]:  # noqa: ANN001
+    """Each node, then the subgraphs in its attributes (which see ``scope`` as their enclosing scope)."""
+    for k, node in enumerate(nodes):
         yield Site(node, k, path, opsets, scope)
         for a in node.attribute:
             subs = [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)
             for j, sub in enumerate(subs):
                 label = f"{path}/node {k} {node.name!r}.{a.name}" + (f"[{j}]" if len(subs) > 1 else "")
-                yield from _walk_graph(sub, label, opsets, scope)
+                yield from _walk_nodes(sub.node, label, opsets, graph_scope(sub, scope))
 
 
 def walk(model: onnx.ModelProto) -> Iterator[Site]:
     """Every node of the main graph, its subgraphs, and the model's local functions."""
-    yield from _walk_graph(model.graph, "main", _opsets(model.opset_import), None)
+    yield from _walk_nodes(model.graph.node, "main", _opsets(model.opset_import), graph_scope(model.graph, None))
     for f in model.functions:
         scope = Scope()
-        for n in f.node:
-            if n.op_type == "Constant" and n.domain in ("", AI_ONNX) and n.output:
-                scope.add(n.output[0], _constant_facts(n), override=True)
+        _add_constants(scope, f.node)
         for vi in getattr(f, "value_info", []):
             scope.add(vi.name, _from_value_info(vi, "value_info"))
         opsets = _opsets(f.opset_import) or _opsets(model.opset_import)
-        label = f"function {f.domain or AI_ONNX}::{f.name}"
-        for k, node in enumerate(f.node):
-            yield Site(node, k, label, opsets, scope)
-            for a in node.attribute:
-                subs = [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)
-                for sub in subs:
-                    yield from _walk_graph(sub, f"{label}/node {k} {node.name!r}.{a.name}", opsets, scope)
+        yield from _walk_nodes(f.node, f"function {normalize_domain(f.domain)}::{f.name}", opsets, scope)

@@ -16,7 +16,7 @@ import numpy as np
 from onnx import AttributeProto, TensorProto
 
 from ..errors import SpecViolation
-from ..opspecs import AI_ONNX, OPERATORS, OpSpec, resolve
+from ..opspecs import AI_ONNX, OPERATORS, OpSpec, normalize_domain, resolve
 from ..reference.ops import PLANS, Plan, check_attributes
 from ..rules import RULES
 from ..types import ElementType, by_proto
@@ -39,7 +39,7 @@ class Finding:
 
 
 def domain_of(site: Site) -> str:
-    return site.node.domain or AI_ONNX
+    return normalize_domain(site.node.domain)
 
 
 def is_checked(site: Site) -> bool:

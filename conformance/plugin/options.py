@@ -58,6 +58,12 @@ def add_to_argparse(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(*opt.flags, dest=_dest(opt), **opt.kwargs)
 
 
+#: pytest flags for a corpus run (the run and compliance commands, the runner benchmark): backends print into their
+#: worker's log, never the terminal, so output and log capturing only cost time (about a fifth of a run); the
+#: end-of-run list shows failures, errors and unexpected passes, not the thousands of unsupported cases.
+RUN_FLAGS: tuple[str, ...] = ("-q", "-p", "no:cacheprovider", "--capture=no", "-p", "no:logging", "-r", "fEX")
+
+
 def to_pytest_args(ns: argparse.Namespace) -> list[str]:
     """The pytest command line equivalent of parsed ``qdq-conformance run`` options."""
     args: list[str] = []
