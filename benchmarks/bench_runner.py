@@ -2,11 +2,12 @@
 
 Bare loop: every default-tier case in both graph forms, models serialized beforehand, each loaded into an ONNX
 Runtime session and run once (exotic types through OrtValue, as the runner must), in one process.
-Runner: ``pytest --backend=ort`` on the same cases with pytest-xdist on every core (collection, isolation
-workers, comparison, expectations and the results file included).
+Runner: ``pytest --backend=ort`` on the same cases, as ``qdq-conformance run`` runs it (collection, backend
+worker processes on every core, comparison, expectations and the results file included); ``--xdist N`` also
+times the same run under pytest-xdist with N workers.
 Target (issue 4): runner <= 1.5x the bare loop on 2 cores.
 
-    python benchmarks/bench_runner.py [-n WORKERS]
+    python benchmarks/bench_runner.py [--xdist N]
 """
 
 from __future__ import annotations
@@ -40,12 +41,12 @@ def bare_loop() -> tuple[float, int]:
     return time.perf_counter() - t0, len(prepared)
 
 
-def runner(workers: int) -> tuple[float, str]:
+def runner(xdist: int = 0) -> tuple[float, str]:
     with tempfile.TemporaryDirectory() as tmp:
         from conformance.plugin.options import RUN_FLAGS
 
         cmd = [sys.executable, "-m", "pytest", "--backend=ort", *RUN_FLAGS, "--tb=no",  # as `qdq-conformance run`
-               "--results", os.path.join(tmp, "r.jsonl")] + (["-n", str(workers)] if workers > 1 else [])
+               "--results", os.path.join(tmp, "r.jsonl")] + (["-n", str(xdist)] if xdist else [])
         t0 = time.perf_counter()
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         dt = time.perf_counter() - t0
@@ -54,13 +55,16 @@ def runner(workers: int) -> tuple[float, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-n", type=int, default=os.cpu_count() or 1, help="runner workers (default: every core)")
+    ap.add_argument("--xdist", type=int, default=0, metavar="N", help="also time the run with pytest-xdist -n N")
     args = ap.parse_args()
     t_bare, n = bare_loop()
-    t_run, tail = runner(args.n)
+    t_run, tail = runner()
     print(f"bare loop (1 process): {n} model runs in {t_bare:.1f} s")
-    print(f"runner (pytest -n {args.n}): {t_run:.1f} s   [{tail}]")
+    print(f"runner (pytest --backend=ort, {os.cpu_count()} cores): {t_run:.1f} s   [{tail}]")
     print(f"runner / bare loop: {t_run / t_bare:.2f} (target <= 1.5)")
+    if args.xdist:
+        t_x, tail = runner(args.xdist)
+        print(f"runner under pytest-xdist -n {args.xdist}: {t_x:.1f} s ({t_x / t_bare:.2f}x)   [{tail}]")
 
 
 if __name__ == "__main__":

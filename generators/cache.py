@@ -68,6 +68,8 @@ def load_file_cached(path: Path, tiers: Sequence[str]) -> list[ConcreteCase]:
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
         pass
     cases = load_file(path, tiers)  # raises CaseFileError, which is never cached
+    for case in cases:
+        case.prepare()  # metadata and serialized models, computed once and kept with the case
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")

@@ -62,6 +62,18 @@ class ConcreteCase:
     def model(self, form: str = "runtime") -> onnx.ModelProto:
         """The single-node model; ``initializer`` makes every input but x an initializer (every input, x too,
         when x is the only one, as for DynamicQuantizeLinear), which lets a runtime constant-fold."""
+        kept = self.__dict__.get("_model_bytes")
+        if kept is not None and form in kept:
+            return onnx.load_model_from_string(kept[form])  # a fresh message: callers may change it
+        return self._build(form)
+
+    def prepare(self) -> None:
+        """Compute once what every run needs (metadata, both models, serialized), to keep with the case in the
+        corpus cache: parsing a stored model is several times cheaper than building it."""
+        self.metadata()
+        self.__dict__["_model_bytes"] = {form: self._build(form).SerializeToString() for form in FORMS}
+
+    def _build(self, form: str) -> onnx.ModelProto:
         if form not in FORMS:
             raise ValueError(f"unknown graph form {form!r}; known: {', '.join(FORMS)}")
         inits = self._initializer_names() if form == "initializer" else []

@@ -15,7 +15,7 @@ from ..runner import expectations as expectations_mod
 from ..runner.outcome import FAILING
 from ..runner.results import ResultsWriter, header
 from . import options
-from .items import CaseFailure, CaseFile, SuiteFile, forms_of
+from .items import CaseFailure, CaseFile, CaseItem, SuiteFile, forms_of
 from .state import STATE, RunState
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "cases"
@@ -37,6 +37,13 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+def _xdist_controller(config: pytest.Config) -> bool:
+    """True in the pytest-xdist process that hands items to workers (and runs none itself)."""
+    dist = getattr(config.option, "dist", "no")
+    return not _is_xdist_worker(config) and dist != "no" and bool(getattr(config.option, "numprocesses", None)
+                                                                   or getattr(config.option, "tx", None))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     spec = config.getoption("qdq_backend")
     if not spec:
@@ -47,8 +54,11 @@ def pytest_configure(config: pytest.Config) -> None:
         # `pytest --backend=ort` alone runs the corpus (or the suite), not the self-tests in testpaths.
         root = Path(suite) if suite else Path(config.getoption("qdq_cases") or CASES_DIR)
         config.args = [str(root)]
+    worker = _is_xdist_worker(config)
+    collects = worker or not _xdist_controller(config)
     state = RunState(spec, options.backend_options(config), config.getoption("qdq_case_timeout"),
-                     config.getoption("qdq_strict_expectations"), expectations_mod.Expectations())
+                     config.getoption("qdq_strict_expectations"), expectations_mod.Expectations(),
+                     workers=options.worker_count(config) if collects else 1)
     try:
         backend = state.backend()
     except Exception as e:
@@ -63,12 +73,18 @@ def pytest_configure(config: pytest.Config) -> None:
         else:
             state.expectations = expectations_mod.find(backend.name, backend.version)
     except expectations_mod.ExpectationError as e:
+        backend.close()
         raise pytest.UsageError(str(e)) from None
+    if collects:
+        backend.set_expectations(str(state.expectations.path) if state.expectations.path else None)
+    else:  # the pytest-xdist controller only needed the backend's name and version
+        backend.close()
+        state.pool = None
     state.header = header(backend.name, backend.version, {
         "expectations": str(state.expectations.path) if state.expectations.path else None,
         "strict_expectations": state.strict, "forms": config.getoption("qdq_form"),
         "tier": config.getoption("qdq_tier"), "suite": suite})
-    if not _is_xdist_worker(config) and (config.getoption("qdq_results") or config.getoption("qdq_report")):
+    if not worker and (config.getoption("qdq_results") or config.getoption("qdq_report")):
         state.results = ResultsWriter(_results_path(config))
     config.stash[STATE] = state
     config.pluginmanager.register(_Recorder(state), "qdq-conformance-recorder")
@@ -131,6 +147,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xfail(reason=reason, raises=CaseFailure, strict=state.strict))
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Hand the backend's workers the run order, so they run cases ahead of the items (not in a pytest-xdist
+    worker, where the controller decides the order item by item)."""
+    config = session.config
+    if STATE not in config.stash or _is_xdist_worker(config) or config.option.collectonly:
+        return
+    state = config.stash[STATE]
+    if state.pool is None:
+        return
+    order = []
+    for item in session.items:
+        if isinstance(item, CaseItem):
+            item.position = len(order)
+            order.append((item.ref, item.form))
+    state.pool.plan(order)
+
+
 class _Recorder:
     """Counts outcomes and streams results as reports arrive (on the xdist controller: from every worker)."""
 
@@ -139,21 +173,22 @@ class _Recorder:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or (report.when == "setup" and report.skipped):
-            record = dict(report.user_properties).get("qdq")
-            if record is not None:
-                _note(self.state, record)
+            props = dict(report.user_properties)
+            note = props.get("qdq_outcome")
+            if note is not None:
+                _note(self.state, note, props.get("qdq"))
 
 
-def _note(state: RunState, record: dict[str, Any]) -> None:
-    state.counts[record["status"]] = state.counts.get(record["status"], 0) + 1
-    exp = record.get("expectation")
-    if exp:
-        state.matched.setdefault(exp["line"], []).append(record["status"])
-        if record["status"] == "passed" or (record["status"] in FAILING and record["status"] != exp["status"]):
-            state.surprises.append(f"{record['id']} [{record['form']}]: expected {exp['status']}, got "
-                                   f"{record['status']}")
-    if state.results is not None and state.header is not None:
-        state.results.write(record, state.header)
+def _note(state: RunState, note: dict[str, Any], record: str | None) -> None:
+    status = note["status"]
+    state.counts[status] = state.counts.get(status, 0) + 1
+    expected = note.get("expected")
+    if expected:
+        state.matched.setdefault(note["line"], []).append(status)
+        if status == "passed" or (status in FAILING and status != expected):
+            state.surprises.append(f"{note['id']} [{note['form']}]: expected {expected}, got {status}")
+    if state.results is not None and state.header is not None and record is not None:
+        state.results.write_line(record, state.header)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -161,8 +196,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if STATE not in config.stash:
         return
     state = config.stash[STATE]
-    if state.isolated is not None:
-        state.isolated.close()
+    if state.pool is not None:
+        state.pool.close()
     if _is_xdist_worker(config):
         return
     # A subset run (-k, -m, deselection) or an entry for a graph form that did not run says nothing about
@@ -172,11 +207,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     stale = [e for e in state.expectations.entries
              if (e.line in state.matched and all(s == "passed" for s in state.matched[e.line]))
              or (e.line not in state.matched and not subset and (not e.forms or forms & set(e.forms)))]
+    warn = config.pluginmanager.has_plugin("warnings")  # a corpus run turns it off (-p no:warnings)
     for e in stale:
         why = "matches no collected case" if e.line not in state.matched else "all its cases pass now"
         shown = ", ".join(e.patterns[:4]) + (f" and {len(e.patterns) - 4} more" if len(e.patterns) > 4 else "")
-        warnings.warn(pytest.PytestWarning(f"stale expectation {state.expectations.path}:{e.line} "
-                                           f"({shown}): {why}"), stacklevel=1)
+        state.stale.append(f"stale expectation {state.expectations.path}:{e.line} ({shown}): {why}")
+        if warn:
+            warnings.warn(pytest.PytestWarning(state.stale[-1]), stacklevel=1)
     summary = {"counts": dict(sorted(state.counts.items())), "surprises": state.surprises[:1000],
                "stale_expectations": [{"line": e.line, "cases": e.patterns} for e in stale],
                "exitstatus": int(exitstatus),
@@ -208,6 +245,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                       "(first ones below; --strict-expectations makes them fail):")
         for s in state.surprises[:20]:
             tr.write_line(f"  {s}")
+    if state.stale:
+        tr.write_line(f"{len(state.stale)} stale expectation(s):")
+        for line in state.stale[:20]:
+            tr.write_line(f"  {line}")
     if state.results is not None:
         tr.write_line(f"results: {state.results.path}")
     if config.getoption("qdq_report"):

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import time
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from _pytest.mark.structures import Mark
 
-from ..runner.outcome import FAILING, Outcome, classify
-from ..runner.repro import model_code, values_of
+from ..runner.execute import CaseRef, CaseResult, FileRef, ObjRef, finish
+from ..runner.isolation import RawResult
+from ..runner.outcome import FAILING, Outcome
 from .state import STATE
 
 
@@ -29,9 +30,9 @@ class UnexpectedOutcome(Exception):
 
 def marker_names(case: Any, form: str) -> list[str]:
     meta = case.metadata()
-    names = [meta["operator"].lower(), meta["domain"].replace(".", "_"), f"v{meta['version']}",
+    names = [form, meta["operator"].lower(), meta["domain"].replace(".", "_"), f"v{meta['version']}",
              meta["granularity"].replace("-", "_"), "family_" + meta["family"].replace("-", "_"),
-             meta["status"].replace("-", "_"), form]
+             meta["status"].replace("-", "_")]
     for io in meta["inputs"][:2]:
         if io["element_type"]:
             names.append(("x_" if io["formal"] == "x" else "scale_") + io["element_type"])
@@ -40,46 +41,55 @@ def marker_names(case: Any, form: str) -> list[str]:
     return names
 
 
-_MARKS: dict[str, pytest.MarkDecorator] = {}
+_MARKS: dict[str, Mark] = {}
 
 
-def _mark(name: str) -> pytest.MarkDecorator:
-    """One MarkDecorator per name (pytest's by-name lookup is the slow part of add_marker for 50,000 items)."""
+def _mark(name: str) -> Mark:
+    """One Mark per name (pytest's by-name lookup is the slow part of add_marker for 50,000 items)."""
     mark = _MARKS.get(name)
     if mark is None:
-        mark = _MARKS[name] = getattr(pytest.mark, name)
+        mark = _MARKS[name] = getattr(pytest.mark, name).mark
     return mark
 
 
+def marks_of(case: Any, form: str) -> list[Mark]:
+    return [_mark(name) for name in marker_names(case, form)]
+
+
 class CaseItem(pytest.Item):
-    def __init__(self, *, case: Any, form: str, line: int = 0, **kwargs: Any) -> None:
+    def __init__(self, *, case: Any, form: str, ref: CaseRef, line: int = 0, marks: list[Mark] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
         self.form = form
+        self.ref = ref
         self.line = line
-        for name in marker_names(case, form):
-            self.add_marker(_mark(name))
+        self.position: int | None = None  # in the run order handed to the backend's workers
+        self.result: CaseResult | None = None
+        # add_marker's work, in bulk; -k matches marker names through the markers themselves (not keywords)
+        self.own_markers.extend(marks if marks is not None else marks_of(case, form))
         meta = case.metadata()
         self.extra_keyword_matches.update({meta["family"], meta["status"], meta["operator"]})
 
     def runtest(self) -> None:
         state = self.config.stash[STATE]
-        case = self.case
-        model = case.model(self.form)
-        feeds = case.feeds(self.form)
-        t0 = time.perf_counter()
-        raw = state.backend().run(model, feeds)
-        outcome = classify(raw, status=case.status, expected=case.expected, ulp=case.ulp)
-        outcome.seconds = time.perf_counter() - t0
-        entry = None if case.status == "implementation-defined" else state.expectations.lookup(case.id, self.form)
-        self.user_properties.append(("qdq", _record(case, self.form, outcome, entry, state, model, feeds)))
-        if outcome.status == "unsupported":
-            pytest.skip(f"unsupported by {state.backend_name}: {outcome.message}")
-        if entry is not None and state.strict and outcome.status in FAILING and outcome.status != entry.status:
-            raise UnexpectedOutcome(f"expected {entry.status} ({entry.reason}), got {outcome.status}: "
-                                    f"{outcome.message}")
-        if outcome.status in FAILING:
-            raise CaseFailure(outcome)
+        got = state.backend().get(self.ref, self.form, self.position)
+        if isinstance(got, RawResult):  # the worker crashed or hung on this very case: recorded here
+            entry = None if self.case.status == "implementation-defined" else state.expectations.lookup(
+                self.case.id, self.form)
+            got = finish(self.case, self.form, got, None if entry is None else
+                         (entry.status, entry.reason, entry.link, entry.line),
+                         (state.backend_name, state.backend_version), _repro_of(state))
+        self.result = got
+        self.user_properties.append(("qdq", got.record))
+        self.user_properties.append(("qdq_outcome", got.note(self.case.id, self.form)))
+        if got.status == "unsupported":
+            pytest.skip(f"unsupported by {state.backend_name}: {got.message}")
+        entry = got.entry
+        if entry is not None and state.strict and got.status in FAILING and got.status != entry[0]:
+            raise UnexpectedOutcome(f"expected {entry[0]} ({entry[1]}), got {got.status}: {got.message}")
+        if got.status in FAILING:
+            raise CaseFailure(got.outcome or Outcome(got.status, got.message))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailure):
@@ -123,11 +133,18 @@ class CaseFile(pytest.File):
         except CaseFileError as e:
             yield LoadErrorItem.from_parent(self, name="load", error=e)
             return
-        for case in cases:
+        state = cfg.stash.get(STATE, None)
+        source = (str(self.path), tuple(tiers))
+        if state is not None and state.pool is not None:
+            state.pool.preload(source)  # the backend's workers load the file while pytest goes on collecting
+        for index, case in enumerate(cases):
             if case.tier not in tiers:
                 continue
+            ref = FileRef(source[0], source[1], index, case.id)
+            shared = marks_of(case, forms[0])[1:]  # every mark but the form's (the first)
             for form in forms:
-                yield CaseItem.from_parent(self, name=f"{case.id}[{form}]", case=case, form=form, line=case.line)
+                yield CaseItem.from_parent(self, name=f"{case.id}[{form}]", case=case, form=form, ref=ref,
+                                           line=case.line, marks=[_mark(form), *shared])
 
 
 class SuiteFile(pytest.File):
@@ -138,7 +155,8 @@ class SuiteFile(pytest.File):
         _, cases = load_suite(self.path.parent)
         for case in cases:
             if case.form in forms:
-                yield CaseItem.from_parent(self, name=f"{case.id}[{case.form}]", case=case, form=case.form)
+                yield CaseItem.from_parent(self, name=f"{case.id}[{case.form}]", case=case, form=case.form,
+                                           ref=ObjRef(case))
 
 
 def forms_of(cfg: pytest.Config) -> tuple[str, ...]:
@@ -146,67 +164,19 @@ def forms_of(cfg: pytest.Config) -> tuple[str, ...]:
     return ("runtime", "initializer") if form == "both" else (form,)
 
 
-def _preview(a: np.ndarray | None, limit: int = 64) -> dict[str, Any] | None:
-    if a is None:
-        return None
-    from ..types import by_dtype, code_of
-
-    flat = a.reshape(-1)[:limit]
-    t = by_dtype(a.dtype)
-    values = [str(v) for v in (flat.astype(np.float64) if t.is_float else flat.astype(np.int64)).tolist()]
-    return {"type": t.name, "shape": list(a.shape), "values": values,
-            "codes": [int(c) for c in code_of(flat)], "truncated": a.size > limit}
-
-
-def _record(case: Any, form: str, outcome: Outcome, entry: Any, state: Any, model: Any,
-            feeds: dict[str, np.ndarray]) -> dict[str, Any]:
-    meta = case.metadata()
-    rec: dict[str, Any] = {
-        "type": "case", "id": case.id, "form": form, "status": outcome.status,
-        "duration": round(outcome.seconds, 6), "message": outcome.message[:2000],
-        "backend": state.backend_name, "backend_version": state.backend_version,
-        **{k: meta[k] for k in ("operator", "domain", "version", "family", "granularity", "attributes",
-                                "ambiguity", "rule", "comparison")},
-        "case_status": meta["status"],
-        "types": {io["formal"]: io["element_type"] for io in meta["inputs"]}
-        | {"y": meta["outputs"][0]["element_type"] if meta["outputs"] else None},
-        "spec": _spec_text(case),
-        "behaviour": outcome.behaviour,
-        "expectation": None if entry is None else {"status": entry.status, "reason": entry.reason,
-                                                   "link": entry.link, "line": entry.line},
-        **outcome.summary(),
-    }
-    if outcome.status not in ("passed", "unsupported") or meta["status"] == "implementation-defined":
-        values = values_of(model, feeds)
-        rec["inputs"] = {k: _preview(v) for k, v in values.items()}
-        rec["expected"] = [_preview(e) for e in (case.expected or [])]
-        rec["actual"] = [_preview(a) for a in (outcome.actual or [])]
-        if outcome.status in FAILING or (outcome.mismatches and meta["status"] == "implementation-defined"):
-            rec["repro"] = _repro(state, model, values)
-    return rec
-
-
-def _spec_text(case: Any) -> dict[str, Any]:
-    clause = getattr(case, "clause", None)
-    if clause is not None:
-        return {"operator": clause.operator, "versions": clause.versions, "text": clause.text}
-    return dict(case.template.get("spec", {}))
-
-
-def _repro(state: Any, model: Any, values: dict[str, np.ndarray]) -> str:
+def _repro_of(state: Any) -> Any:
+    """The backend's repro writer, from a backend built here (None when it cannot be built here)."""
     from ..backends.registry import create
 
-    code = model_code(model, values)
-    names = [o.name for o in model.graph.output]
     try:
-        backend = create(state.backend_spec, state.backend_options)
-        return backend.repro(code, names)
-    except Exception:  # a backend that cannot be built here still gets the model
-        return code
+        return create(state.backend_spec, state.backend_options).repro
+    except Exception:
+        return None
 
 
 def _describe(item: CaseItem, outcome: Outcome) -> str:
-    rec = dict(item.user_properties).get("qdq", {})
+    text = dict(item.user_properties).get("qdq")
+    rec = json.loads(text) if text else {}
     case = item.case
     spec = rec.get("spec", {})
     lines = [f"{case.id} [{item.form}] on {rec.get('backend')} {rec.get('backend_version')}: {outcome.status}",

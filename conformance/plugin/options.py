@@ -31,6 +31,10 @@ OPTIONS: tuple[Option, ...] = (
                          "help": "size tier (default: default; large adds >= 1M-element cases)"}),
     Option(("--case-timeout",), {"type": float, "default": 60.0, "metavar": "SECONDS",
                                  "help": "per-case time limit; the backend's worker is killed and replaced (default: 60)"}),
+    Option(("--workers",), {"metavar": "N", "default": "auto",
+                            "help": "backend worker processes, which run cases ahead of pytest's reporting "
+                                    "(default: auto = the usable cores, at most 4; 1 in each pytest-xdist "
+                                    "worker)"}),
     Option(("--expectations",), {"metavar": "PATH", "default": None,
                                  "help": "expectation file (default: expectations/<backend>.yaml when it exists; "
                                          "'none' to use none)"}),
@@ -60,8 +64,11 @@ def add_to_argparse(parser: argparse.ArgumentParser) -> None:
 
 #: pytest flags for a corpus run (the run and compliance commands, the runner benchmark): backends print into their
 #: worker's log, never the terminal, so output and log capturing only cost time (about a fifth of a run); the
-#: end-of-run list shows failures, errors and unexpected passes, not the thousands of unsupported cases.
-RUN_FLAGS: tuple[str, ...] = ("-q", "-p", "no:cacheprovider", "--capture=no", "-p", "no:logging", "-r", "fEX")
+#: end-of-run list shows failures, errors and unexpected passes, not the thousands of unsupported cases; nothing
+#: in a corpus run is a Python assert, so pytest need not rewrite the plugin's modules (about a second per process);
+#: stale expectations are listed in the run's own summary, so the per-item warnings capture is not needed either.
+RUN_FLAGS: tuple[str, ...] = ("-q", "-p", "no:cacheprovider", "--capture=no", "-p", "no:logging", "-p", "no:warnings",
+                              "--assert=plain", "-r", "fEX")
 
 
 def to_pytest_args(ns: argparse.Namespace) -> list[str]:
@@ -84,3 +91,23 @@ def _dest(opt: Option) -> str:
 def backend_options(config: pytest.Config) -> dict[str, Any]:
     return {"ort_provider": config.getoption("qdq_ort_provider"),
             "ort_optimization": config.getoption("qdq_ort_optimization")}
+
+
+def worker_count(config: pytest.Config) -> int:
+    """--workers as a number: ``auto`` is the usable cores (at most 4: one pytest process cannot keep more busy),
+    and 1 in a pytest-xdist worker, whose siblings already use the other cores."""
+    import os
+
+    value = str(config.getoption("qdq_workers"))
+    if value != "auto":
+        try:
+            n = int(value)
+        except ValueError:
+            raise pytest.UsageError(f"--workers: expected a number or 'auto', got {value!r}") from None
+        if n < 1:
+            raise pytest.UsageError(f"--workers: expected at least 1, got {n}")
+        return n
+    if hasattr(config, "workerinput"):
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, 4))

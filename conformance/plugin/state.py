@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ..runner.expectations import Expectations
-from ..runner.isolation import IsolatedBackend
+from ..runner.pool import CasePool
 from ..runner.results import ResultsWriter
 
 
@@ -20,22 +20,25 @@ class RunState:
     timeout: float
     strict: bool
     expectations: Expectations
-    isolated: IsolatedBackend | None = None
+    workers: int = 1
+    pool: CasePool | None = None
     results: ResultsWriter | None = None
     header: dict[str, Any] | None = None
     counts: dict[str, int] = field(default_factory=dict)
     matched: dict[int, list[str]] = field(default_factory=dict)  # expectation line -> statuses seen
     surprises: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)  # stale expectations, as sentences
     backend_name: str = ""
     backend_version: str = ""
     deselected: int = 0
     started: float = field(default_factory=time.time)
 
-    def backend(self) -> IsolatedBackend:
-        if self.isolated is None:
-            self.isolated = IsolatedBackend(self.backend_spec, self.backend_options, self.timeout)
-            self.isolated.start()
-        return self.isolated
+    def backend(self) -> CasePool:
+        """The backend's worker processes, started on first use."""
+        if self.pool is None:
+            self.pool = CasePool(self.backend_spec, self.backend_options, self.timeout, self.workers)
+            self.pool.start()
+        return self.pool
 
 
 STATE = pytest.StashKey[RunState]()

@@ -1,8 +1,9 @@
 """Running a backend in a worker process, so that a segfault, an abort or a hang costs one case.
 
-The worker builds the backend once and then serves cases: model bytes and the feeds (pickled arrays) in, the
-outputs (or a decline / an error) out. The parent waits at most ``timeout`` seconds per
-case; a worker that dies or overruns is killed and replaced on the next case.
+The worker builds the backend once and then serves: a model and its feeds (pickled arrays) in, the outputs (or a
+decline / an error) out; or references to corpus cases in, finished results out (see ``execute`` and ``pool``).
+The parent waits at most ``timeout`` seconds for each answer; a worker that dies or overruns is killed and
+replaced on the next request.
 
 Whatever a backend prints (native libraries write to the process's stdout / stderr) goes to a log file of the
 worker, not the terminal: a run needs no output capturing, and when a worker crashes, the end of its log is
@@ -16,13 +17,16 @@ import multiprocessing as mp
 import os
 import tempfile
 import time
-import traceback
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
+
+#: how much lower the workers' scheduling priority is than the pytest process's
+WORKER_NICENESS = 5
 
 
 @dataclass
@@ -42,12 +46,20 @@ def _redirect_output(log_path: str) -> None:
     os.close(fd)
 
 
-def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str | None = None) -> None:
-    from ..backends.base import NotApplicable, Rejected, Unsupported
+def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str | None = None,
+           expectations_path: str | None = None) -> None:
+    """The worker's loop. Messages: ("run", model bytes, feeds) -> ("raw", RawResult); ("load", source) preloads
+    a case file; ("cases", [(ticket, case ref, form), ...]) -> one ("case", ticket, CaseResult) per case, in
+    order; ("expectations", path or None) names the expectations file the records refer to; ("stop",)."""
     from ..backends.registry import create
+    from . import execute
 
     if log_path:
         _redirect_output(log_path)
+    with contextlib.suppress(OSError, AttributeError):
+        # Workers run ahead of the pytest process, which reports each item in turn and so sets the pace of a
+        # run: on a busy machine it gets the CPU first.
+        os.nice(WORKER_NICENESS)
 
     try:
         backend = create(spec, options)
@@ -55,26 +67,42 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
         conn.send(("fatal", f"{type(e).__name__}: {e}"))
         return
     conn.send(("hello", backend.name, backend.version))
+    sources = execute.Sources()
+    expectations = None
     while True:
         try:
             msg = conn.recv()
         except EOFError:
             return
-        if msg[0] == "stop":
+        kind = msg[0]
+        if kind == "stop":
             return
-        _, model_bytes, feeds = msg
-        try:
-            model = onnx.load_model_from_string(model_bytes)
-            outputs = backend.run(model, feeds)
-            conn.send(("ok", [np.asarray(o) for o in outputs]))
-        except NotApplicable as e:
-            conn.send(("not-applicable", str(e)))
-        except Unsupported as e:
-            conn.send(("unsupported", str(e)))
-        except Rejected as e:
-            conn.send(("rejected", str(e)))
-        except Exception as e:
-            conn.send(("error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"))
+        if kind == "run":
+            conn.send(("raw", execute.call_backend(backend, onnx.load_model_from_string(msg[1]), msg[2])))
+        elif kind == "expectations":
+            expectations_path, expectations = msg[1], None
+        elif kind == "load":
+            with contextlib.suppress(Exception):  # a file that does not load fails its cases, one by one
+                sources.load(msg[1])
+        elif kind == "cases":
+            if expectations is None:
+                expectations = _expectations(expectations_path, backend.version)
+            for ticket, ref, form in msg[1]:
+                conn.send(("case", ticket, execute.run_case(backend, ref, form, sources, expectations)))
+
+
+def _expectations(path: str | None, version: str) -> Any:
+    from . import expectations as expectations_mod
+
+    return expectations_mod.load(Path(path), version) if path else expectations_mod.Expectations()
+
+
+class Lost(Exception):
+    """The worker died (``kind`` crashed) or overran (``kind`` timeout) and was discarded."""
+
+    def __init__(self, kind: str, message: str, seconds: float) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.seconds = kind, message, seconds
 
 
 class BackendStartError(Exception):
@@ -84,15 +112,18 @@ class BackendStartError(Exception):
 class IsolatedBackend:
     """A backend in a replaceable worker process."""
 
-    def __init__(self, spec: str, options: dict[str, Any] | None = None, timeout: float = 60.0) -> None:
+    def __init__(self, spec: str, options: dict[str, Any] | None = None, timeout: float = 60.0,
+                 expectations_path: str | None = None) -> None:
         self.spec = spec
         self.options = dict(options or {})
         self.timeout = timeout
+        self.expectations_path = expectations_path
         self.name = spec
         self.version = "unknown"
         self._ctx = mp.get_context("spawn")
         self._proc: Any = None
         self._conn: Connection | None = None
+        self._starting: tuple[Any, Connection] | None = None
         self.restarts = 0
         fd, self.log_path = tempfile.mkstemp(prefix="qdq-worker-", suffix=".log")
         os.close(fd)
@@ -107,19 +138,31 @@ class IsolatedBackend:
             return ""
         return "\n".join(text.strip().splitlines()[-lines:])
 
-    def _start(self) -> None:
+    def spawn(self) -> None:
+        """Start the worker process without waiting for it (``start`` waits): several start side by side."""
+        if self._starting is not None or (self._proc is not None and self._proc.is_alive()):
+            return
         parent, child = self._ctx.Pipe()
         with contextlib.suppress(OSError):  # each worker's log starts empty
             open(self.log_path, "wb").close()
-        proc = self._ctx.Process(target=_serve, args=(child, self.spec, self.options, self.log_path), daemon=True)
+        proc = self._ctx.Process(target=_serve, daemon=True,
+                                 args=(child, self.spec, self.options, self.log_path, self.expectations_path))
         proc.start()
         child.close()
-        if not parent.poll(max(self.timeout, 120.0)):
+        self._starting = (proc, parent)
+
+    def _handshake(self) -> None:
+        assert self._starting is not None
+        proc, parent = self._starting
+        self._starting = None
+        limit = max(self.timeout, 120.0)
+        if not parent.poll(limit):
             proc.kill()
-            raise BackendStartError(f"backend {self.spec!r} did not start within {max(self.timeout, 120.0)} s")
+            raise BackendStartError(f"backend {self.spec!r} did not start within {limit} s")
         try:
             hello = parent.recv()
         except EOFError:
+            proc.join(5)
             raise BackendStartError(f"backend {self.spec!r} died while starting (exit {proc.exitcode})") from None
         if hello[0] == "fatal":
             proc.join(5)
@@ -129,7 +172,10 @@ class IsolatedBackend:
 
     def start(self) -> None:
         if self._proc is None or not self._proc.is_alive():
-            self._start()
+            self._proc, self._conn = None, None
+            self.spawn()
+        if self._starting is not None:
+            self._handshake()
 
     def _discard(self) -> None:
         if self._proc is not None:
@@ -139,18 +185,26 @@ class IsolatedBackend:
         self._proc, self._conn = None, None
         self.restarts += 1
 
-    def run(self, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> RawResult:
+    def send(self, msg: tuple[Any, ...]) -> None:
+        """Send to the worker, starting one if there is none. A worker found dead is noticed by ``receive``."""
         self.start()
         assert self._conn is not None
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+            self._conn.send(msg)
+
+    def receive(self) -> Any:
+        """The worker's next message; raises Lost when the worker dies or sends nothing for ``timeout`` s (it
+        is then discarded; the next ``send`` starts a new one)."""
         t0 = time.perf_counter()
+        conn = self._conn
         try:
-            # Arrays travel pickled (numpy and ml_dtypes dtypes pickle as themselves, one element per item).
-            self._conn.send(("run", model.SerializeToString(), {k: np.asarray(v) for k, v in feeds.items()}))
-            if not self._conn.poll(self.timeout):
+            if conn is None:
+                raise EOFError
+            if not conn.poll(self.timeout):
                 self._discard()
-                return RawResult("timeout", message=f"no answer within {self.timeout:g} s; the worker was "
-                                 "killed and replaced", seconds=time.perf_counter() - t0)
-            reply = self._conn.recv()
+                raise Lost("timeout", f"no answer within {self.timeout:g} s; the worker was killed and replaced",
+                           time.perf_counter() - t0)
+            return conn.recv()
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
             proc = self._proc
             if proc is not None:
@@ -159,16 +213,27 @@ class IsolatedBackend:
             self._discard()
             how = f"killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
             tail = self.log_tail()
-            return RawResult("crashed", message=f"the backend's worker process {how}; it was replaced"
-                             + (f"\nits last output:\n{tail}" if tail else ""), seconds=time.perf_counter() - t0)
-        seconds = time.perf_counter() - t0
-        if reply[0] == "ok":
-            return RawResult("ok", list(reply[1]), seconds=seconds)
-        return RawResult(reply[0], message=reply[1], seconds=seconds)
+            raise Lost("crashed", f"the backend's worker process {how}; it was replaced"
+                       + (f"\nits last output:\n{tail}" if tail else ""), time.perf_counter() - t0) from None
+
+    def run(self, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> RawResult:
+        """Run one model in the worker (arrays travel pickled: numpy and ml_dtypes dtypes pickle as themselves)."""
+        t0 = time.perf_counter()
+        self.send(("run", model.SerializeToString(), {k: np.asarray(v) for k, v in feeds.items()}))
+        try:
+            reply = self.receive()
+        except Lost as lost:
+            return RawResult(lost.kind, message=lost.message, seconds=lost.seconds)
+        raw: RawResult = reply[1]
+        raw.seconds = time.perf_counter() - t0
+        return raw
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
             os.unlink(self.log_path)
+        if self._starting is not None:
+            self._proc, self._conn = self._starting
+            self._starting = None
         if self._conn is not None:
             with contextlib.suppress(BrokenPipeError, OSError):
                 self._conn.send(("stop",))

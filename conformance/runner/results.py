@@ -43,11 +43,15 @@ class ResultsWriter:
         self.count = 0
 
     def write(self, record: dict[str, Any], head: dict[str, Any]) -> None:
+        self.write_line(json.dumps(record, sort_keys=True), head)
+
+    def write_line(self, line: str, head: dict[str, Any]) -> None:
+        """One case record, already JSON-encoded (the backend's worker encodes it)."""
         assert self._fh is not None
         if not self._header_written:
             self._fh.write(json.dumps(head, sort_keys=True) + "\n")
             self._header_written = True
-        self._fh.write(json.dumps(record, sort_keys=True) + "\n")
+        self._fh.write(line + "\n")
         self._fh.flush()
         self.count += 1
 

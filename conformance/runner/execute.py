@@ -1,0 +1,143 @@
+"""One case from start to record, as a backend's worker process runs it.
+
+The worker is handed a small reference to a case (a case file and an index, or an exported suite's case), builds
+the model, runs the backend, classifies what it did against the case's rule, looks the case up in the
+expectations and writes the results-file record. The pytest process only receives the finished result, so the
+work of a case runs in parallel with pytest's own bookkeeping of the previous ones.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from . import record as record_mod
+from .isolation import RawResult
+from .outcome import FAILING, Outcome, classify
+
+#: statuses whose Outcome (mismatches, actual values) the pytest process needs to describe the failure
+_DESCRIBED = (*FAILING, "implementation-defined")
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """Case ``index`` of a case file expanded for ``tiers`` (the same list the collector saw)."""
+
+    path: str
+    tiers: tuple[str, ...]
+    index: int
+    case_id: str
+
+    @property
+    def source(self) -> tuple[str, tuple[str, ...]]:
+        return (self.path, self.tiers)
+
+
+@dataclass(frozen=True)
+class ObjRef:
+    """A case that travels whole (an exported suite's case: a few paths and its metadata)."""
+
+    case: Any
+
+
+CaseRef = FileRef | ObjRef
+
+
+@dataclass
+class CaseResult:
+    status: str
+    message: str
+    record: str  # the results-file line (JSON)
+    entry: record_mod.Expected | None = None
+    outcome: Outcome | None = None  # for failures and implementation-defined cases: what repr_failure shows
+
+    def note(self, case_id: str, form: str) -> dict[str, Any]:
+        """What the run's tally needs, small enough to travel with every report (pytest-xdist included)."""
+        return {"id": case_id, "form": form, "status": self.status,
+                "expected": None if self.entry is None else self.entry[0],
+                "line": None if self.entry is None else self.entry[3]}
+
+
+class Sources:
+    """The case files a worker has loaded, each once."""
+
+    def __init__(self) -> None:
+        self._files: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
+
+    def load(self, source: tuple[str, tuple[str, ...]]) -> list[Any]:
+        cases = self._files.get(source)
+        if cases is None:
+            from generators.cache import load_file_cached
+
+            cases = self._files[source] = load_file_cached(Path(source[0]), source[1])
+        return cases
+
+    def resolve(self, ref: CaseRef) -> Any:
+        if isinstance(ref, ObjRef):
+            return ref.case
+        cases = self.load(ref.source)
+        case = cases[ref.index] if ref.index < len(cases) else None
+        if case is None or case.id != ref.case_id:
+            raise LookupError(f"{ref.path} changed since collection: case {ref.index} is no longer {ref.case_id}")
+        return case
+
+
+def call_backend(backend: Any, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> RawResult:
+    """Run ``backend`` once; its declines and errors become the RawResult kinds."""
+    from ..backends.base import NotApplicable, Rejected, Unsupported
+
+    t0 = time.perf_counter()
+    try:
+        outputs = backend.run(model, feeds)
+        return RawResult("ok", [np.asarray(o) for o in outputs], seconds=time.perf_counter() - t0)
+    except NotApplicable as e:
+        kind, message = "not-applicable", str(e)
+    except Unsupported as e:
+        kind, message = "unsupported", str(e)
+    except Rejected as e:
+        kind, message = "rejected", str(e)
+    except Exception as e:
+        kind, message = "error", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=6)}"
+    return RawResult(kind, message=message, seconds=time.perf_counter() - t0)
+
+
+def finish(case: Any, form: str, raw: RawResult, entry: record_mod.Expected | None, backend: tuple[str, str],
+           repro: Any = None, model: onnx.ModelProto | None = None,
+           feeds: dict[str, np.ndarray] | None = None) -> CaseResult:
+    """Classify ``raw`` against the case's rule and write its record (``model`` and ``feeds``: the case's, when
+    already built)."""
+    outcome = classify(raw, status=case.status, expected=case.expected, ulp=case.ulp)
+    rec = record_mod.build(case, form, outcome, entry, backend, model if model is not None else case.model(form),
+                           feeds if feeds is not None else case.feeds(form), repro)
+    kept = outcome if outcome.status in _DESCRIBED else None
+    return CaseResult(outcome.status, outcome.message, record_mod.encode(rec), entry, kept)
+
+
+def lookup(expectations: Any, case: Any, form: str) -> record_mod.Expected | None:
+    if case.status == "implementation-defined":  # recorded, never failing: no expectation applies
+        return None
+    e = expectations.lookup(case.id, form)
+    return None if e is None else (e.status, e.reason, e.link, e.line)
+
+
+def run_case(backend: Any, ref: CaseRef, form: str, sources: Sources, expectations: Any) -> CaseResult:
+    """Everything about one case, in the worker; never raises."""
+    try:
+        case = sources.resolve(ref)
+        model, feeds = case.model(form), case.feeds(form)
+        raw = call_backend(backend, model, feeds)
+        return finish(case, form, raw, lookup(expectations, case, form), (backend.name, backend.version),
+                      getattr(backend, "repro", None), model, feeds)
+    except Exception as e:  # the harness itself failed on this case: say so, as an error of this case only
+        message = f"the runner could not run this case: {type(e).__name__}: {e}"
+        case_id = ref.case_id if isinstance(ref, FileRef) else getattr(ref.case, "id", "?")
+        rec = {"type": "case", "id": case_id, "form": form, "status": "error", "message": message[:2000],
+               "backend": backend.name, "backend_version": backend.version}
+        return CaseResult("error", message, record_mod.encode(rec))

@@ -1,0 +1,140 @@
+"""Backend worker processes that run the corpus ahead of pytest.
+
+pytest runs one item at a time; its own bookkeeping per item costs about as much as ONNX Runtime takes for a
+case. So the workers do not wait to be asked: given the run order (the plan), they are handed cases a few at a
+time, run them (model, backend, comparison, record) and queue the finished results, while the pytest process
+reports the previous items. An item then only collects its result.
+
+Isolation is unchanged: each worker runs its cases one after the other, so when a worker dies or stays silent
+for the per-case timeout, the first case it had not answered is the one that crashed or hung; it is recorded
+as such, the worker is replaced and the cases queued behind it are handed to the new one. A case that is not in
+the plan, or asked for out of order (pytest-xdist decides the order in its workers), is run when asked.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from typing import Any
+
+from .execute import CaseRef, CaseResult
+from .isolation import IsolatedBackend, Lost, RawResult
+
+Ticket = int
+
+
+class CasePool:
+    def __init__(self, spec: str, options: dict[str, Any], timeout: float, size: int = 1,
+                 expectations_path: str | None = None, window: int = 24, chunk: int = 8) -> None:
+        self.workers = [IsolatedBackend(spec, options, timeout, expectations_path) for _ in range(max(1, size))]
+        self.window, self.chunk = window, chunk
+        self._plan: list[tuple[CaseRef, str]] = []
+        self._cursor = 0  # the next plan position to hand out
+        self._planned: dict[int, Ticket] = {}  # plan position -> ticket, handed out and not yet collected
+        self._owner: dict[Ticket, int] = {}  # ticket -> worker
+        self._queues: list[deque[tuple[Ticket, CaseRef, str]]] = [deque() for _ in self.workers]
+        self._done: dict[Ticket, CaseResult | RawResult] = {}
+        self._tickets = itertools.count()
+
+    @property
+    def name(self) -> str:
+        return self.workers[0].name
+
+    @property
+    def version(self) -> str:
+        return self.workers[0].version
+
+    @property
+    def restarts(self) -> int:
+        return sum(w.restarts for w in self.workers)
+
+    def start(self) -> None:
+        """Start every worker side by side; raises BackendStartError when the backend cannot be created."""
+        for w in self.workers:
+            w.spawn()
+        for w in self.workers:
+            w.start()
+
+    def set_expectations(self, path: str | None) -> None:
+        """The expectations file whose entries the records name (the workers load it themselves)."""
+        for w in self.workers:
+            w.expectations_path = path
+            w.send(("expectations", path))
+
+    def preload(self, source: tuple[str, tuple[str, ...]]) -> None:
+        """Let every worker load a case file now (while pytest is still collecting)."""
+        for w in self.workers:
+            w.send(("load", source))
+
+    def plan(self, order: list[tuple[CaseRef, str]]) -> None:
+        """The cases in the order they will be asked for; position k is asked for as ``get(..., position=k)``."""
+        self._plan = list(order)
+        self._cursor = 0
+        self._planned.clear()
+
+    def get(self, ref: CaseRef, form: str, position: int | None = None) -> CaseResult | RawResult:
+        """The result of a case: a CaseResult, or a RawResult (crashed / timeout) when its worker was lost."""
+        ticket = self._planned.pop(position, None) if position is not None else None
+        if ticket is None:
+            if position is not None and position >= self._cursor and self._plan_matches(position, ref, form):
+                self._cursor = position  # asked ahead of the plan: skip to it
+                self._top_up(force=True)
+                ticket = self._planned.pop(position)
+            else:
+                ticket = next(self._tickets)
+                self._hand_out(self._least_busy(), [(ticket, ref, form)])
+        self._top_up()
+        while ticket not in self._done:  # (it may have arrived while an earlier case was awaited)
+            self._receive(self._owner[ticket])
+        return self._done.pop(ticket)
+
+    def _plan_matches(self, position: int, ref: CaseRef, form: str) -> bool:
+        return position < len(self._plan) and self._plan[position] == (ref, form)
+
+    def _least_busy(self) -> int:
+        return min(range(len(self.workers)), key=lambda k: len(self._queues[k]))
+
+    def _top_up(self, force: bool = False) -> None:
+        while self._cursor < len(self._plan):
+            k = self._least_busy()
+            if len(self._queues[k]) >= self.window and not force:
+                return
+            force = False
+            batch = []
+            for position in range(self._cursor, min(self._cursor + self.chunk, len(self._plan))):
+                ticket = next(self._tickets)
+                self._planned[position] = ticket
+                ref, form = self._plan[position]
+                batch.append((ticket, ref, form))
+            self._cursor += len(batch)
+            self._hand_out(k, batch)
+
+    def _hand_out(self, k: int, batch: list[tuple[Ticket, CaseRef, str]]) -> None:
+        for ticket, _, _ in batch:
+            self._owner[ticket] = k
+        self._queues[k].extend(batch)
+        self.workers[k].send(("cases", batch))
+
+    def _receive(self, k: int) -> None:
+        queue = self._queues[k]
+        try:
+            msg = self.workers[k].receive()
+        except Lost as lost:
+            # The worker ran its queue in order: the first unanswered case is the one it died or hung on.
+            ticket, _, _ = queue.popleft()
+            del self._owner[ticket]
+            self._done[ticket] = RawResult(lost.kind, message=lost.message, seconds=lost.seconds)
+            rest = list(queue)
+            queue.clear()
+            if rest:
+                self._hand_out(k, rest)  # to the replacement worker
+            return
+        _, ticket, result = msg
+        head, _, _ = queue.popleft()
+        assert head == ticket, (head, ticket)
+        del self._owner[ticket]
+        self._done[ticket] = result
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()

@@ -1,0 +1,76 @@
+"""One results-file record per (case, form): what ran, how it ended, and for anything but a plain pass the
+inputs, expected and actual values (previews with their bit patterns) and, for a failure, a repro."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import onnx
+
+from .outcome import FAILING, Outcome
+from .repro import model_code, values_of
+
+#: An expectation as it travels with a result: (status, reason, link, line in the expectations file).
+Expected = tuple[str, str, "str | None", int]
+
+
+def preview(a: np.ndarray | None, limit: int = 64) -> dict[str, Any] | None:
+    if a is None:
+        return None
+    from ..types import by_dtype, code_of
+
+    flat = a.reshape(-1)[:limit]
+    t = by_dtype(a.dtype)
+    values = [str(v) for v in (flat.astype(np.float64) if t.is_float else flat.astype(np.int64)).tolist()]
+    return {"type": t.name, "shape": list(a.shape), "values": values,
+            "codes": [int(c) for c in code_of(flat)], "truncated": a.size > limit}
+
+
+def spec_text(case: Any) -> dict[str, Any]:
+    clause = getattr(case, "clause", None)
+    if clause is not None:
+        return {"operator": clause.operator, "versions": clause.versions, "text": clause.text}
+    return dict(case.template.get("spec", {}))
+
+
+def build(case: Any, form: str, outcome: Outcome, entry: Expected | None, backend: tuple[str, str],
+          model: onnx.ModelProto, feeds: dict[str, np.ndarray],
+          repro: Callable[[str, list[str]], str] | None) -> dict[str, Any]:
+    """The record of ``case`` in ``form`` on ``backend`` (name, version); ``repro(model_code, output_names)`` is
+    the backend's own repro script, or None to give the model code alone."""
+    meta = case.metadata()
+    rec: dict[str, Any] = {
+        "type": "case", "id": case.id, "form": form, "status": outcome.status,
+        "duration": round(outcome.seconds, 6), "message": outcome.message[:2000],
+        "backend": backend[0], "backend_version": backend[1],
+        **{k: meta[k] for k in ("operator", "domain", "version", "family", "granularity", "attributes",
+                                "ambiguity", "rule", "comparison")},
+        "case_status": meta["status"],
+        "types": {io["formal"]: io["element_type"] for io in meta["inputs"]}
+        | {"y": meta["outputs"][0]["element_type"] if meta["outputs"] else None},
+        "spec": spec_text(case),
+        "behaviour": outcome.behaviour,
+        "expectation": None if entry is None else {"status": entry[0], "reason": entry[1], "link": entry[2],
+                                                   "line": entry[3]},
+        **outcome.summary(),
+    }
+    if outcome.status not in ("passed", "unsupported") or meta["status"] == "implementation-defined":
+        values = values_of(model, feeds)
+        rec["inputs"] = {k: preview(v) for k, v in values.items()}
+        rec["expected"] = [preview(e) for e in (case.expected or [])]
+        rec["actual"] = [preview(a) for a in (outcome.actual or [])]
+        if outcome.status in FAILING or (outcome.mismatches and meta["status"] == "implementation-defined"):
+            code = model_code(model, values)
+            try:
+                rec["repro"] = repro(code, [o.name for o in model.graph.output]) if repro else code
+            except Exception:  # a backend that cannot write its repro still gets the model
+                rec["repro"] = code
+    return rec
+
+
+def encode(rec: dict[str, Any]) -> str:
+    """The record as one results-file line (without the newline)."""
+    return json.dumps(rec, sort_keys=True)

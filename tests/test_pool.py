@@ -1,0 +1,111 @@
+"""The worker pool runs planned cases ahead of pytest: a crash, an abort or a hang still costs exactly the case it
+happened on, cases queued behind it are run by the replacement worker, and results do not depend on the order or
+the prefetching."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.runner.execute import CaseResult, FileRef
+from conformance.runner.isolation import RawResult
+from conformance.runner.pool import CasePool
+from generators.cache import load_file_cached
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKE = "python:tests.fake_backends:make"
+TIERS = ("default",)
+
+
+def _refs(path: Path, keep) -> list[FileRef]:
+    path = path.resolve()
+    return [FileRef(str(path), TIERS, i, c.id) for i, c in enumerate(load_file_cached(path, TIERS)) if keep(c.id)]
+
+
+@pytest.fixture(scope="module")
+def plan() -> list[tuple[FileRef, str]]:
+    special = _refs(ROOT / "cases" / "quantize_special_values.yaml",
+                    lambda i: "block-size" not in i and "basic" not in i and "saturation-inf" not in i)
+    hang = _refs(ROOT / "cases" / "quantize_saturation.yaml",
+                 lambda i: i == "quantizelinear-13-saturation-inf-float-uint8")
+    segv = _refs(ROOT / "tests" / "data" / "runner_cases" / "small.yaml", lambda i: "ties-near-bounds" in i)
+    abort = [r for r in special if r.case_id == "quantizelinear-13-signed-zero-float-uint8"]
+    normal = [r for r in special if "signed-zero" not in r.case_id][:40]
+    assert len(hang) == len(segv) == len(abort) == 1 and len(normal) == 40
+    order = normal[:5] + segv + normal[5:15] + abort + normal[15:25] + hang + normal[25:]
+    return [(r, "runtime") for r in order]
+
+
+LOST = {"quantizelinear-13-ties-near-bounds-float-int8": "crashed", "quantizelinear-13-signed-zero-float-uint8":
+        "crashed", "quantizelinear-13-saturation-inf-float-uint8": "timeout"}
+
+
+def _summary(got: CaseResult | RawResult) -> tuple[str, str | None]:
+    if isinstance(got, RawResult):
+        return got.kind, None
+    rec = json.loads(got.record)
+    rec.pop("duration")
+    return got.status, json.dumps(rec, sort_keys=True)
+
+
+def test_prefetched_run_loses_only_the_cases_that_crashed_or_hung(plan):
+    pool = CasePool(FAKE, {}, timeout=3, size=2, window=4, chunk=2)
+    try:
+        pool.start()
+        pool.plan(plan)
+        ahead = [_summary(pool.get(ref, form, position=k)) for k, (ref, form) in enumerate(plan)]
+        restarts = pool.restarts
+    finally:
+        pool.close()
+    for (ref, _), (status, _) in zip(plan, ahead, strict=True):
+        assert status == LOST.get(ref.case_id, status), ref.case_id
+        if ref.case_id not in LOST:
+            assert status in ("passed", "implementation-defined", "unsupported"), (ref.case_id, status)
+    assert restarts == 3
+
+    # The same cases one at a time, in reverse order and without a plan: the same results, record for record.
+    pool = CasePool(FAKE, {}, timeout=3, size=1)
+    try:
+        pool.start()
+        alone = [_summary(pool.get(ref, form)) for ref, form in reversed(plan)][::-1]
+    finally:
+        pool.close()
+    assert alone == ahead
+
+
+def test_out_of_plan_requests_are_served_in_any_order(plan):
+    normal = [p for p in plan if p[0].case_id not in LOST][:12]
+    pool = CasePool(FAKE, {}, timeout=30, size=2, window=4, chunk=2)
+    try:
+        pool.start()
+        pool.plan(normal)
+        first = pool.get(*normal[0], position=0)
+        skipped_ahead = pool.get(*normal[7], position=7)  # asked for ahead of the plan
+        stray = pool.get(*normal[3])  # not by position: run when asked
+        again = pool.get(*normal[0], position=0)  # asked twice (a rerun): run again
+        rest = [pool.get(*normal[k], position=k) for k in (1, 2, 8, 9, 10, 11)]
+    finally:
+        pool.close()
+    for got, (ref, _) in zip([first, skipped_ahead, stray, again, *rest],
+                             [normal[k] for k in (0, 7, 3, 0, 1, 2, 8, 9, 10, 11)], strict=True):
+        assert isinstance(got, CaseResult) and json.loads(got.record)["id"] == ref.case_id
+    assert _summary(first) == _summary(again)
+
+
+def test_a_case_file_changed_since_collection_fails_that_case_only(tmp_path):
+    src = ROOT / "tests" / "data" / "runner_cases" / "small.yaml"
+    path = (tmp_path / "small.yaml")
+    path.write_bytes(src.read_bytes())
+    refs = _refs(path, lambda i: True)
+    stale = FileRef(refs[0].path, TIERS, refs[0].index, "no-longer-this-case")
+    pool = CasePool("reference", {}, timeout=30, size=1)
+    try:
+        pool.start()
+        bad = pool.get(stale, "runtime")
+        good = pool.get(refs[1], "runtime")
+    finally:
+        pool.close()
+    assert bad.status == "error" and "changed since collection" in bad.message
+    assert good.status == "passed"
