@@ -206,8 +206,7 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
             print(f"{name}: reusing {path}")
             continue
         cmd = [sys.executable, "-m", "pytest", f"--backend={name}", *RUN_FLAGS, "--tb=no", "--no-header", f"--form={args.form}", f"--results={path}", "-o", "console_output_style=count"]
-        if args.workers != 1:
-            cmd += ["-n", str(args.workers)]
+        cmd += ["--workers", str(args.workers)]
         print(f"{name}: {' '.join(cmd[2:])}", flush=True)
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         print(f"{name}: {(r.stdout.strip().splitlines() or ['(no output)'])[-1]}", flush=True)
@@ -293,7 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the HTML scoreboard to write (default: %(default)s)")
     p.add_argument("--form", choices=("runtime", "initializer", "both"), default="runtime",
                    help="graph form(s) to run (default: %(default)s)")
-    p.add_argument("-n", "--workers", type=int, default=2, metavar="N", help="pytest-xdist workers (default: 2)")
+    p.add_argument("-n", "--workers", default="auto", metavar="N",
+                   help="backend worker processes per run (default: auto, the usable cores up to 4)")
     p.add_argument("--reuse", action="store_true", help="keep results files that already exist")
     p.set_defaults(func=_cmd_compliance)
     p = sub.add_parser("coverage", help=(_cmd_coverage.__doc__ or "").strip(),
