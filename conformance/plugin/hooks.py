@@ -33,6 +33,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_to_pytest(parser)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """``pytest --backend=NAME`` with no paths runs the corpus, not the testpaths: load the conftest files of the
+    corpus folder, not the self-tests' (their fixtures have no business in a corpus run, and a conftest out of
+    the items' scope costs a hook-caller lookup on every hook call of every item)."""
+    ns = early_config.known_args_namespace
+    if getattr(ns, "qdq_backend", None) and not ns.file_or_dir:
+        ns.file_or_dir = [str(getattr(ns, "qdq_suite", None) or getattr(ns, "qdq_cases", None) or CASES_DIR)]
+
+
 def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
