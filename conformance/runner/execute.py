@@ -129,6 +129,7 @@ def lookup(expectations: Any, case: Any, form: str) -> record_mod.Expected | Non
 
 def run_case(backend: Any, ref: CaseRef, form: str, sources: Sources, expectations: Any) -> CaseResult:
     """Everything about one case, in the worker; never raises."""
+    case = None
     try:
         case = sources.resolve(ref)
         model, feeds = case.model(form), case.feeds(form)
@@ -137,7 +138,12 @@ def run_case(backend: Any, ref: CaseRef, form: str, sources: Sources, expectatio
                       getattr(backend, "repro", None), model, feeds)
     except Exception as e:  # the harness itself failed on this case: say so, as an error of this case only
         message = f"the runner could not run this case: {type(e).__name__}: {e}"
-        case_id = ref.case_id if isinstance(ref, FileRef) else getattr(ref.case, "id", "?")
-        rec = {"type": "case", "id": case_id, "form": form, "status": "error", "message": message[:2000],
-               "backend": backend.name, "backend_version": backend.version}
-        return CaseResult("error", message, record_mod.encode(rec))
+        outcome = Outcome("error", message)
+        try:
+            rec = record_mod.build(case, form, outcome, None, (backend.name, backend.version), None,
+                                   case.model(form), case.feeds(form))
+        except Exception:  # not even the case could be read: the record says which one, and why
+            case_id = ref.case_id if isinstance(ref, FileRef) else getattr(ref.case, "id", "?")
+            rec = {"type": "case", "id": case_id, "form": form, "status": "error", "message": message[:2000],
+                   "backend": backend.name, "backend_version": backend.version}
+        return CaseResult("error", message, record_mod.encode(rec), None, outcome)

@@ -185,8 +185,11 @@ class IsolatedBackend:
         self._proc, self._conn = None, None
         self.restarts += 1
 
-    def send(self, msg: tuple[Any, ...]) -> None:
-        """Send to the worker, starting one if there is none. A worker found dead is noticed by ``receive``."""
+    def send(self, msg: tuple[Any, ...], restart: bool = True) -> None:
+        """Send to the worker, starting one if there is none. With ``restart=False`` a worker found dead is not
+        replaced here (it still owes answers: ``receive`` reports its death against the case it died on)."""
+        if not restart and self._proc is not None and not self._proc.is_alive():
+            return
         self.start()
         assert self._conn is not None
         with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):

@@ -110,10 +110,11 @@ class CasePool:
             self._hand_out(k, batch)
 
     def _hand_out(self, k: int, batch: list[tuple[Ticket, CaseRef, str]]) -> None:
+        owed = bool(self._queues[k])  # a worker that died owing answers is replaced by _receive, not here
         for ticket, _, _ in batch:
             self._owner[ticket] = k
         self._queues[k].extend(batch)
-        self.workers[k].send(("cases", batch))
+        self.workers[k].send(("cases", batch), restart=not owed)
 
     def _receive(self, k: int) -> None:
         queue = self._queues[k]
