@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest.mark.structures import Mark
+from pytest import Mark
 
-from ..runner.execute import CaseRef, CaseResult, FileRef, ObjRef, finish
+from ..runner.execute import CaseRef, FileRef, ObjRef, finish, lookup
 from ..runner.isolation import RawResult
 from ..runner.outcome import FAILING, Outcome
 from .state import STATE
@@ -65,7 +65,6 @@ class CaseItem(pytest.Item):
         self.ref = ref
         self.line = line
         self.position: int | None = None  # in the run order handed to the backend's workers
-        self.result: CaseResult | None = None
         # add_marker's work, in bulk; -k matches marker names through the markers themselves (not keywords)
         self.own_markers.extend(marks if marks is not None else marks_of(case, form))
         meta = case.metadata()
@@ -75,12 +74,8 @@ class CaseItem(pytest.Item):
         state = self.config.stash[STATE]
         got = state.backend().get(self.ref, self.form, self.position)
         if isinstance(got, RawResult):  # the worker crashed or hung on this very case: recorded here
-            entry = None if self.case.status == "implementation-defined" else state.expectations.lookup(
-                self.case.id, self.form)
-            got = finish(self.case, self.form, got, None if entry is None else
-                         (entry.status, entry.reason, entry.link, entry.line),
+            got = finish(self.case, self.form, got, lookup(state.expectations, self.case, self.form),
                          (state.backend_name, state.backend_version), _repro_of(state))
-        self.result = got
         self.user_properties.append(("qdq", got.record))
         self.user_properties.append(("qdq_outcome", got.note(self.case.id, self.form)))
         if got.status == "unsupported":
