@@ -32,6 +32,35 @@ def test_exact_ids_globs_and_forms(tmp_path):
     assert load(p, "2.0").entries == []  # another version: no expectations
 
 
+def test_the_first_matching_entry_wins_whatever_its_kind(tmp_path):
+    """Entries are looked up through an index (exact ids in a dict, globs in one regex); the answer must be the
+    first entry in file order that matches, as a scan of the entries gives."""
+    p = _write(tmp_path, """
+  - cases: "q-*-x"
+    status: failed
+    forms: [runtime]
+    reason: glob-runtime
+  - cases: ["q-1-x", "q-2-y"]
+    status: error
+    reason: exact
+  - cases: "q-?-*"
+    status: crashed
+    reason: glob-any
+  - cases: "q-2-y"
+    status: timeout
+    reason: shadowed
+""")
+    e = load(p, "1.2.3")
+    for case_id in ("q-1-x", "q-2-y", "q-3-x", "q-3-z", "q-12-x", "r-1-x", "q-2-y-z"):
+        for form in (None, "runtime", "initializer"):
+            scan = next((x for x in e.entries if x.matches(case_id, form)), None)
+            assert e.lookup(case_id, form) is scan, (case_id, form)
+    assert e.lookup("q-1-x", "runtime").reason == "glob-runtime"
+    assert e.lookup("q-1-x", "initializer").reason == "exact"
+    assert e.lookup("q-3-z", "initializer").reason == "glob-any"
+    assert e.lookup("q-12-x", "initializer") is None
+
+
 @pytest.mark.parametrize("body, message", [
     ("  - cases: a\n    status: failed\n    reason: r\n    forms: [both]\n", "forms must be"),
     ("  - cases: a\n    status: fine\n    reason: r\n", "status must be"),

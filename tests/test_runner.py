@@ -158,3 +158,50 @@ def test_onnx_backend_module(tmp_path):
     head, cases, _ = read_results(res)
     assert head["backend"] == "onnx-backend:onnxruntime.backend" and head["backend_version"] != "unknown"
     assert {c["status"] for c in cases} == {"passed"} and len(cases) == 8
+
+
+def _junit_outcomes(path):
+    import xml.etree.ElementTree as ET
+
+    out = {}
+    for tc in ET.parse(path).getroot().iter("testcase"):
+        kids = [(k.tag, (k.get("message") or "")[:60]) for k in tc if k.tag in ("failure", "error", "skipped")]
+        out[tc.get("name")] = sorted(kids)
+    return out
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["expectations", "strict-expectations"])
+def test_lean_protocol_reports_what_pytests_own_protocol_reports(tmp_path, strict):
+    """Corpus items report through the lean protocol; the same run with a foreign marker on every item (which
+    gives them pytest's full protocol) must end the same, item by item, in the terminal, JUnit XML and results."""
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(
+        "backend: misbehaving\nentries:\n"
+        "  - cases: 'quantizelinear-*-basic-float-int8'\n    status: failed\n    reason: off by one\n"
+        "  - cases: 'quantizelinear-13-basic-float-uint8'\n    status: failed\n    reason: was broken once\n"
+        "  - cases: 'quantizelinear-13-ties-near-bounds-*'\n    status: error\n    reason: wrong status\n")
+    seen = {}
+    for mode in ("lean", "full"):
+        junit, res = tmp_path / f"{mode}.xml", tmp_path / f"{mode}.jsonl"
+        args = [f"--backend={FAKE}", "-p", "tests.protocol_probe", "--expectations", str(exp), "-rA",
+                "-k", "not nan and not signed", "--probe-skip", "saturation-huge-float-int8[initializer]",
+                f"--junitxml={junit}", "--results", str(res), *(["--strict-expectations"] if strict else []),
+                *(["--probe-full"] if mode == "full" else [])]
+        p = run_pytest(*args)
+        summary = p.stdout.strip().splitlines()[-1]
+        probe = next(ln for ln in p.stdout.splitlines() if ln.startswith("probe:"))
+        _, cases, _ = read_results(res)
+        statuses = sorted((c["id"], c["form"], c["status"]) for c in cases)
+        seen[mode] = (p.returncode, summary.split(" in ")[0], _junit_outcomes(junit), statuses)
+        items = len(_junit_outcomes(junit))
+        # The marker-skipped item always gets the full protocol: its setup hook raises the skip (before the
+        # probe's setup hook is reached), then setup and teardown reports are made.
+        if mode == "lean":  # no per-phase hook ran; one makereport per item (its call phase)
+            assert probe == f"probe: setup hooks 0, makereport hooks {items - 1 + 2}", probe
+        else:
+            assert probe == f"probe: setup hooks {items - 1}, makereport hooks {3 * (items - 1) + 2}", probe
+    assert seen["lean"] == seen["full"]
+    code, summary, junit, _ = seen["lean"]
+    assert "xfailed" in summary and ("XPASS(strict)" if strict else "xpassed") in (summary + str(junit))
+    assert any(kids == [("skipped", "skipped by a conftest marker")] for kids in junit.values())
+    assert code == 1  # the strict XPASS, or the case whose expectation names another status

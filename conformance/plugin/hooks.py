@@ -14,8 +14,8 @@ import pytest
 from ..runner import expectations as expectations_mod
 from ..runner.outcome import FAILING
 from ..runner.results import ResultsWriter, header
-from . import options
-from .items import CaseFailure, CaseFile, CaseItem, SuiteFile, forms_of
+from . import options, protocol
+from .items import CaseFailure, CaseFile, CaseItem, LoadErrorItem, SuiteFile, forms_of
 from .state import STATE, RunState
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "cases"
@@ -154,7 +154,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         entry = state.expectations.lookup(case.id, getattr(item, "form", None))
         if entry is not None and entry.status in FAILING:
             reason = f"expected {entry.status}: {entry.reason}" + (f" ({entry.link})" if entry.link else "")
-            item.add_marker(pytest.mark.xfail(reason=reason, raises=CaseFailure, strict=state.strict))
+            mark = pytest.mark.xfail(reason=reason, raises=CaseFailure, strict=state.strict)
+            item.add_marker(mark)
+            if isinstance(item, CaseItem):
+                item.xfail_mark = mark.mark
+                item.own_mark_count += 1
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -162,10 +166,14 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     """Hand the backend's workers the run order, so they run cases ahead of the items (not in a pytest-xdist
     worker, where the controller decides the order item by item)."""
     config = session.config
-    if STATE not in config.stash or _is_xdist_worker(config) or config.option.collectonly:
+    if STATE not in config.stash or config.option.collectonly:
         return
     state = config.stash[STATE]
-    if state.pool is None:
+    opt = config.option
+    state.lean = not (getattr(opt, "setuponly", False) or getattr(opt, "setupplan", False)
+                      or getattr(opt, "setupshow", False)) and protocol.lean_possible(session.items, (CaseItem, LoadErrorItem))
+    state.skipping = config.pluginmanager.has_plugin("skipping")
+    if _is_xdist_worker(config) or state.pool is None:
         return
     order = []
     for item in session.items:
@@ -173,6 +181,19 @@ def pytest_runtestloop(session: pytest.Session) -> None:
             item.position = len(order)
             order.append((item.ref, item.form))
     state.pool.plan(order)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """A corpus item reports its case in the lean protocol (``protocol.py``) when that can make no
+    difference; anything else gets pytest's own protocol."""
+    if not isinstance(item, CaseItem) or len(item.own_markers) != item.own_mark_count:
+        return None
+    state = item.config.stash.get(STATE, None)
+    if state is None or not state.lean:
+        return None
+    protocol.run(item, item.xfail_mark if state.skipping else None)
+    return True
 
 
 class _Recorder:
@@ -236,6 +257,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         from reports.render import render_results_file
 
         render_results_file(_results_path(config), Path(report_path))
+    # pytest keeps every report until it exits, and collects garbage several times on the way out: keep the
+    # run's objects out of those collections too (see pytest_collection_modifyitems).
+    gc.freeze()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

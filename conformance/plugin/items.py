@@ -67,6 +67,8 @@ class CaseItem(pytest.Item):
         self.position: int | None = None  # in the run order handed to the backend's workers
         # add_marker's work, in bulk; -k matches marker names through the markers themselves (not keywords)
         self.own_markers.extend(marks if marks is not None else marks_of(case, form))
+        self.xfail_mark: Mark | None = None  # the runner's xfail marker (a failing expectation), when it has one
+        self.own_mark_count = len(self.own_markers)  # more: markers from elsewhere (see protocol.py)
         meta = case.metadata()
         self.extra_keyword_matches.update({meta["family"], meta["status"], meta["operator"]})
 

@@ -31,6 +31,8 @@ class RunState:
     backend_name: str = ""
     backend_version: str = ""
     deselected: int = 0
+    lean: bool = False  # corpus items report in the lean protocol (protocol.py)
+    skipping: bool = True  # the skipping plugin is on (it applies xfail markers)
     started: float = field(default_factory=time.time)
 
     def backend(self) -> CasePool:

@@ -65,11 +65,35 @@ class Expectations:
     path: Path | None = None
     entries: list[Entry] = field(default_factory=list)
 
+    _index: dict[str | None, tuple[dict[str, int], re.Pattern[str] | None]] = field(
+        default_factory=dict, repr=False, compare=False)
+
     def lookup(self, case_id: str, form: str | None = None) -> Entry | None:
-        for e in self.entries:
-            if e.matches(case_id, form):
-                return e
-        return None
+        """The first entry (in file order) that matches ``case_id`` in ``form``."""
+        index = self._index.get(form)
+        if index is None:
+            index = self._index[form] = self._build_index(form)
+        exact, globs = index
+        k = exact.get(case_id, len(self.entries))
+        if globs is not None:
+            m = globs.match(case_id)
+            if m is not None and m.lastgroup is not None:
+                k = min(k, int(m.lastgroup[1:]))
+        return self.entries[k] if k < len(self.entries) else None
+
+    def _build_index(self, form: str | None) -> tuple[dict[str, int], re.Pattern[str] | None]:
+        """For one form: exact ids -> their first entry, and every glob entry in one regex whose alternatives
+        (one named group per entry, in file order) tell the first glob entry that matches."""
+        exact: dict[str, int] = {}
+        alternatives = []
+        for k, e in enumerate(self.entries):
+            if form is not None and e.forms and form not in e.forms:
+                continue
+            for p in e._exact:
+                exact.setdefault(p, k)
+            if e._globs is not None:
+                alternatives.append(f"(?P<e{k}>{e._globs.pattern})")
+        return exact, re.compile("|".join(alternatives)) if alternatives else None
 
     def stale(self) -> list[Entry]:
         return [e for e in self.entries if e.matched == 0 or e.passed == e.matched]

@@ -1,0 +1,35 @@
+"""A pytest plugin for the runner's tests (``-p tests.protocol_probe``): counts the calls of pytest's per-phase
+hooks, and with ``--probe-full`` gives every corpus item pytest's full protocol (through an extra marker, as a
+conftest adding a marker would); with ``--probe-skip ID`` it skips the cases whose id contains ID."""
+
+from __future__ import annotations
+
+import pytest
+
+_calls = {"setup": 0, "makereport": 0}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--probe-full", action="store_true")
+    parser.addoption("--probe-skip", default=None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if config.getoption("probe_full"):
+            item.add_marker(pytest.mark.usefixtures())  # harmless for a non-Python item, but a foreign marker
+        skip = config.getoption("probe_skip")
+        if skip and skip in item.name:
+            item.add_marker(pytest.mark.skip(reason="skipped by a conftest marker"))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _calls["setup"] += 1
+
+
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    _calls["makereport"] += 1
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    terminalreporter.write_line(f"probe: setup hooks {_calls['setup']}, makereport hooks {_calls['makereport']}")
