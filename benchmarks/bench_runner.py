@@ -8,38 +8,41 @@ worker processes on every core, comparison, expectations and the results file in
 times the same run under pytest-xdist with N workers.
 Target (issue 4): runner <= 1.5x the bare loop on 2 cores.
 
-    python benchmarks/bench_runner.py [--xdist N]
+    python benchmarks/bench_runner.py [--rounds N] [--xdist N]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def bare_loop() -> tuple[float, int]:
-    from conformance.backends.ort_io import run_session, session
+def prepare() -> list[tuple[Any, Any]]:
     from generators.corpus import load
 
     corpus = load()
-    prepared = []
-    for case in corpus.cases:
-        for form in ("runtime", "initializer"):
-            prepared.append((case.model(form), case.feeds(form)))
+    return [(case.model(form), case.feeds(form)) for case in corpus.cases for form in ("runtime", "initializer")]
+
+
+def bare_loop(prepared: list[tuple[Any, Any]]) -> float:
+    from conformance.backends.ort_io import run_session, session
+
     t0 = time.perf_counter()
     for model, feeds in prepared:
         try:
             run_session(session(model), feeds)
         except Exception:  # noqa: S112 - a failing model still counts as loaded and tried
             continue
-    return time.perf_counter() - t0, len(prepared)
+    return time.perf_counter() - t0
 
 
 def runner(xdist: int = 0) -> tuple[float, str]:
@@ -62,17 +65,32 @@ def warm_cache() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3, metavar="N",
+                    help="alternate bare loop and runner N times (ABBA order) and report every ratio and their "
+                         "median: this machine's speed drifts by up to 30%% between minutes (default 3)")
     ap.add_argument("--xdist", type=int, default=0, metavar="N", help="also time the run with pytest-xdist -n N")
     args = ap.parse_args()
     warm_cache()
-    t_bare, n = bare_loop()
-    t_run, tail = runner()
-    print(f"bare loop (1 process): {n} model runs in {t_bare:.1f} s")
-    print(f"runner (pytest --backend=ort, {os.cpu_count()} cores): {t_run:.1f} s   [{tail}]")
-    print(f"runner / bare loop: {t_run / t_bare:.2f} (target <= 1.5)")
+    prepared = prepare()
+    ratios = []
+    for k in range(max(1, args.rounds)):
+        if k % 2 == 0:
+            t_bare = bare_loop(prepared)
+            t_run, tail = runner()
+        else:
+            t_run, tail = runner()
+            t_bare = bare_loop(prepared)
+        ratios.append(t_run / t_bare)
+        print(f"round {k + 1}: bare loop (1 process) {len(prepared)} model runs in {t_bare:.1f} s; "
+              f"runner (pytest --backend=ort, {os.cpu_count()} cores) {t_run:.1f} s [{tail}]; "
+              f"ratio {ratios[-1]:.2f}", flush=True)
+    print(f"runner / bare loop: {statistics.median(ratios):.2f} (median of {len(ratios)}; "
+          f"range {min(ratios):.2f}-{max(ratios):.2f}; target <= 1.5)")
     if args.xdist:
+        t_bare = bare_loop(prepared)
         t_x, tail = runner(args.xdist)
-        print(f"runner under pytest-xdist -n {args.xdist}: {t_x:.1f} s ({t_x / t_bare:.2f}x)   [{tail}]")
+        print(f"runner under pytest-xdist -n {args.xdist}: {t_x:.1f} s against a bare loop of {t_bare:.1f} s "
+              f"({t_x / t_bare:.2f}x)   [{tail}]")
 
 
 if __name__ == "__main__":

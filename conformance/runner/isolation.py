@@ -13,9 +13,12 @@ part of the crash message.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import multiprocessing as mp
 import os
+import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -39,6 +42,18 @@ class RawResult:
 
 
 
+def start_method() -> str:
+    """How a worker process starts: forked where that is safe (Linux, and no thread in this process that a fork
+    could leave holding a lock), which spares it importing numpy, onnx and the runner again; spawned otherwise
+    (and always when ``QDQ_WORKER_START=spawn``)."""
+    wanted = os.environ.get("QDQ_WORKER_START", "")
+    if wanted in ("spawn", "fork"):
+        return wanted
+    if sys.platform == "linux" and "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
+
+
 def _redirect_output(log_path: str) -> None:
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
@@ -56,6 +71,9 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
 
     if log_path:
         _redirect_output(log_path)
+    # A forked worker inherits pytest's faulthandler, which would print a crash's Python traceback to the terminal
+    # (and push the backend's own last words out of the log's tail): the crash message names the case instead.
+    faulthandler.disable()
     with contextlib.suppress(OSError, AttributeError):
         # Workers run ahead of the pytest process, which reports each item in turn and so sets the pace of a
         # run: on a busy machine it gets the CPU first.
@@ -120,7 +138,6 @@ class IsolatedBackend:
         self.expectations_path = expectations_path
         self.name = spec
         self.version = "unknown"
-        self._ctx = mp.get_context("spawn")
         self._proc: Any = None
         self._conn: Connection | None = None
         self._starting: tuple[Any, Connection] | None = None
@@ -142,10 +159,14 @@ class IsolatedBackend:
         """Start the worker process without waiting for it (``start`` waits): several start side by side."""
         if self._starting is not None or (self._proc is not None and self._proc.is_alive()):
             return
-        parent, child = self._ctx.Pipe()
+        parent, child = mp.Pipe()
         with contextlib.suppress(OSError):  # each worker's log starts empty
             open(self.log_path, "wb").close()
-        proc = self._ctx.Process(target=_serve, daemon=True,
+        ctx = mp.get_context(start_method())
+        if ctx.get_start_method() == "fork":  # (nothing buffered here may be written twice)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        proc = ctx.Process(target=_serve, daemon=True,
                                  args=(child, self.spec, self.options, self.log_path, self.expectations_path))
         proc.start()
         child.close()
