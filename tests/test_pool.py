@@ -50,8 +50,11 @@ def _summary(got: CaseResult | RawResult) -> tuple[str, str | None]:
     return got.status, json.dumps(rec, sort_keys=True)
 
 
-def test_prefetched_run_loses_only_the_cases_that_crashed_or_hung(plan):
-    pool = CasePool(FAKE, {}, timeout=3, size=2, window=4, chunk=2)
+@pytest.mark.parametrize("window, chunk", [(4, 2), (16, 8)])
+def test_prefetched_run_loses_only_the_cases_that_crashed_or_hung(plan, window, chunk):
+    """Workers answer a few cases per message, so a worker that dies mid-batch takes finished results with it:
+    its beacon names the case it died on, and the others are run again by the replacement."""
+    pool = CasePool(FAKE, {}, timeout=3, size=2, window=window, chunk=chunk)
     try:
         pool.start()
         pool.plan(plan)

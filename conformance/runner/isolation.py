@@ -2,8 +2,8 @@
 
 The worker builds the backend once and then serves: a model and its feeds (pickled arrays) in, the outputs (or a
 decline / an error) out; or references to corpus cases in, finished results out (see ``execute`` and ``pool``).
-The parent waits at most ``timeout`` seconds for each answer; a worker that dies or overruns is killed and
-replaced on the next request.
+A worker that dies, or runs one case for more than ``timeout`` seconds (its beacon tells which case and since
+when), is discarded and replaced on the next request.
 
 Whatever a backend prints (native libraries write to the process's stdout / stderr) goes to a log file of the
 worker, not the terminal: a run needs no output capturing, and when a worker crashes, the end of its log is
@@ -13,6 +13,7 @@ part of the crash message.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import faulthandler
 import multiprocessing as mp
 import os
@@ -42,6 +43,35 @@ class RawResult:
 
 
 
+#: a beacon's "case" when the worker runs nothing, and when it runs a ("run", ...) request
+IDLE, DIRECT = -1, -2
+
+
+class Beacon:
+    """What a worker is running right now, in memory shared with the parent: the case's ticket and when it
+    started. A worker sends its results a few at a time, so when it dies or hangs, the beacon (not the order of
+    its answers) tells which case it was on; and the per-case timeout counts from that case's own start."""
+
+    def __init__(self) -> None:
+        self._cell = mp.RawArray(ctypes.c_double, 2)  # [started (time.monotonic), ticket]
+        self._cell[1] = IDLE
+
+    def begin(self, ticket: int) -> None:
+        self._cell[0] = time.monotonic()
+        self._cell[1] = ticket  # written last: a reader never pairs a new ticket with an old start
+
+    def end(self) -> None:
+        self._cell[1] = IDLE
+
+    def read(self) -> tuple[int, float]:
+        """(ticket, seconds it has been running); (IDLE, 0.0) when nothing runs."""
+        ticket = int(self._cell[1])
+        started = self._cell[0]
+        if ticket == IDLE or int(self._cell[1]) != ticket:  # (it moved on while being read: not stuck)
+            return IDLE, 0.0
+        return ticket, max(0.0, time.monotonic() - started)
+
+
 def start_method() -> str:
     """How a worker process starts: forked where that is safe (Linux, and no thread in this process that a fork
     could leave holding a lock), which spares it importing numpy, onnx and the runner again; spawned otherwise
@@ -61,11 +91,16 @@ def _redirect_output(log_path: str) -> None:
     os.close(fd)
 
 
+#: a worker sends the results it holds once the oldest has waited this long (or its batch of cases is done)
+FLUSH_AFTER = 0.05
+
+
 def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str | None = None,
-           expectations_path: str | None = None) -> None:
+           expectations_path: str | None = None, beacon: Beacon | None = None) -> None:
     """The worker's loop. Messages: ("run", model bytes, feeds) -> ("raw", RawResult); ("load", source) preloads
-    a case file; ("cases", [(ticket, case ref, form), ...]) -> one ("case", ticket, CaseResult) per case, in
-    order; ("expectations", path or None) names the expectations file the records refer to; ("stop",)."""
+    a case file; ("cases", [(ticket, case ref, form), ...]) -> ("results", [(ticket, CaseResult), ...]) messages
+    that answer every case in order, a few at a time; ("expectations", path or None) names the expectations file
+    the records refer to; ("stop",). The beacon always shows the case being run."""
     from ..backends.registry import create
     from . import execute
 
@@ -87,6 +122,7 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
     conn.send(("hello", backend.name, backend.version))
     sources = execute.Sources()
     expectations = None
+    beacon = beacon or Beacon()
     while True:
         try:
             msg = conn.recv()
@@ -96,7 +132,10 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
         if kind == "stop":
             return
         if kind == "run":
-            conn.send(("raw", execute.call_backend(backend, onnx.load_model_from_string(msg[1]), msg[2])))
+            beacon.begin(DIRECT)
+            raw = execute.call_backend(backend, onnx.load_model_from_string(msg[1]), msg[2])
+            beacon.end()
+            conn.send(("raw", raw))
         elif kind == "expectations":
             expectations_path, expectations = msg[1], None
         elif kind == "load":
@@ -105,8 +144,18 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
         elif kind == "cases":
             if expectations is None:
                 expectations = _expectations(expectations_path, backend.version)
+            held: list[tuple[int, Any]] = []
+            since = 0.0
             for ticket, ref, form in msg[1]:
-                conn.send(("case", ticket, execute.run_case(backend, ref, form, sources, expectations)))
+                beacon.begin(ticket)
+                held.append((ticket, execute.run_case(backend, ref, form, sources, expectations)))
+                beacon.end()
+                since = since or time.monotonic()
+                if time.monotonic() - since >= FLUSH_AFTER:
+                    conn.send(("results", held))
+                    held, since = [], 0.0
+            if held:
+                conn.send(("results", held))
 
 
 def _expectations(path: str | None, version: str) -> Any:
@@ -118,9 +167,10 @@ def _expectations(path: str | None, version: str) -> Any:
 class Lost(Exception):
     """The worker died (``kind`` crashed) or overran (``kind`` timeout) and was discarded."""
 
-    def __init__(self, kind: str, message: str, seconds: float) -> None:
+    def __init__(self, kind: str, message: str, seconds: float, ticket: int = IDLE) -> None:
         super().__init__(message)
         self.kind, self.message, self.seconds = kind, message, seconds
+        self.ticket = ticket  # the case the worker was running (its beacon), IDLE when it ran none
 
 
 class BackendStartError(Exception):
@@ -141,6 +191,7 @@ class IsolatedBackend:
         self._proc: Any = None
         self._conn: Connection | None = None
         self._starting: tuple[Any, Connection] | None = None
+        self.beacon = Beacon()
         self.restarts = 0
         fd, self.log_path = tempfile.mkstemp(prefix="qdq-worker-", suffix=".log")
         os.close(fd)
@@ -166,8 +217,9 @@ class IsolatedBackend:
         if ctx.get_start_method() == "fork":  # (nothing buffered here may be written twice)
             sys.stdout.flush()
             sys.stderr.flush()
-        proc = ctx.Process(target=_serve, daemon=True,
-                                 args=(child, self.spec, self.options, self.log_path, self.expectations_path))
+        self.beacon = Beacon()
+        proc = ctx.Process(target=_serve, daemon=True, args=(child, self.spec, self.options, self.log_path,
+                                                              self.expectations_path, self.beacon))
         proc.start()
         child.close()
         self._starting = (proc, parent)
@@ -217,19 +269,25 @@ class IsolatedBackend:
             self._conn.send(msg)
 
     def receive(self) -> Any:
-        """The worker's next message; raises Lost when the worker dies or sends nothing for ``timeout`` s (it
-        is then discarded; the next ``send`` starts a new one)."""
+        """The worker's next message; raises Lost when the worker dies, or runs one case for more than
+        ``timeout`` s, or (running none) sends nothing for ``timeout`` s. The worker is then discarded (the next
+        ``send`` starts a new one); Lost.ticket is the case its beacon showed."""
         t0 = time.perf_counter()
         conn = self._conn
+        ticket = IDLE
         try:
             if conn is None:
                 raise EOFError
-            if not conn.poll(self.timeout):
-                self._discard()
-                raise Lost("timeout", f"no answer within {self.timeout:g} s; the worker was killed and replaced",
-                           time.perf_counter() - t0)
+            while not conn.poll(min(self.timeout, 0.5)):
+                ticket, running = self.beacon.read()
+                waited = time.perf_counter() - t0
+                if running > self.timeout or (ticket == IDLE and waited > self.timeout):
+                    self._discard()
+                    raise Lost("timeout", f"no answer within {self.timeout:g} s; the worker was killed and "
+                               "replaced", running or waited, ticket)
             return conn.recv()
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+            ticket, running = self.beacon.read()
             proc = self._proc
             if proc is not None:
                 proc.join(5)
@@ -238,7 +296,8 @@ class IsolatedBackend:
             how = f"killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
             tail = self.log_tail()
             raise Lost("crashed", f"the backend's worker process {how}; it was replaced"
-                       + (f"\nits last output:\n{tail}" if tail else ""), time.perf_counter() - t0) from None
+                       + (f"\nits last output:\n{tail}" if tail else ""), running or time.perf_counter() - t0,
+                       ticket) from None
 
     def run(self, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> RawResult:
         """Run one model in the worker (arrays travel pickled: numpy and ml_dtypes dtypes pickle as themselves)."""

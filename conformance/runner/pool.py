@@ -5,10 +5,12 @@ case. So the workers do not wait to be asked: given the run order (the plan), th
 time, run them (model, backend, comparison, record) and queue the finished results, while the pytest process
 reports the previous items. An item then only collects its result.
 
-Isolation is unchanged: each worker runs its cases one after the other, so when a worker dies or stays silent
-for the per-case timeout, the first case it had not answered is the one that crashed or hung; it is recorded
-as such, the worker is replaced and the cases queued behind it are handed to the new one. A case that is not in
-the plan, or asked for out of order (pytest-xdist decides the order in its workers), is run when asked.
+Isolation is unchanged: a worker runs its cases one after the other and its beacon (shared memory) shows the one
+it is on, so when it dies or runs one case past the timeout, that case is recorded as crashed or timeout, the
+worker is replaced and its other unanswered cases are handed to the new one. (A worker sends its results a few
+at a time, which saves the pytest process a wake-up per case; results that died with it are simply computed
+again.) A case that is not in the plan, or asked for out of order (pytest-xdist decides the order in its
+workers), is run when asked.
 """
 
 from __future__ import annotations
@@ -121,20 +123,22 @@ class CasePool:
         try:
             msg = self.workers[k].receive()
         except Lost as lost:
-            # The worker ran its queue in order: the first unanswered case is the one it died or hung on.
-            ticket, _, _ = queue.popleft()
+            # The worker's beacon names the case it died or hung on; when it ran none (it died between cases),
+            # the blame goes to the first case it had not answered, which it was about to run.
+            owed = [t for t, _, _ in queue]
+            ticket = lost.ticket if lost.ticket in owed else owed[0]
             del self._owner[ticket]
             self._done[ticket] = RawResult(lost.kind, message=lost.message, seconds=lost.seconds)
-            rest = list(queue)
+            rest = [entry for entry in queue if entry[0] != ticket]  # (their results died with the worker)
             queue.clear()
             if rest:
                 self._hand_out(k, rest)  # to the replacement worker
             return
-        _, ticket, result = msg
-        head, _, _ = queue.popleft()
-        assert head == ticket, (head, ticket)
-        del self._owner[ticket]
-        self._done[ticket] = result
+        for ticket, result in msg[1]:  # ("results", [...]): answers in the order the cases were handed out
+            head, _, _ = queue.popleft()
+            assert head == ticket, (head, ticket)
+            del self._owner[ticket]
+            self._done[ticket] = result
 
     def close(self) -> None:
         for w in self.workers:
