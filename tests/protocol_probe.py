@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-_calls = {"setup": 0, "makereport": 0}
+_calls = {"setup": 0, "makereport": 0, "location": 0}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -23,6 +23,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="skipped by a conftest marker"))
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Items precompute their location's path per file: it must be what pytest computes for each item."""
+    _calls["location"] = sum(item.location != pytest.Item.location.func(item) for item in session.items)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     _calls["setup"] += 1
 
@@ -32,4 +37,5 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    terminalreporter.write_line(f"probe: setup hooks {_calls['setup']}, makereport hooks {_calls['makereport']}")
+    terminalreporter.write_line(f"probe: setup hooks {_calls['setup']}, makereport hooks {_calls['makereport']}, "
+                                f"locations differ {_calls['location']}")

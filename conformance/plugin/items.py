@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,19 @@ class CaseItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, max(self.line - 1, 0), f"{self.case.id} [{self.form}]"
 
+    @cached_property
+    def location(self) -> tuple[str, int | None, str]:
+        """pytest's ``location``, whose path part (relative to the rootdir) pytest computes once per file here
+        instead of once per item."""
+        parent = self.parent
+        rel = getattr(parent, "item_relpath", None)
+        if rel is None:
+            rel = pytest.Item.location.func(self)[0]  # type: ignore[attr-defined]
+            if isinstance(parent, (CaseFile, SuiteFile)):
+                parent.item_relpath = rel
+        _, line, domain = self.reportinfo()
+        return rel, line, domain
+
 
 class LoadErrorItem(pytest.Item):
     """A case file that could not be loaded: one failing item, the rest of the run goes on."""
@@ -117,6 +131,8 @@ class LoadErrorItem(pytest.Item):
 
 
 class CaseFile(pytest.File):
+    item_relpath: str | None = None  # its items' path in their ``location``
+
     def collect(self) -> Iterator[pytest.Item]:
         from generators.cache import load_file_cached
         from generators.loader import CaseFileError
@@ -145,6 +161,8 @@ class CaseFile(pytest.File):
 
 
 class SuiteFile(pytest.File):
+    item_relpath: str | None = None
+
     def collect(self) -> Iterator[pytest.Item]:
         from ..runner.suite import load_suite
 

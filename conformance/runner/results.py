@@ -1,4 +1,5 @@
-"""Results files: JSON Lines, written as cases finish, so that an interrupted run keeps what ran.
+"""Results files: JSON Lines, written as cases finish, so that an interrupted run keeps what ran (the file is
+flushed at least every FLUSH_EVERY seconds, and when the run ends, however it ends).
 
 Line 1 is the header (``"type": "header"``: backend name and version, onnx / suite / Python versions,
 platform, start time); then one ``"type": "case"`` line per case; a final ``"type": "summary"`` line when the
@@ -17,6 +18,9 @@ from typing import Any, TextIO
 import onnx
 
 import conformance
+
+#: seconds between flushes of a results file (a flush per case cost the pytest process a system call per case)
+FLUSH_EVERY = 0.25
 
 
 def header(backend: str, backend_version: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -40,6 +44,7 @@ class ResultsWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fh: TextIO | None = path.open("w", encoding="utf-8")
         self._header_written = False
+        self._flushed = 0.0
         self.count = 0
 
     def write(self, record: dict[str, Any], head: dict[str, Any]) -> None:
@@ -52,7 +57,10 @@ class ResultsWriter:
             self._fh.write(json.dumps(head, sort_keys=True) + "\n")
             self._header_written = True
         self._fh.write(line + "\n")
-        self._fh.flush()
+        now = time.monotonic()
+        if now - self._flushed >= FLUSH_EVERY:
+            self._fh.flush()
+            self._flushed = now
         self.count += 1
 
     def close(self, summary: dict[str, Any], head: dict[str, Any]) -> None:
