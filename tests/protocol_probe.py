@@ -1,8 +1,11 @@
 """A pytest plugin for the runner's tests (``-p tests.protocol_probe``): counts the calls of pytest's per-phase
-hooks, and with ``--probe-full`` gives every corpus item pytest's full protocol (through an extra marker, as a
-conftest adding a marker would); with ``--probe-skip ID`` it skips the cases whose id contains ID."""
+hooks, checks item locations and tells whether garbage collection is back on at the end. With ``--probe-full``
+it gives every corpus item pytest's full protocol (through an extra marker, as a conftest adding a marker
+would); with ``--probe-skip ID`` it skips the cases whose id contains ID."""
 
 from __future__ import annotations
+
+import gc
 
 import pytest
 
@@ -38,4 +41,4 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_terminal_summary(terminalreporter) -> None:
     terminalreporter.write_line(f"probe: setup hooks {_calls['setup']}, makereport hooks {_calls['makereport']}, "
-                                f"locations differ {_calls['location']}")
+                                f"locations differ {_calls['location']}, gc on {gc.isenabled()}")

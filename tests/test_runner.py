@@ -197,10 +197,10 @@ def test_lean_protocol_reports_what_pytests_own_protocol_reports(tmp_path, stric
         # The marker-skipped item always gets the full protocol: its setup hook raises the skip (before the
         # probe's setup hook is reached), then setup and teardown reports are made.
         if mode == "lean":  # no per-phase hook ran; one makereport per item (its call phase)
-            assert probe == f"probe: setup hooks 0, makereport hooks {items - 1 + 2}, locations differ 0", probe
+            assert probe == f"probe: setup hooks 0, makereport hooks {items - 1 + 2}, locations differ 0, gc on True", probe
         else:
             assert probe == (f"probe: setup hooks {items - 1}, makereport hooks {3 * (items - 1) + 2}, "
-                             "locations differ 0"), probe
+                             "locations differ 0, gc on True"), probe
     assert seen["lean"] == seen["full"]
     code, summary, junit, _ = seen["lean"]
     assert "xfailed" in summary and ("XPASS(strict)" if strict else "xpassed") in (summary + str(junit))

@@ -33,6 +33,8 @@ class RunState:
     deselected: int = 0
     lean: bool = False  # corpus items report in the lean protocol (protocol.py)
     skipping: bool = True  # the skipping plugin is on (it applies xfail markers)
+    gc_paused: bool = False  # automatic garbage collection is off while the corpus is collected
+    reported: int = 0  # items reported through the lean protocol
     started: float = field(default_factory=time.time)
 
     def backend(self) -> CasePool:
