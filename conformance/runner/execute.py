@@ -8,6 +8,7 @@ work of a case runs in parallel with pytest's own bookkeeping of the previous on
 
 from __future__ import annotations
 
+import gc
 import time
 import traceback
 from collections.abc import Mapping
@@ -77,6 +78,9 @@ class Sources:
             from generators.cache import load_file_cached
 
             cases = self._files[source] = load_file_cached(Path(source[0]), source[1])
+            # The cases live as long as the worker: keep them out of every later garbage collection.
+            gc.collect()
+            gc.freeze()
         return cases
 
     def resolve(self, ref: CaseRef) -> Any:
