@@ -185,9 +185,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     if STATE not in config.stash or config.option.collectonly:
         return
     state = config.stash[STATE]
-    opt = config.option
-    state.lean = not (getattr(opt, "setuponly", False) or getattr(opt, "setupplan", False)
-                      or getattr(opt, "setupshow", False)) and protocol.lean_possible(session.items, (CaseItem, LoadErrorItem))
+    state.lean = protocol.lean_possible(session, (CaseItem, LoadErrorItem))
     state.skipping = config.pluginmanager.has_plugin("skipping")
     if _is_xdist_worker(config) or state.pool is None:
         return

@@ -23,15 +23,15 @@ from typing import Any
 
 import pytest
 
-#: an item's own markers as the runner set them: (count, the xfail Mark it added or None)
-OwnMarks = tuple[int, Any]
 
-
-def lean_possible(items: list[pytest.Item], is_case: type | tuple[type, ...]) -> bool:
+def lean_possible(session: pytest.Session, is_case: type | tuple[type, ...]) -> bool:
     """The lean protocol may run at all: every item of the session is a corpus item, none under a marked
-    collector."""
+    collector, and no option asks for pytest's set-up reporting (--setup-only, --setup-plan, --setup-show)."""
+    opt = session.config.option
+    if any(getattr(opt, name, False) for name in ("setuponly", "setupplan", "setupshow")):
+        return False
     seen: set[int] = set()
-    for item in items:
+    for item in session.items:
         if not isinstance(item, is_case):
             return False
         parent = item.parent
