@@ -1,7 +1,8 @@
 """Reference-kernel speed and memory, measured side by side with ONNX Runtime (1 intra-op thread) and
 onnx.reference in one run.
 
-16M float32 elements quantized to uint8 (per-tensor and per-axis) and the same uint8 tensor dequantized.
+16M float32 elements quantized to uint8 (per-tensor and per-axis) and the same uint8 tensor dequantized with the
+same parameters (and once more per-tensor with a zero point of 0).
 Prints, per workload, the best of N runs for each engine, the kernel's time as a ratio to ORT and to
 onnx.reference, and the kernel's peak traced memory as a multiple of the input size.
 Targets (issue 2): kernel <= 3x ORT, kernel <= 1/3 of onnx.reference, peak memory <= 3x the input.
@@ -58,6 +59,9 @@ def workloads(n):
             ("z", rng.integers(0, 256, channels).astype(np.uint8))], TensorProto.UINT8, {"axis": 1})
     yield ("dequantize per-tensor", "DequantizeLinear", [("x", q8), ("s", np.array(0.5, np.float32)),
                                                          ("z", np.array(128, np.uint8))], TensorProto.FLOAT, {})
+    # Symmetric quantization's zero point, which the kernel dequantizes without a subtraction pass.
+    yield ("dequantize per-tensor z0", "DequantizeLinear", [("x", q8), ("s", np.array(0.5, np.float32)),
+                                                            ("z", np.array(0, np.uint8))], TensorProto.FLOAT, {})
     yield ("dequantize per-axis", "DequantizeLinear",
            [("x", q8), ("s", rng.uniform(0.1, 1, channels).astype(np.float32)),
             ("z", rng.integers(0, 256, channels).astype(np.uint8))], TensorProto.FLOAT, {"axis": 1})

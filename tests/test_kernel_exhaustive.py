@@ -50,6 +50,25 @@ def test_dequantize_every_16_bit_code(name):
             assert compare(expected, y) is None
 
 
+@pytest.mark.parametrize("name", SMALL_INT + ["int16", "uint16"])
+@pytest.mark.parametrize("granularity", ["per-tensor", "per-axis"])
+def test_dequantize_every_code_with_zero_point_zero(name, granularity):
+    # A zero point of 0 takes the kernel's path without a subtraction pass; every code, tiled past one chunk
+    # (so through the chunked loop), with a negative scale so that a dropped sign would show too.
+    t = TYPES[name]
+    codes = bit_patterns(t)
+    reps = max(2, (1 << 17) // len(codes))
+    x = np.tile(codes, (3, reps))
+    for s in (-0.1, 1e-30, 3.0):
+        if granularity == "per-tensor":
+            scale, zp, attrs = np.array(s, np.float32), np.array(0, t.dtype), {}
+        else:
+            scale, zp, attrs = np.full(3, s, np.float32), np.zeros(3, t.dtype), {"axis": 0}
+        y = evaluate("ai.onnx", "DequantizeLinear", _newest_version_allowing(name), [x, scale, zp], attrs)[0]
+        expected = (x.astype(np.int64).astype(np.float64) * float(np.float32(s))).astype(np.float32)
+        assert compare(expected, y) is None, (name, s)
+
+
 @pytest.mark.parametrize("name", SMALL_FLOAT + ["float6e2m3", "float6e3m2"])
 @pytest.mark.parametrize("out", ["float", "float16", "bfloat16"])
 def test_dequantize_every_float_code(name, out):

@@ -23,8 +23,10 @@ def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, 
                granularity: Granularity) -> np.ndarray:
     """Dequantize ``x`` to float type ``out``; inputs are already validated against the operator version."""
     s = arith.to_precision(broadcast(scale, x.shape, granularity), out)
-    z = broadcast(zero_point, x.shape, granularity) if zero_point is not None else None
     fast = out is arith.F32 and by_dtype(x.dtype).is_integer and by_dtype(x.dtype).bits <= 16
+    if fast and zero_point is not None and not zero_point.any():
+        zero_point = None  # symmetric quantization's zero point: x - 0 == x, so no subtraction pass
+    z = broadcast(zero_point, x.shape, granularity) if zero_point is not None else None
     if fast and z is not None:
         z = z.astype(np.float32)  # exact for <= 16-bit codes; converted once, not per chunk
 
