@@ -71,7 +71,7 @@ def main() -> None:
         path = folder / "big.onnx"
         size = sum(p.stat().st_size for p in folder.iterdir()) / 2**30
         rows = {
-            "qdq-conformance check": f"from conformance.checker import check_file; r = check_file(__import__('pathlib')"
+            "qdq-conformance check": f"from qdq_conformance.checker import check_file; r = check_file(__import__('pathlib')"
                                      f".Path({str(path)!r})); assert r.nodes_checked == {N} and not r.findings",
             "onnx.load (with data)": f"import onnx; onnx.load({str(path)!r})",
             "onnx.load (no data)": f"import onnx; onnx.load({str(path)!r}, load_external_data=False)",

@@ -16,9 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from generators.corpus import case_files, load
-from generators.export import export
-from generators.parallel import generate
+from qdq_conformance.generators.corpus import case_files, load
+from qdq_conformance.generators.export import export
+from qdq_conformance.generators.parallel import generate
 
 
 def _bytes(root: Path) -> int:

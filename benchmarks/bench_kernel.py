@@ -24,9 +24,9 @@ import numpy as np
 from onnx import TensorProto
 from onnx.reference import ReferenceEvaluator
 
-from conformance.backends.ort_io import session
-from conformance.modelbuild import single_node_model
-from conformance.reference import run
+from qdq_conformance.backends.ort_io import session
+from qdq_conformance.modelbuild import single_node_model
+from qdq_conformance.reference import run
 
 
 def _time_interleaved(fns, repeat):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests/ (browser driver, data)
 
-from reports.render import render_files  # noqa: E402
+from qdq_conformance.reports.render import render_files  # noqa: E402
 from tests.browser import Browser, find_chromium  # noqa: E402
 from tests.test_report_browser import write_results  # noqa: E402
 

@@ -27,14 +27,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def prepare() -> list[tuple[Any, Any]]:
-    from generators.corpus import load
+    from qdq_conformance.generators.corpus import load
 
     corpus = load()
     return [(case.model(form), case.feeds(form)) for case in corpus.cases for form in ("runtime", "initializer")]
 
 
 def bare_loop(prepared: list[tuple[Any, Any]]) -> float:
-    from conformance.backends.ort_io import run_session, session
+    from qdq_conformance.backends.ort_io import run_session, session
 
     t0 = time.perf_counter()
     for model, feeds in prepared:
@@ -47,7 +47,7 @@ def bare_loop(prepared: list[tuple[Any, Any]]) -> float:
 
 def runner(xdist: int = 0) -> tuple[float, str]:
     with tempfile.TemporaryDirectory() as tmp:
-        from conformance.plugin.options import RUN_FLAGS
+        from qdq_conformance.plugin.options import RUN_FLAGS
 
         cmd = [sys.executable, "-m", "pytest", "--backend=ort", *RUN_FLAGS, "--tb=no",  # as `qdq-conformance run`
                "--results", os.path.join(tmp, "r.jsonl")] + (["-n", str(xdist)] if xdist else [])

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 import yaml
+
+from .resources import data_dir
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ _FIELDS = {"id", "operators", "spec", "question", "readings", "kernel"}
 @cache
 def catalogue() -> dict[str, Ambiguity]:
     """Every entry, by id."""
-    text = resources.files("conformance").joinpath("data/ambiguities.yaml").read_text(encoding="utf-8")
+    text = (data_dir() / "ambiguities.yaml").read_text(encoding="utf-8")
     entries = yaml.safe_load(text)
     out: dict[str, Ambiguity] = {}
     for i, e in enumerate(entries):

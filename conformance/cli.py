@@ -63,7 +63,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _load_corpus(args: argparse.Namespace):  # noqa: ANN202 - generators.corpus.Corpus
     from pathlib import Path
 
-    from generators.corpus import CASES_DIR, case_files, load
+    from qdq_conformance.generators.corpus import CASES_DIR, case_files, load
 
     root = Path(args.cases) if args.cases else CASES_DIR
     tiers = ("default", "large") if args.tier == "all" else (args.tier,)
@@ -85,8 +85,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     """Expand the case files and write them in ONNX's backend-test layout with manifest.json."""
     from pathlib import Path
 
-    from generators.corpus import CASES_DIR, case_files
-    from generators.parallel import generate
+    from qdq_conformance.generators.corpus import CASES_DIR, case_files
+    from qdq_conformance.generators.parallel import generate
 
     from .progress import Progress
 
@@ -106,7 +106,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
     """Per operator version: covered / allowed type combinations, granularities, edge families, and gaps."""
-    from generators.coverage import coverage, render
+    from qdq_conformance.generators.coverage import coverage, render
 
     corpus = _load_corpus(args)
     result = coverage(corpus.cases)
@@ -131,7 +131,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     """Render results files as an HTML report (one file) or a scoreboard (several)."""
-    from reports.render import render_files
+    from qdq_conformance.reports.render import render_files
 
     paths = [Path(p) for p in args.results]
     missing = [str(p) for p in paths if not p.exists()]
@@ -145,7 +145,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_diff(args: argparse.Namespace) -> int:
     """Compare two results files: cases that regressed, were fixed, changed, appeared or disappeared."""
-    from reports.diff import diff_files, render_html, render_text
+    from qdq_conformance.reports.diff import diff_files, render_html, render_text
 
     missing = [p for p in (args.old, args.new) if not Path(p).exists()]
     if missing:
@@ -191,8 +191,8 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
     """Run several backends over the corpus, then write their scoreboard (HTML) and the compliance table (Markdown)."""
     import subprocess
 
-    from reports.compliance import render_files as render_markdown
-    from reports.render import render_files
+    from qdq_conformance.reports.compliance import render_files as render_markdown
+    from qdq_conformance.reports.render import render_files
 
     from .plugin.options import RUN_FLAGS
 

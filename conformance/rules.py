@@ -43,7 +43,7 @@ _RULES = [
     Rule("QDQ011", "required input missing or too many inputs",
          "Inputs: Between 2 and 3 inputs."),
     Rule("QDQ012", "model is not a single quantization node the kernel can evaluate",
-         "conformance.reference.run evaluates a single-node model."),
+         "qdq_conformance.reference.run evaluates a single-node model."),
     Rule("QDQ013", "output type cannot be determined",
          "If `output_dtype` is not supplied then the output type is the same as `x_scale`."),
     Rule("QDQ014", "scale value is not finite and positive",

@@ -23,11 +23,10 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-from conformance.cachedir import cache_root
+from qdq_conformance.cachedir import cache_root
+from qdq_conformance.resources import cases_dir, data_dir, package_dir, schema_path
 
 from .case import ConcreteCase
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def enabled() -> bool:
@@ -43,14 +42,15 @@ def fingerprint() -> str:
     h = hashlib.sha256()
     for part in (platform.python_version(), numpy.__version__, ml_dtypes.__version__, onnx.__version__):
         h.update(part.encode() + b"\0")
-    conf = ROOT / "conformance"
-    sources = sorted([*(ROOT / "generators").rglob("*.py"), *(conf / "reference").rglob("*.py"),
-                      *(conf / n for n in ("types.py", "opspecs.py", "ambiguities.py", "errors.py", "rules.py",
-                                           "modelbuild.py", "compare.py")),
-                      *(conf / "data").glob("*"), ROOT / "cases" / "case.schema.json"])
-    for p in sources:
+    conf = package_dir("qdq_conformance")
+    gen = package_dir("qdq_conformance.generators")
+    sources = [*((gen, p) for p in gen.rglob("*.py")), *((conf, p) for p in (conf / "reference").rglob("*.py")),
+               *((conf, conf / n) for n in ("types.py", "opspecs.py", "ambiguities.py", "errors.py", "rules.py",
+                                            "modelbuild.py", "compare.py")),
+               *((conf, p) for p in data_dir().glob("*")), (cases_dir(), schema_path())]
+    for base, p in sorted(sources, key=lambda bp: (str(bp[0]), str(bp[1]))):
         if p.is_file():
-            h.update(str(p.relative_to(ROOT)).encode() + b"\0" + p.read_bytes())
+            h.update(str(p.relative_to(base)).encode() + b"\0" + p.read_bytes())
     return h.hexdigest()
 
 

@@ -10,9 +10,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-from conformance import opspecs
-from conformance.modelbuild import single_node_model
-from conformance.types import by_dtype
+from qdq_conformance import opspecs
+from qdq_conformance.modelbuild import single_node_model
+from qdq_conformance.types import by_dtype
 
 #: The two graph forms every case can be built in.
 FORMS = ("runtime", "initializer")
@@ -139,7 +139,7 @@ class ConcreteCase:
 
 
 def _type_name(proto: int) -> str:
-    from conformance.types import by_proto
+    from qdq_conformance.types import by_proto
 
     try:
         return by_proto(proto).name

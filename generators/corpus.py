@@ -10,12 +10,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qdq_conformance.resources import cases_dir
+
 from .case import ConcreteCase
 from .expand import Template, expand
 from .loader import CaseFileError, load_yaml
 from .schema import validate
 
-CASES_DIR = Path(__file__).resolve().parents[1] / "cases"
+CASES_DIR = cases_dir()
 
 
 @dataclass

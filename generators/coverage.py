@@ -10,8 +10,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from conformance import opspecs
-from conformance.types import TYPES
+from qdq_conformance import opspecs
+from qdq_conformance.types import TYPES
 
 from .case import ConcreteCase
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from conformance import opspecs
-from conformance.ambiguities import catalogue
-from conformance.compare import compare
-from conformance.errors import SpecViolation
-from conformance.reference import evaluate
-from conformance.reference.readings import alternatives
-from conformance.types import TYPES, ElementType, by_dtype, by_name
+from qdq_conformance import opspecs
+from qdq_conformance.ambiguities import catalogue
+from qdq_conformance.compare import compare
+from qdq_conformance.errors import SpecViolation
+from qdq_conformance.reference import evaluate
+from qdq_conformance.reference.readings import alternatives
+from qdq_conformance.types import TYPES, ElementType, by_dtype, by_name
 
 from .case import Clause, ConcreteCase
 from .granularity import GVar, variants

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-import conformance
-from conformance.types import to_tensor_proto
+from qdq_conformance import __version__
+from qdq_conformance.types import to_tensor_proto
 
 from .case import FORMS, ConcreteCase
 
@@ -80,7 +80,7 @@ def write_manifest(out: Path, entries: list[dict[str, Any]], templates: dict[str
     manifest = {
         "manifest_version": MANIFEST_VERSION,
         "suite": "onnx-qdq-conformance",
-        "suite_version": conformance.__version__,
+        "suite_version": __version__,
         "onnx_version": onnx.__version__,
         "generated_with": {"python": sys.version.split()[0], "numpy": np.__version__,
                            "platform": platform.system().lower()},

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from conformance import opspecs
+from qdq_conformance import opspecs
 
 if TYPE_CHECKING:
     from .expand import Template

@@ -13,9 +13,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from qdq_conformance.resources import schema_path
+
 from .loader import CaseFileError, LineDict, line_of
 
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "cases" / "case.schema.json"
+SCHEMA_PATH = schema_path()
 
 
 @cache

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance.reference.arith import cast_float, round_to, to_float64
-from conformance.types import ElementType, bit_patterns
+from qdq_conformance.reference.arith import cast_float, round_to, to_float64
+from qdq_conformance.types import ElementType, bit_patterns
 
 
 @dataclass(frozen=True)

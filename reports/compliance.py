@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from conformance.runner.results import read
+from qdq_conformance.runner.results import read
 
 FAILING = ("failed", "error", "crashed", "timeout", "invalid-accepted")
 

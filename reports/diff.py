@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.runner.results import read
+from qdq_conformance.runner.results import read
 
 BAD = frozenset({"failed", "error", "crashed", "timeout", "invalid-accepted"})
 CATEGORIES = ("regressed", "fixed", "changed", "appeared", "disappeared")

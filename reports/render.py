@@ -15,9 +15,10 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from conformance.runner.results import read
+from qdq_conformance.resources import templates_dir
+from qdq_conformance.runner.results import read
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+TEMPLATES = templates_dir()
 ORDER = ["failed", "error", "crashed", "timeout", "invalid-accepted", "unsupported", "implementation-defined",
          "passed"]
 

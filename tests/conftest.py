@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 import pytest
 
-from conformance.types import from_tensor_proto
+from qdq_conformance.types import from_tensor_proto
 
 
 def as_array(value: object) -> np.ndarray:
@@ -30,6 +30,6 @@ def onnx_node_cases():
 @pytest.fixture(scope="session")
 def corpus():
     """The default corpus, expanded once per test process."""
-    from generators.corpus import load
+    from qdq_conformance.generators.corpus import load
 
     return load()

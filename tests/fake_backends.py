@@ -6,8 +6,8 @@ import ctypes
 import os
 import time
 
-from conformance.backends.base import Unsupported
-from conformance.backends.builtin import OracleBackend
+from qdq_conformance.backends.base import Unsupported
+from qdq_conformance.backends.builtin import OracleBackend
 
 
 class Misbehaving(OracleBackend):

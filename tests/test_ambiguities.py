@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conformance.ambiguities import catalogue
+from qdq_conformance.ambiguities import catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,11 +8,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conformance.backends.base import Unsupported
-from conformance.backends.registry import create
-from conformance.modelbuild import single_node_model
-from conformance.reference import run as oracle
-from conformance.types import by_dtype
+from qdq_conformance.backends.base import Unsupported
+from qdq_conformance.backends.registry import create
+from qdq_conformance.modelbuild import single_node_model
+from qdq_conformance.reference import run as oracle
+from qdq_conformance.types import by_dtype
 
 
 def _dq_model(x: np.ndarray, version: int = 21):
@@ -90,7 +90,7 @@ def test_quark_without_its_library_declines_and_says_how_to_build(monkeypatch, t
 
 
 def test_quark_build_reports_a_missing_compiler(monkeypatch, tmp_path):
-    from conformance.backends.quark import BuildError, build
+    from qdq_conformance.backends.quark import BuildError, build
 
     monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
     src = tmp_path / "custom_ops"
@@ -113,8 +113,8 @@ def test_tvm_takes_rank0_inputs_and_declines_sub_byte():
 def test_a_case_the_adapter_cannot_hand_over_is_unsupported_even_when_invalid():
     """Declining for the adapter's own reasons (a missing package, another domain) says nothing about the
     backend: an invalid case stays unsupported instead of counting as rejected."""
-    from conformance.runner.isolation import RawResult
-    from conformance.runner.outcome import classify
+    from qdq_conformance.runner.isolation import RawResult
+    from qdq_conformance.runner.outcome import classify
 
     assert classify(RawResult("not-applicable", message="quark only"), status="invalid", expected=None,
                     ulp=0).status == "unsupported"

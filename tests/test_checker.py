@@ -11,10 +11,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from conformance.checker import check_file, check_model
-from conformance.checker import graph as checker_graph
-from conformance.cli import main
-from conformance.rules import RULES
+from qdq_conformance.checker import check_file, check_model
+from qdq_conformance.checker import graph as checker_graph
+from qdq_conformance.cli import main
+from qdq_conformance.rules import RULES
 
 F, I8, U8, I32 = TensorProto.FLOAT, TensorProto.INT8, TensorProto.UINT8, TensorProto.INT32
 E4M3 = TensorProto.FLOAT8E4M3FN
@@ -236,7 +236,7 @@ def test_external_data_reads_only_scales_and_zero_points(tmp_path, monkeypatch):
 
 
 def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "conformance.cli", "check", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "check", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=120)
 
 

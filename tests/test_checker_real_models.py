@@ -15,7 +15,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from conformance.checker import check_file
+from qdq_conformance.checker import check_file
 
 quantization = pytest.importorskip("onnxruntime.quantization")
 QT = quantization.QuantType

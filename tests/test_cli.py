@@ -3,7 +3,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conformance.cli import build_parser, main
+from qdq_conformance.cli import build_parser, main
 
 
 def test_help_lists_every_command():
@@ -27,7 +27,7 @@ def test_specs_counts_1701_ai_onnx_combinations(capsys):
 
 
 def test_console_script_entry_point():
-    r = subprocess.run([sys.executable, "-m", "conformance.cli", "--version"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "--version"], capture_output=True, text=True)
     assert r.returncode == 0 and "qdq-conformance" in r.stdout
 
 

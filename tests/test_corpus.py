@@ -12,14 +12,14 @@ import onnx
 import pytest
 from onnx.backend.test.loader import load_model_tests
 
-from conformance.ambiguities import catalogue
-from conformance.compare import compare
-from conformance.reference import run
-from conformance.rules import RULES
-from generators.corpus import CASES_DIR, case_files, load, load_file
-from generators.coverage import coverage
-from generators.export import export
-from generators.loader import CaseFileError
+from qdq_conformance.ambiguities import catalogue
+from qdq_conformance.compare import compare
+from qdq_conformance.generators.corpus import CASES_DIR, case_files, load, load_file
+from qdq_conformance.generators.coverage import coverage
+from qdq_conformance.generators.export import export
+from qdq_conformance.generators.loader import CaseFileError
+from qdq_conformance.reference import run
+from qdq_conformance.rules import RULES
 
 
 def test_every_case_file_loads_without_error(corpus):
@@ -58,7 +58,7 @@ def test_coverage_has_no_gap(corpus):
 
 
 def test_every_operator_version_is_tested_directly(corpus):
-    from conformance import opspecs
+    from qdq_conformance import opspecs
 
     tested = {(c.domain, c.op, c.version) for c in corpus.cases}
     for spec in opspecs.all_specs():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shutil
 
-from generators import cache
-from generators.corpus import CASES_DIR, load_file
+from qdq_conformance.generators import cache
+from qdq_conformance.generators.corpus import CASES_DIR, load_file
 
 
 def test_cached_expansion_equals_fresh_and_follows_edits(tmp_path, monkeypatch):

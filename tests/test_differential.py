@@ -14,11 +14,11 @@ import pytest
 from onnx import TensorProto
 from onnx.reference import ReferenceEvaluator
 
-from conformance.backends.ort_io import run_session, session
-from conformance.compare import compare
-from conformance.modelbuild import single_node_model
-from conformance.reference import run
-from conformance.types import TYPES
+from qdq_conformance.backends.ort_io import run_session, session
+from qdq_conformance.compare import compare
+from qdq_conformance.modelbuild import single_node_model
+from qdq_conformance.reference import run
+from qdq_conformance.types import TYPES
 
 F32 = np.float32
 

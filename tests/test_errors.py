@@ -8,10 +8,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from conformance.errors import SpecViolation
-from conformance.modelbuild import single_node_model
-from conformance.reference import evaluate, run
-from conformance.rules import RULES
+from qdq_conformance.errors import SpecViolation
+from qdq_conformance.modelbuild import single_node_model
+from qdq_conformance.reference import evaluate, run
+from qdq_conformance.rules import RULES
 
 F32 = np.float32
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.runner.expectations import ExpectationError, load
+from qdq_conformance.runner.expectations import ExpectationError, load
 
 
 def _write(tmp_path, body):

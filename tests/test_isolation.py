@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from conformance.modelbuild import single_node_model
-from conformance.runner.isolation import IsolatedBackend
+from qdq_conformance.modelbuild import single_node_model
+from qdq_conformance.runner.isolation import IsolatedBackend
 
 FEEDS = {"x": np.array([1, 2.5], np.float32), "s": np.array(1, np.float32), "z": np.array(0, np.uint8)}
 

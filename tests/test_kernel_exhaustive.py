@@ -10,9 +10,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conformance.compare import compare
-from conformance.reference import evaluate
-from conformance.types import TYPES, bit_patterns
+from qdq_conformance.compare import compare
+from qdq_conformance.reference import evaluate
+from qdq_conformance.types import TYPES, bit_patterns
 
 SMALL_INT = ["int2", "uint2", "int4", "uint4", "int8", "uint8"]
 SMALL_FLOAT = ["float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float4e2m1"]

@@ -6,9 +6,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conformance.compare import compare
-from conformance.reference import evaluate
-from conformance.types import TYPES, by_name
+from qdq_conformance.compare import compare
+from qdq_conformance.reference import evaluate
+from qdq_conformance.types import TYPES, by_name
 
 F32, F16, BF16 = np.float32, np.float16, ml_dtypes.bfloat16
 

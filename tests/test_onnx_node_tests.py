@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import copy
 
-from conformance import opspecs
-from conformance.compare import compare
-from conformance.errors import SpecViolation
-from conformance.reference import run
+from qdq_conformance import opspecs
+from qdq_conformance.compare import compare
+from qdq_conformance.errors import SpecViolation
+from qdq_conformance.reference import run
 
 from .conftest import as_array
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.runner.execute import CaseResult, FileRef
-from conformance.runner.isolation import RawResult
-from conformance.runner.pool import CasePool
-from generators.cache import load_file_cached
+from qdq_conformance.generators.cache import load_file_cached
+from qdq_conformance.runner.execute import CaseResult, FileRef
+from qdq_conformance.runner.isolation import RawResult
+from qdq_conformance.runner.pool import CasePool
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = "python:tests.fake_backends:make"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.runner.results import header
-from reports.render import render_files
+from qdq_conformance.reports.render import render_files
+from qdq_conformance.runner.results import header
 
 from .browser import Browser, find_chromium
 

@@ -6,9 +6,9 @@ import json
 import re
 from html.parser import HTMLParser
 
-from conformance.cli import main
-from conformance.runner.results import header
-from reports.render import render_files, unpack
+from qdq_conformance.cli import main
+from qdq_conformance.reports.render import render_files, unpack
+from qdq_conformance.runner.results import header
 
 
 class _Collect(HTMLParser):

@@ -74,7 +74,7 @@ def test_failure_report_shows_clause_data_mismatch_and_repro(misbehaving):
 def test_repro_script_runs_standalone(misbehaving):
     _, (_, cases, _) = misbehaving
     rec = next(c for c in cases if c["id"] == "quantizelinear-13-basic-float-int8" and c["form"] == "runtime")
-    code = rec["repro"].replace("from conformance.reference import run", "from conformance.reference import run")
+    code = rec["repro"].replace("from qdq_conformance.reference import run", "from qdq_conformance.reference import run")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0 and "y int8" in out.stdout
 
@@ -118,7 +118,7 @@ def test_xdist_and_junit(tmp_path):
 
 
 def test_suite_folder_runs_like_the_cases(tmp_path):
-    from conformance.cli import main
+    from qdq_conformance.cli import main
 
     suite = tmp_path / "suite"
     assert main(["generate", "--cases", str(CASES), "--out", str(suite), "--form", "both"]) == 0

@@ -5,7 +5,7 @@ import numpy as np
 import onnx
 import pytest
 
-from conformance import types as T
+from qdq_conformance import types as T
 
 EXPECTED_NAMES = ["float", "float16", "bfloat16", "int32", "uint32", "int16", "uint16", "int8", "uint8", "int4",
                   "uint4", "int2", "uint2", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ..resources import cases_dir
 from ..runner import expectations as expectations_mod
 from ..runner.outcome import FAILING
 from ..runner.results import ResultsWriter, header
@@ -18,7 +19,7 @@ from . import options, protocol
 from .items import CaseFailure, CaseFile, CaseItem, LoadErrorItem, SuiteFile, forms_of
 from .state import STATE, RunState
 
-CASES_DIR = Path(__file__).resolve().parents[2] / "cases"
+CASES_DIR = cases_dir()
 #: items between two garbage collections that freeze what lives on (see pytest_runtest_protocol)
 FREEZE_EVERY = 5000
 _VOCAB = {
@@ -110,7 +111,7 @@ def _results_path(config: pytest.Config) -> Path:
 
 
 def _register_markers(config: pytest.Config) -> None:
-    from generators.schema import schema
+    from qdq_conformance.generators.schema import schema
 
     from ..types import TYPES
 
@@ -277,7 +278,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.results.close(summary, state.header)
     report_path = config.getoption("qdq_report")
     if report_path:
-        from reports.render import render_results_file
+        from qdq_conformance.reports.render import render_results_file
 
         render_results_file(_results_path(config), Path(report_path))
     # pytest keeps every report until it exits, and collects garbage several times on the way out: keep the

@@ -134,8 +134,8 @@ class CaseFile(pytest.File):
     item_relpath: str | None = None  # its items' path in their ``location``
 
     def collect(self) -> Iterator[pytest.Item]:
-        from generators.cache import load_file_cached
-        from generators.loader import CaseFileError
+        from qdq_conformance.generators.cache import load_file_cached
+        from qdq_conformance.generators.loader import CaseFileError
 
         cfg = self.config
         tier = cfg.getoption("qdq_tier")

@@ -75,7 +75,7 @@ class Sources:
     def load(self, source: tuple[str, tuple[str, ...]]) -> list[Any]:
         cases = self._files.get(source)
         if cases is None:
-            from generators.cache import load_file_cached
+            from qdq_conformance.generators.cache import load_file_cached
 
             cases = self._files[source] = load_file_cached(Path(source[0]), source[1])
             # The cases live as long as the worker: keep them out of every later garbage collection.

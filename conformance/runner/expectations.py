@@ -25,9 +25,10 @@ from pathlib import Path
 
 import yaml
 
+from ..resources import expectations_dir
 from .outcome import FAILING
 
-EXPECTATIONS_DIR = Path(__file__).resolve().parents[2] / "expectations"
+EXPECTATIONS_DIR = expectations_dir()
 _STATUSES = set(FAILING) | {"unsupported"}
 
 

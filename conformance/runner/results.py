@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 import onnx
 
-import conformance
+from .. import __version__
 
 #: seconds between flushes of a results file (a flush per case cost the pytest process a system call per case)
 FLUSH_EVERY = 0.25
@@ -30,7 +30,7 @@ def header(backend: str, backend_version: str, extra: dict[str, Any] | None = No
         "backend": backend,
         "backend_version": backend_version,
         "onnx_version": onnx.__version__,
-        "suite_version": conformance.__version__,
+        "suite_version": __version__,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

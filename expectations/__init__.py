@@ -1,0 +1,1 @@
+"""The bundled expectation files, one per backend (package data)."""
