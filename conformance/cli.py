@@ -131,35 +131,37 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     """Render results files as an HTML report (one file) or a scoreboard (several)."""
-    from qdq_conformance.reports.render import render_files
+    from .reports.render import render_files
+    from .runner.results import ResultsError
 
-    paths = [Path(p) for p in args.results]
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        print(f"error: no such results file: {', '.join(missing)}", file=sys.stderr)
+    try:
+        out = render_files([Path(p) for p in args.results], Path(args.output))
+    except ResultsError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
-    out = render_files(paths, Path(args.output))
+    except OSError as e:
+        print(f"error: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
+        return 2
     print(f"wrote {out}")
     return 0
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
     """Compare two results files: cases that regressed, were fixed, changed, appeared or disappeared."""
-    from qdq_conformance.reports.diff import diff_files, render_html, render_text
+    from .reports.diff import diff_files, render_html, render_text
+    from .runner.results import ResultsError
 
-    missing = [p for p in (args.old, args.new) if not Path(p).exists()]
-    if missing:
-        print(f"error: no such results file: {', '.join(missing)}", file=sys.stderr)
-        return 2
     try:
         d = diff_files(Path(args.old), Path(args.new))
-    except (OSError, UnicodeDecodeError) as e:
-        print(f"error: cannot read results file: {e}", file=sys.stderr)
+    except ResultsError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     print(render_text(d, limit=args.limit or 10**9))
     if args.output:
         print(f"wrote {render_html(d, Path(args.output))}")
-    return 1 if d.counts()["regressed"] and not args.exit_zero else 0
+    if args.exit_zero:
+        return 0
+    return 1 if d.counts()["regressed"] or d.incomplete() else 0
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -252,7 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_report)
     p = sub.add_parser("diff", help=(_cmd_diff.__doc__ or "").strip(),
                        description=(_cmd_diff.__doc__ or "").strip() + " Exit status 1 when a case regressed "
-                       "(it was not a failure and now is), 2 when a file cannot be read.")
+                       "(it was not a failure and now is) or the new run is empty or did not finish (no summary "
+                       "line), 2 when a file cannot be read or is not a results file.")
     p.add_argument("old", metavar="OLD", help="results file of the earlier run (--results)")
     p.add_argument("new", metavar="NEW", help="results file of the later run")
     p.add_argument("-o", "--output", metavar="PATH", help="also write the diff as an HTML page")

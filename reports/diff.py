@@ -38,6 +38,17 @@ class Diff:
     new_head: dict[str, Any]
     changes: list[Change] = field(default_factory=list)
     unchanged: int = 0
+    new_cases: int = 0
+    new_complete: bool = True  # the new run ended normally (its file has a summary line)
+
+    def incomplete(self) -> str | None:
+        """Why the new run cannot pass a regression gate (empty, or interrupted / crashed), or None."""
+        if self.new_cases == 0:
+            return "the new results file has no case records (an empty run, or the wrong file)"
+        if not self.new_complete:
+            return ("the new run did not finish (no summary line: interrupted or crashed), so cases it did not "
+                    "reach are not known to pass")
+        return None
 
     def counts(self) -> dict[str, int]:
         c = Counter(ch.category for ch in self.changes)
@@ -70,7 +81,7 @@ def diff_records(old: tuple[dict[str, Any], list[dict[str, Any]], Any],
                  new: tuple[dict[str, Any], list[dict[str, Any]], Any]) -> Diff:
     old_cases = {_key(c): c for c in old[1]}
     new_cases = {_key(c): c for c in new[1]}
-    result = Diff(old[0], new[0])
+    result = Diff(old[0], new[0], new_cases=len(new[1]), new_complete=new[2] is not None)
     for key in sorted(old_cases.keys() | new_cases.keys()):
         a, b = old_cases.get(key), new_cases.get(key)
         if a is None:
@@ -105,6 +116,9 @@ def render_text(d: Diff, limit: int = 50) -> str:
     lines = [f"old: {_run_name(d.old_head)}", f"new: {_run_name(d.new_head)}"]
     counts = d.counts()
     lines.append(", ".join(f"{n} {k}" for k, n in counts.items()) + f", {d.unchanged} unchanged")
+    why = d.incomplete()
+    if why:
+        lines.append(f"INCOMPLETE: {why}")
     for old, new, n in d.transitions():
         lines.append(f"  {old:>22} -> {new:<22} {n}")
     for cat in CATEGORIES:

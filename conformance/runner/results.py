@@ -73,22 +73,56 @@ class ResultsWriter:
         self._fh = None
 
 
+class ResultsError(Exception):
+    """A results file that cannot be read: the message names the file (and line) and the problem."""
+
+
+FORMAT_PREFIX = "onnx-qdq-conformance-results/"
+
+
 def read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
-    """(header, case records, summary or None) of a results file; a truncated last line is ignored."""
+    """(header, case records, summary or None) of a results file.
+
+    A run that was interrupted leaves no summary line and may leave a cut last line, which is ignored; anything
+    else that is not a results record (a file that is not one, a corrupt line before the last, a record without
+    an id or a status) raises :class:`ResultsError` naming the file and the line."""
+    try:
+        with path.open("rb") as fh:
+            raw_lines = fh.read().split(b"\n")
+    except OSError as e:
+        raise ResultsError(f"{path}: cannot read: {e.strerror or e}") from None
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()
+    if not raw_lines:
+        raise ResultsError(f"{path}: empty file, not a results file")
     head: dict[str, Any] = {}
     cases: list[dict[str, Any]] = []
     summary = None
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
+    last = len(raw_lines)
+    for n, raw in enumerate(raw_lines, 1):
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            if n == last and n > 1:
                 break  # an interrupted run: everything before this line is intact
-            kind = obj.get("type")
-            if kind == "header":
-                head = obj
-            elif kind == "case":
-                cases.append(obj)
-            elif kind == "summary":
-                summary = obj
+            raise ResultsError(f"{path}:{n}: not a JSON line") from None
+        if n == 1:
+            if not isinstance(obj, dict) or obj.get("type") != "header" or \
+                    not str(obj.get("format", "")).startswith(FORMAT_PREFIX):
+                raise ResultsError(f"{path}:1: not a results file (line 1 is not a {FORMAT_PREFIX}* header)")
+            head = obj
+            continue
+        if not isinstance(obj, dict):
+            raise ResultsError(f"{path}:{n}: a record must be a JSON object")
+        kind = obj.get("type")
+        if kind == "case":
+            if not isinstance(obj.get("id"), str) or not isinstance(obj.get("status"), str):
+                raise ResultsError(f"{path}:{n}: a case record needs a string 'id' and 'status'")
+            cases.append(obj)
+        elif kind == "summary":
+            summary = obj
+        elif kind == "header":
+            raise ResultsError(f"{path}:{n}: a second header (two results files concatenated?)")
+        else:
+            raise ResultsError(f"{path}:{n}: unknown record type {str(kind)[:40]!r}")
     return head, cases, summary
