@@ -40,6 +40,8 @@ def _write(path: Path, data: bytes) -> None:
 def write_case(root: Path, case: ConcreteCase, form: str) -> str:
     """Write one case in one graph form; return its folder's name."""
     folder = root / folder_name(case, form)
+    if folder.resolve().parent != root.resolve():  # ids are a-z, 0-9 and '-'; never write outside the root
+        raise ValueError(f"case id {case.id[:80]!r} does not name a folder inside {root}")
     data_dir = folder / "test_data_set_0"
     data_dir.mkdir(parents=True, exist_ok=True)
     model = case.model(form)
