@@ -8,6 +8,7 @@ granularity variants (x shapes) x attribute values. Each concrete case gets a st
 from __future__ import annotations
 
 import itertools
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -313,6 +314,11 @@ def _check_golden(tpl: Template, case_id: str, outputs: list[np.ndarray], spec: 
                             f"oracle gives {outputs[k].tolist()}")
 
 
+#: the alphabet and length of a concrete case id: it names the case's folder and files in an exported suite
+MAX_ID_LENGTH = 160
+SAFE_ID = re.compile(rf"[a-z0-9][a-z0-9-]{{0,{MAX_ID_LENGTH - 1}}}")
+
+
 def _case_id(b: _Build) -> str:
     prefix = {opspecs.AI_ONNX: "", opspecs.MS: "ms-", opspecs.QUARK: "quark-"}[b.spec.domain]
     parts = [f"{prefix}{b.spec.name.lower()}-{b.spec.version}-{b.tpl.data['id']}"]
@@ -325,7 +331,11 @@ def _case_id(b: _Build) -> str:
         parts.append({"omitted": "nozp", "output_dtype": "outdtype"}[b.zp_mode])
     parts += [lbl for lbl in b.gvar.labels if lbl]
     parts += [f"{k.replace('_', '')}{v}" for k, v in sorted(b.attrs.items())]
-    return "-".join(parts)
+    case_id = "-".join(parts)
+    if not SAFE_ID.fullmatch(case_id):
+        raise b.tpl.error("id", f"the case id {case_id[:80]!r} must be at most {MAX_ID_LENGTH} characters of "
+                          "a-z, 0-9 and '-' (it names folders and files): shorten the template id or an attribute")
+    return case_id
 
 
 def expand(tpl: Template) -> list[ConcreteCase]:
