@@ -14,19 +14,6 @@ from ..errors import SpecViolation
 from ..types import by_dtype
 from .base import NotApplicable, Rejected, Unsupported
 
-#: ONNX Runtime messages that mean "not implemented here" rather than "this model is invalid".
-_ORT_UNSUPPORTED = ("NOT_IMPLEMENTED", "Could not find an implementation", "Unsupported model IR version",
-                    "is not a registered function/op", "is not supported")
-
-
-def _ort_reason(text: str) -> str:
-    """The useful part of an ONNX Runtime message (after the C++ location, when there is one)."""
-    line = _first_line(text)
-    for marker in ("Unsupported model IR version", "Could not find an implementation", "is not a registered"):
-        if marker in line:
-            return line[max(0, line.find(marker) - 60):]
-    return line
-
 
 class OrtBackend:
     """ONNX Runtime (CPU by default). Every exotic element type goes through OrtValue, never by editing the
@@ -47,20 +34,20 @@ class OrtBackend:
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         from .ort_io import run_session, session
+        from .ort_probe import decide, feed_refusal
 
         try:
             sess = session(model, threads=self.threads, optimization=self.optimization, providers=[self.provider],
                            custom_ops_libraries=self.custom_ops_libraries)
         except Exception as e:  # onnxruntime raises its own exception types, each a subclass of Exception
-            text = str(e)
-            if any(m in text for m in _ORT_UNSUPPORTED):
-                raise Unsupported(_ort_reason(text)) from None
-            raise Rejected(_ort_reason(text)) from None
+            # Unsupported or Rejected, decided by asking ONNX Runtime (cached probes), not by its wording.
+            raise decide(model, e, custom_ops=bool(self.custom_ops_libraries)) from None
         try:
             return run_session(sess, feeds)
-        except (KeyError, TypeError, RuntimeError) as e:
-            if "is not supported" in str(e) and "tensor type" in str(e):
-                raise Unsupported(_first_line(str(e))) from None
+        except (KeyError, TypeError, RuntimeError):
+            why = feed_refusal(by_dtype(np.asarray(v).dtype).proto for v in feeds.values())
+            if why is not None:  # ORT cannot make an OrtValue of a feed's type (asked, not read from the message)
+                raise Unsupported(why) from None
             raise
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
@@ -88,10 +75,11 @@ class OnnxReferenceBackend:
             warnings.simplefilter("ignore")
             try:
                 evaluator = ReferenceEvaluator(model)
-            except (RuntimeError, NotImplementedError) as e:
-                if "No implementation" in str(e) or isinstance(e, NotImplementedError):
-                    raise Unsupported(_first_line(str(e))) from None
-                raise Rejected(_first_line(str(e))) from None
+            except NotImplementedError as e:  # its own "no implementation" class (an unknown domain, say)
+                raise Unsupported(_first_line(str(e))) from None
+            except RuntimeError as e:  # unsupported only if its operator registry says so (asked, not read)
+                why = _reference_refusal(model)
+                raise (Unsupported(why) if why else Rejected(_first_line(str(e)))) from None
             except (ValueError, TypeError, KeyError) as e:
                 raise Rejected(_first_line(str(e))) from None
             return [np.asarray(o) for o in evaluator.run(None, dict(feeds))]
@@ -100,6 +88,22 @@ class OnnxReferenceBackend:
         return (f"{model_code}\nfrom onnx.reference import ReferenceEvaluator\n"
                 f"for name, value in zip({output_names!r}, ReferenceEvaluator(model).run(None, {{}})):\n"
                 "    print(name, value.dtype, value)\n")
+
+
+def _reference_refusal(model: onnx.ModelProto) -> str | None:
+    """Why onnx.reference has no implementation of one of the model's ai.onnx nodes at the model's opset, asked
+    of its operator registry (``onnx.reference.ops.load_op``); None if it has one for every node."""
+    from onnx.reference.ops import load_op
+
+    opset = {"" if o.domain == "ai.onnx" else o.domain: o.version for o in model.opset_import}.get("")
+    for node in model.graph.node:
+        if node.domain in ("", "ai.onnx") and opset is not None:
+            try:
+                load_op("", node.op_type, opset)
+            except Exception as e:  # noqa: BLE001 - load_op raises RuntimeError (no such version) or others
+                return (f"onnx.reference {onnx.__version__} has no implementation of {node.op_type} for opset "
+                        f"{opset} (probe: onnx.reference.ops.load_op refused: {_first_line(str(e))})")
+    return None
 
 
 class OracleBackend:

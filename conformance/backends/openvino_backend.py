@@ -9,6 +9,7 @@ CPU plugin does not lower float arithmetic to bf16 / f16 on CPUs that have it.
 from __future__ import annotations
 
 import io
+import tempfile
 from collections.abc import Mapping
 
 import numpy as np
@@ -75,6 +76,23 @@ class OpenVinoBackend:
         raw = bytes(np.asarray(tensor.data).reshape(-1).view(np.uint8)) if tensor.byte_size else b""
         return from_tensor_proto(helper.make_tensor("y", TYPES[name].proto, shape, raw, raw=True))
 
+    def _unconverted(self, model: onnx.ModelProto) -> str | None:
+        """Operators OpenVINO's ONNX frontend has no conversion rule for, asked of the frontend itself: a partial
+        conversion leaves them as framework nodes (a rule that exists but refuses the node is not one of them,
+        and is judged by the message markers instead). None when every operator has a rule."""
+        try:
+            frontend = self._ov.frontend.FrontEndManager().load_by_framework("onnx")
+            with tempfile.TemporaryDirectory(prefix="qdq-ov-") as tmp:
+                path = f"{tmp}/model.onnx"
+                onnx.save(model, path)
+                converted = frontend.convert_partially(frontend.load(path))
+        except Exception:  # noqa: BLE001 - no answer from the frontend: leave it to the markers
+            return None
+        missing = sorted({n.op_type if not n.domain else f"{n.domain}.{n.op_type}" for n in model.graph.node}) \
+            if any(op.get_type_name() == "ONNXFrameworkNode" for op in converted.get_ops()) else []
+        return (f"OpenVINO {self.version} has no conversion rule for {', '.join(missing)} (probe: its ONNX "
+                "frontend's partial conversion left a framework node)") if missing else None
+
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         tensors = {k: self._tensor(np.asarray(v)) for k, v in feeds.items()}
         try:
@@ -82,8 +100,9 @@ class OpenVinoBackend:
             compiled = self._core.compile_model(ov_model, self.device, {"INFERENCE_PRECISION_HINT": "f32"})
         except Exception as e:  # openvino raises RuntimeError / OpConversionFailure / GeneralFailure
             text = _first_line(str(e))
-            if any(m in str(e) for m in _UNSUPPORTED_MARKERS):
-                raise Unsupported(text) from None
+            why = self._unconverted(model)
+            if why is not None or any(m in str(e) for m in _UNSUPPORTED_MARKERS):
+                raise Unsupported(why or text) from None
             raise Rejected(text) from None
         request = compiled.create_infer_request()
         ports = {n for p in compiled.inputs for n in p.get_names()}

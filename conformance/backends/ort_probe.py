@@ -1,0 +1,235 @@
+"""Deciding "unsupported" for ONNX Runtime by asking it, not by reading its messages.
+
+When a session does not build, the failure is put to ONNX Runtime itself through small probes, each cached for
+the life of the process (a backend worker asks each question at most once):
+
+- element type: does ORT load a node-less model whose input of that type is passed straight through as the
+  output (its type registration, no kernel involved)? And, at run time, can it make an OrtValue of that type?
+- IR version: does ORT load a node-less float model of that IR version?
+- opset import: does ORT load a node-less float model importing that (domain, version)?
+- operator: does ORT build a session on the node's operator at the node's version with its plainest types
+  (float for the float type parameters, uint8 for the integer ones), i.e. does it implement that version at all?
+  The types come from ORT's own schema registry; no schema at all is itself the answer.
+
+A failure that a refused probe explains is :class:`Unsupported`, with the probe's reason. So is ORT's own
+NOT_IMPLEMENTED status (its exception class, no message text). Anything else is :class:`Rejected` (right for an
+invalid model, an error for a valid one): in particular an invalid model with types, IR and opset ORT does
+support. Only when no probe can be put (an error inside a probe builder, say) is the message matched against
+:data:`FALLBACK_FRAGMENTS`, a short list the tests check against every supported ORT release.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterable, Sequence
+
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper
+
+from .base import Rejected, Unsupported
+
+#: Message fragments still read, as a fallback only, when the probes cannot be put. Each one is checked in
+#: tests/test_unsupported.py against the message the installed ORT actually gives (1.31.1 and 1.32.0):
+#: - "NOT_IMPLEMENTED": ORT's status code name, printed in every message of that status;
+#: - "is not currently registered or supported": 1.31+ for a type without an MLDataType (complex, float6 in 1.32);
+#: - "Invalid tensor data type": 1.31 for an element type its protobuf does not know (float6);
+#: - "Unsupported model IR version": an IR newer than ORT's (IR 14 in 1.31).
+FALLBACK_FRAGMENTS = ("NOT_IMPLEMENTED", "is not currently registered or supported", "Invalid tensor data type",
+                      "Unsupported model IR version")
+
+#: Preferred types when a probe binds an operator's type parameter (the plainest a runtime implements).
+_PLAIN = ("tensor(float)", "tensor(uint8)", "tensor(int8)", "tensor(int32)")
+_NEUTRAL_IR = 8
+_NEUTRAL_OPSET = ("", 1)
+
+#: Time spent in probes by this process (seconds) and how many were put: benchmarks and the report read it.
+STATS = {"probes": 0, "seconds": 0.0}
+
+
+def first_line(text: str) -> str:
+    """The useful part of an ORT message: its first line without the C++ source location and signature
+    ("/onnxruntime_src/...model.cc:256 onnxruntime::Model::Model(...) ") that some messages carry."""
+    line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), str(text).strip())
+    at = line.find("/onnxruntime_src/")
+    start = line.find("(", at)
+    if at >= 0 and start > 0:
+        depth = 0
+        for k in range(start, len(line)):
+            depth += {"(": 1, ")": -1}.get(line[k], 0)
+            if depth == 0:
+                line = line[:at] + line[k + 1:].lstrip(" :")
+                break
+    return line[:400]
+
+
+def _session(model: onnx.ModelProto) -> str | None:
+    """None if ORT builds a CPU session on ``model``, else the first line of its refusal."""
+    STATS["probes"] += 1
+    t0 = time.perf_counter()
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    try:
+        ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        return None
+    except Exception as e:  # noqa: BLE001 - ORT raises its own classes, all Exception subclasses
+        return first_line(str(e))
+    finally:
+        STATS["seconds"] += time.perf_counter() - t0
+
+
+def _passthrough(elem: int, imports: Sequence[tuple[str, int]], ir: int) -> onnx.ModelProto:
+    vi = helper.make_tensor_value_info("x", elem, [2])
+    graph = helper.make_graph([], "probe", [vi], [vi])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in imports], ir_version=ir)
+
+
+def _type_name(elem: int) -> str:
+    return TensorProto.DataType.Name(elem).lower() if elem in TensorProto.DataType.values() else f"type {elem}"
+
+
+@functools.cache
+def type_refusal(elem: int) -> str | None:
+    """Why ORT cannot hold ``elem`` tensors in a model (None if it can)."""
+    why = _session(_passthrough(elem, [_NEUTRAL_OPSET], _NEUTRAL_IR))
+    return None if why is None else \
+        f"has no {_type_name(elem)} tensor type (probe: a node-less model passing a {_type_name(elem)} input " \
+        f"through was refused: {why})"
+
+
+@functools.cache
+def ortvalue_refusal(elem: int) -> str | None:
+    """Why ORT cannot make an OrtValue of ``elem`` (None if it can)."""
+    STATS["probes"] += 1
+    try:
+        ort.OrtValue.ortvalue_from_shape_and_type([1], elem)
+        return None
+    except Exception as e:  # noqa: BLE001
+        return f"cannot make a {_type_name(elem)} OrtValue (probe: OrtValue.ortvalue_from_shape_and_type " \
+               f"refused: {first_line(str(e))})"
+
+
+@functools.cache
+def ir_refusal(ir: int) -> str | None:
+    why = _session(_passthrough(TensorProto.FLOAT, [_NEUTRAL_OPSET], ir))
+    return None if why is None else f"does not load IR version {ir} (probe: a node-less IR-{ir} model was refused: {why})"
+
+
+@functools.cache
+def opset_refusal(domain: str, version: int) -> str | None:
+    why = _session(_passthrough(TensorProto.FLOAT, [(domain, version)], _NEUTRAL_IR))
+    name = domain or "ai.onnx"
+    return None if why is None else \
+        f"does not load opset {name} {version} (probe: a node-less model importing it was refused: {why})"
+
+
+@functools.cache
+def _schemas() -> dict[tuple[str, str], list]:
+    from onnxruntime.capi import onnxruntime_pybind11_state as C
+
+    out: dict[tuple[str, str], list] = {}
+    for s in C.get_all_operator_schema():
+        out.setdefault((s.domain, s.name), []).append(s)
+    return out
+
+
+def _elem(type_str: str) -> int:
+    return TensorProto.DataType.Value(type_str[len("tensor("):-1].upper())
+
+
+@functools.cache
+def op_refusal(domain: str, op: str, opset: int) -> str | None:
+    """Why ORT does not implement ``domain::op`` at opset ``opset`` with any types (None if it builds a session
+    on it with its plainest types). Asks ORT's schema registry which version applies and which types it takes."""
+    name = f"{domain or 'ai.onnx'}::{op}"
+    schemas = [s for s in _schemas().get((domain, op), []) if s.since_version <= opset]
+    if not schemas:
+        return f"has no schema for {name} at opset {opset} (probe: ORT's operator schema registry)"
+    schema = max(schemas, key=lambda s: s.since_version)
+    allowed = {t.type_param_str: t.allowed_type_strs for t in schema.type_constraints}
+    bind = {p: next((t for t in _PLAIN if t in types), types[0]) for p, types in allowed.items() if types}
+
+    def info(param, n: int):  # noqa: ANN001 - an ORT FormalParameter
+        return helper.make_tensor_value_info(param.name or f"p{n}", _elem(bind.get(param.typeStr, param.typeStr)),
+                                             [2] if n == 0 else [])
+
+    try:
+        inputs = [info(p, n) for n, p in enumerate(schema.inputs) if "Variadic" not in str(p.option)]
+        outputs = [info(p, 1) for p in schema.outputs if "Variadic" not in str(p.option)]
+        for o in outputs:
+            o.type.tensor_type.ClearField("shape")
+        node = helper.make_node(op, [i.name for i in inputs], [o.name for o in outputs], domain=domain)
+        imports = [(domain, opset)] + ([] if domain == "" else [("", 21)])
+        model = helper.make_model(helper.make_graph([node], "probe", inputs, outputs),
+                                  opset_imports=[helper.make_opsetid(d, v) for d, v in imports], ir_version=_NEUTRAL_IR)
+    except (KeyError, ValueError, IndexError) as e:  # a schema this builder cannot express: no answer
+        raise LookupError(f"cannot build a probe for {name}-{schema.since_version}: {e}") from None
+    why = _session(model)
+    plain = ", ".join(f"{p}={t[7:-1]}" for p, t in sorted(bind.items()))
+    return None if why is None else \
+        f"does not implement {name}-{schema.since_version} (probe: a {op} model with {plain} was refused: {why})"
+
+
+def model_types(model: onnx.ModelProto) -> list[int]:
+    """Every tensor element type the model's main graph declares (inputs, outputs, value_info, initializers,
+    Constant values), in first-seen order."""
+    g = model.graph
+    seen: dict[int, None] = {}
+    for vi in (*g.input, *g.output, *g.value_info):
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+            seen[vi.type.tensor_type.elem_type] = None
+    for t in g.initializer:
+        seen[t.data_type] = None
+    for node in g.node:
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                seen[a.t.data_type] = None
+    return list(seen)
+
+
+def _unsupported_by_probe(model: onnx.ModelProto, custom_ops: bool) -> str | None:
+    for elem in model_types(model):
+        if (why := type_refusal(elem)) is not None:
+            return why
+    if (why := ir_refusal(model.ir_version)) is not None:
+        return why
+    imports = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import}
+    for domain, version in imports.items():
+        if (why := opset_refusal(domain, version)) is not None:
+            return why
+    for node in model.graph.node:
+        domain = node.domain if node.domain != "ai.onnx" else ""
+        if domain not in imports or (custom_ops and (domain, node.op_type) not in _schemas()):
+            continue  # a custom-op library's operators are not in ORT's registry: no probe for them
+        if (why := op_refusal(domain, node.op_type, imports[domain])) is not None:
+            return why
+    return None
+
+
+def decide(model: onnx.ModelProto, error: Exception, *, custom_ops: bool = False) -> Exception:
+    """:class:`Unsupported` or :class:`Rejected` for ``error``, raised by ORT while building a session on
+    ``model``. ``custom_ops``: custom-op libraries are registered (their operators are not in ORT's schema
+    registry, so no operator probe is put for an operator it does not list)."""
+    text = str(error)
+    prefix = f"ONNX Runtime {ort.__version__} "
+    if type(error).__name__ == "NotImplemented":  # ORT's NOT_IMPLEMENTED status: its own "no kernel for this"
+        return Unsupported(first_line(text))
+    try:
+        why = _unsupported_by_probe(model, custom_ops)
+    except Exception:  # noqa: BLE001 - a probe that cannot be put gives no answer; fall back to the message
+        why = None
+        if any(f in text for f in FALLBACK_FRAGMENTS):
+            return Unsupported(first_line(text) + " (message-text fallback: a probe could not be put)")
+    if why is not None:
+        return Unsupported(prefix + why)
+    return Rejected(first_line(text))
+
+
+def feed_refusal(elems: Iterable[int]) -> str | None:
+    """Why one of the feeds' element types cannot be handed to ORT at run time (None if every one can)."""
+    for elem in elems:
+        if (why := ortvalue_refusal(elem)) is not None:
+            return f"ONNX Runtime {ort.__version__} {why}"
+    return None
