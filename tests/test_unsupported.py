@@ -173,3 +173,14 @@ def test_openvino_unsupported_operator_comes_from_its_frontend():
                               {}, initializers=())
     with pytest.raises(Unsupported, match=r"no conversion rule for com\.amd\.quark\.ExtendedDequantizeLinear \(probe: "):
         create("openvino").run(model, dict(inputs))
+
+
+def test_no_probe_is_trusted_when_their_control_model_is_refused(monkeypatch):
+    """If ORT stopped loading the probes' neutral ground (IR 8, ai.onnx 1), every probe would refuse: then the
+    decision falls back to the message fragments instead of calling everything unsupported."""
+    monkeypatch.setattr(ort_probe, "_control", lambda: "refused")
+    invalid = _dq(np.zeros(2, np.int16), 19)
+    assert isinstance(ort_probe.decide(invalid, _ort_error(invalid)), Rejected)
+    complex64 = _passthrough(TensorProto.COMPLEX64)
+    got = ort_probe.decide(complex64, _ort_error(complex64))
+    assert isinstance(got, Unsupported) and "message-text fallback" in str(got)

@@ -189,7 +189,16 @@ def model_types(model: onnx.ModelProto) -> list[int]:
     return list(seen)
 
 
+@functools.cache
+def _control() -> str | None:
+    """The probes' common ground: a node-less float model at the neutral IR version and opset must load, or a
+    refusal of a probe could be about that ground rather than what it asks (then no probe is trusted)."""
+    return _session(_passthrough(TensorProto.FLOAT, [_NEUTRAL_OPSET], _NEUTRAL_IR))
+
+
 def _unsupported_by_probe(model: onnx.ModelProto, custom_ops: bool) -> str | None:
+    if (why := _control()) is not None:
+        raise LookupError(f"the probes' control model was refused: {why}")
     for elem in model_types(model):
         if (why := type_refusal(elem)) is not None:
             return why
