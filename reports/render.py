@@ -16,6 +16,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from qdq_conformance.resources import templates_dir
+from qdq_conformance.runner.expectations import needs_attention, summary_lines
 from qdq_conformance.runner.results import read
 
 TEMPLATES = templates_dir()
@@ -109,6 +110,8 @@ def render(results: list[tuple[dict[str, Any], list[dict[str, Any]], dict[str, A
         head, cases, summary = results[0]
         html = env.get_template("report.html.j2").render(
             head=head, summary=summarize(head, cases), run_summary=summary or {},
+            expectation_lines=summary_lines(head.get("expectations_status"), (summary or {}).get("expectations")),
+            expectations_attention=needs_attention(head.get("expectations_status")),
             data=pack([_compact(c) for c in cases]), order=ORDER)
     else:
         html = env.get_template("scoreboard.html.j2").render(**scoreboard(results), order=ORDER)

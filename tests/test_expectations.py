@@ -1,15 +1,27 @@
-"""Expectation files: exact ids and globs, per-form entries, errors that name the line."""
+"""Expectation files: exact ids and globs, per-form entries, errors that name the line; entries recorded per
+backend version, the newest-recorded fallback and how it is said; stale entries and new failures."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from qdq_conformance.runner.expectations import ExpectationError, load
+from qdq_conformance.runner.expectations import (
+    ExpectationError,
+    Expectations,
+    find,
+    load,
+    needs_attention,
+    resolve,
+    summary_lines,
+    version_key,
+)
 
 
-def _write(tmp_path, body):
+def _write(tmp_path, body, head="measured: ['1.2.3']\n"):
     p = tmp_path / "e.yaml"
-    p.write_text("backend: x\nversions: '1.2.*'\nentries:\n" + body)
+    p.write_text("backend: x\n" + head + "entries:\n" + body)
     return p
 
 
@@ -29,7 +41,7 @@ def test_exact_ids_globs_and_forms(tmp_path):
     assert e.lookup("quantizelinear-24-b-x").reason == "r1" and e.lookup("quantizelinear-26-b-x") is None
     assert e.lookup("dequantizelinear-21-c", "initializer").reason == "r2"
     assert e.lookup("dequantizelinear-21-c", "runtime") is None
-    assert load(p, "2.0").entries == []  # another version: no expectations
+    assert load(p, "1.2.0").entries == []  # older than every recorded version: no expectations
 
 
 def test_the_first_matching_entry_wins_whatever_its_kind(tmp_path):
@@ -79,3 +91,209 @@ def test_a_thousand_exact_ids_stay_fast(tmp_path):
                "    status: failed\n    reason: many\n")
     e = load(p, "1.2.3")
     assert all(e.lookup(i) is not None for i in ids[::50]) and e.lookup("quantizelinear-21-case-x") is None
+
+
+# --- versions -----------------------------------------------------------------------------------------------------
+
+VERSIONED = """
+  - cases: "q-fixed-in-2"
+    status: failed
+    reason: fixed in 2.0
+    measured: ["1.2.3"]
+  - cases: "q-everywhere"
+    status: error
+    reason: on every recorded version
+  - cases: "q-new-in-2"
+    status: failed
+    reason: appeared in 2.0
+    measured: "2.0.0"
+"""
+
+
+def _versioned(tmp_path):
+    return _write(tmp_path, VERSIONED, head="measured: ['1.2.3', '2.0.0']\n")
+
+
+def test_version_order_is_pep440_like():
+    ordered = ["0.9", "1.2.dev1", "1.2rc1", "1.2", "1.2.0.post1", "1.2.1", "1.10.0", "1.10.0+ort1.31.1",
+               "1.10.0+ort1.32.0", "2026.4.1"]
+    assert sorted(ordered, key=version_key) == ordered
+    assert version_key("1.2") == version_key("1.2.0") and version_key("v1.2.0") == version_key("1.2")
+    assert version_key("unknown") is None and version_key("not installed") is None and version_key(None) is None
+
+
+@pytest.mark.parametrize("running, applied, mode", [
+    ("1.2.3", "1.2.3", "exact"), ("2.0", "2.0.0", "exact"),
+    ("2.1.0", "2.0.0", "newer"), ("2.0.1.dev3", "2.0.0", "newer"),
+    ("1.5.0", "1.2.3", "between"), ("2.0.0rc1", "1.2.3", "between"),
+    ("1.2.2", None, "older"), ("unknown", "2.0.0", "unknown"), (None, "2.0.0", "unknown"),
+])
+def test_which_recorded_version_a_run_is_judged_against(running, applied, mode):
+    assert resolve(["2.0.0", "1.2.3"], running) == (applied, mode)
+    assert resolve([], running) == (None, "unversioned")
+
+
+def test_entries_in_force_follow_their_measured_versions(tmp_path):
+    p = _versioned(tmp_path)
+
+    def reasons(version):
+        return [e.reason for e in load(p, version).entries]
+
+    assert reasons("1.2.3") == ["fixed in 2.0", "on every recorded version"]
+    assert reasons("2.0.0") == ["on every recorded version", "appeared in 2.0"]
+    assert reasons("1.4") == reasons("1.2.3")  # between: the nearest older recorded version
+    assert reasons("3.0") == reasons("2.0.0")  # newer: the newest recorded version
+    assert reasons("1.0") == []  # older than everything recorded: nothing applies
+    e = load(p, "2.0.0")
+    assert e.lookup("q-fixed-in-2") is None and e.lookup("q-new-in-2").reason == "appeared in 2.0"
+    a = e.applicability
+    assert (a.applied, a.mode, a.in_force, a.total, a.recorded) == ("2.0.0", "exact", 2, 3, ("1.2.3", "2.0.0"))
+
+
+def test_a_file_without_versions_applies_whatever_the_version(tmp_path):
+    p = _write(tmp_path, "  - cases: a\n    status: failed\n    reason: r\n", head="")
+    for version in ("0.1", "99", "unknown"):
+        e = load(p, version)
+        assert len(e.entries) == 1 and e.applicability.mode == "unversioned"
+
+
+@pytest.mark.parametrize("head, body, message", [
+    ("versions: '1.2.*'\n", "  - cases: a\n    status: failed\n    reason: r\n", "replaced by 'measured'"),
+    ("measured: ['1.2.3']\n", "  - cases: a\n    status: failed\n    reason: r\n    measured: ['1.3']\n",
+     "names a version the file's measured list"),
+    ("measured: ['1.2.3']\n", "  - cases: a\n    status: failed\n    reason: r\n    measured: ['latest']\n",
+     "measured must list backend versions"),
+    ("measured: [soon]\n", "  - cases: a\n    status: failed\n    reason: r\n", "measured must list"),
+])
+def test_bad_versions_are_one_line_errors(tmp_path, head, body, message):
+    with pytest.raises(ExpectationError, match=message) as info:
+        load(_write(tmp_path, body, head=head), "1.2.3")
+    assert "\n" not in str(info.value)
+
+
+def test_newer_version_applies_the_newest_entries_and_says_so(tmp_path):
+    e = load(_versioned(tmp_path), "2.1.0", "x")
+    status = e.status()
+    assert needs_attention(status)
+    text = summary_lines(status, None)[0]
+    assert "EXPECTATIONS NOT RECORDED FOR x 2.1.0" in text and "newer than every version" in text
+    assert "the 2 entries recorded for the newest, 2.0.0, are applied" in text and "1.2.3, 2.0.0" in text
+
+
+@pytest.mark.parametrize("version, words", [
+    ("1.0", "older than every version"), ("1.5", "nearest older version, 1.2.3"), ("unknown", "not comparable")])
+def test_unrecorded_versions_are_said_clearly(tmp_path, version, words):
+    status = load(_versioned(tmp_path), version, "x").status()
+    assert needs_attention(status) and words in summary_lines(status, None)[0]
+    assert "EXPECTATIONS NOT RECORDED FOR x" in summary_lines(status, None)[0]
+
+
+def test_a_recorded_version_is_not_shouted(tmp_path):
+    status = load(_versioned(tmp_path), "1.2.3", "x").status()
+    assert not needs_attention(status)
+    assert summary_lines(status, None) == [
+        f"expectations: {tmp_path / 'e.yaml'}, 2 of 3 entries in force, recorded for x 1.2.3 (recorded versions: "
+        "1.2.3, 2.0.0)"]
+
+
+def test_stale_entries_held_entries_and_new_failures(tmp_path):
+    p = _write(tmp_path, """
+  - cases: "held-*"
+    status: failed
+    reason: r
+  - cases: "fixed-*"
+    status: failed
+    reason: r
+  - cases: "gone"
+    status: error
+    reason: r
+  - cases: "other-*"
+    status: error
+    reason: r
+  - cases: "old"
+    status: failed
+    reason: r
+    measured: ["1.0"]
+  - cases: "runtime-only"
+    status: failed
+    forms: [runtime]
+    reason: r
+""", head="measured: ['1.0', '2.0']\n")
+    e = load(p, "2.0")
+    assert [x.line for x in e.entries] == [5, 8, 11, 14, 21]  # "old" (measured on 1.0 only) is not in force
+    lines = {x.patterns[0]: x.line for x in e.entries}
+    # held-*: one case as recorded, one fixed; fixed-*: every case passes or is unsupported; other-*: another
+    # failing status; gone and runtime-only: no case matched.
+    matched = {lines["held-*"]: ["failed", "passed"], lines["fixed-*"]: ["passed", "unsupported"],
+               lines["other-*"]: ["crashed"]}
+    stale = e.stale(matched, subset=False, forms={"runtime", "initializer"})
+    assert [(x.patterns[0], why) for x, why in stale] == [
+        ("fixed-*", "its cases pass or are unsupported now"), ("gone", "matches no collected case"),
+        ("runtime-only", "matches no collected case")]
+    assert [x.patterns[0] for x, _ in e.stale(matched, subset=False, forms={"initializer"})] == ["fixed-*", "gone"]
+    assert [x.patterns[0] for x, _ in e.stale(matched, subset=True, forms={"runtime"})] == ["fixed-*"]
+    assert [x.patterns[0] for x, _ in e.stale({lines["fixed-*"]: ["passed"]}, True, ["runtime"])] == ["fixed-*"]
+    assert e.stale({lines["fixed-*"]: ["passed"]}, True, ["runtime"])[0][1] == "all its cases pass now"
+    # 1 failed as recorded (held-*), 1 crashed where error was recorded, 3 failures no entry covers
+    counts = {"failed": 2, "crashed": 1, "error": 2, "passed": 9, "unsupported": 4}
+    tally = e.tally(counts, matched, stale=3)
+    assert tally == {"in_force": 5, "held": 1, "stale": 3, "changed": 1, "new_failures": 4, "unexpected_passes": 2}
+    text = summary_lines(e.status(), tally)[1]
+    assert text == ("of the 5 entries in force: 1 held, 3 stale, 1 ended in another failing status; 4 failing "
+                    "case(s) are new (no entry, or another status), 2 case(s) passed against their entry")
+
+
+def test_no_expectations_file_is_said_too(tmp_path):
+    e = find("no-such-backend", "1.0")
+    assert e.entries == [] and summary_lines(e.status(), None) == ["expectations: none for no-such-backend 1.0"]
+    assert summary_lines(Expectations().status("ort", "1.32.0"), {"in_force": 0, "held": 0, "stale": 0,
+                                                                   "changed": 0, "new_failures": 3,
+                                                                   "unexpected_passes": 0})[1] == \
+        "3 failing case(s), none covered by an expectation"
+
+
+@pytest.mark.parametrize("name", ["ort", "onnx-reference", "openvino", "quark", "tvm"])
+def test_bundled_files_record_their_versions(name):
+    e = find(name, "unknown")
+    a = e.applicability
+    assert a.recorded and a.mode == "unknown" and a.in_force > 0
+    assert all(len(x.reason) > 40 for x in e.entries)
+
+
+def _results_file(path, status, tally):
+    import json
+
+    from qdq_conformance.runner.results import header
+
+    head = header("x", "2.1.0", {"expectations": status and status.get("path"), "expectations_status": status})
+    case = {"type": "case", "id": "q-new-in-2", "form": "runtime", "status": "failed", "operator": "QuantizeLinear",
+            "domain": "ai.onnx", "version": 21, "types": {"x": "float", "y": "int8"}, "case_status": "normative",
+            "expectation": {"status": "failed", "reason": "appeared in 2.0", "link": None, "line": 12}}
+    summary = {"type": "summary", "counts": {"failed": 1}, **({"expectations": tally} if tally else {})}
+    path.write_text("".join(json.dumps(x) + "\n" for x in (head if status else
+                                                          {k: v for k, v in head.items() if k != "expectations_status"},
+                                                          case, summary)))
+    return path
+
+
+def test_report_header_says_which_version_the_expectations_were_recorded_for(tmp_path):
+    from qdq_conformance.reports.render import render_files
+
+    e = load(_versioned(tmp_path), "2.1.0", "x")
+    tally = e.tally({"failed": 1}, {12: ["failed"]}, stale=1)
+    html = render_files([_results_file(tmp_path / "r.jsonl", e.status(), tally)], tmp_path / "r.html").read_text()
+    banner = re.search(r'<p class="attention" id="expectations-attention">(.*?)</p>', html, re.S)
+    assert banner is not None
+    text = banner.group(1).replace("<br>", "\n")
+    assert "EXPECTATIONS NOT RECORDED FOR x 2.1.0: it is newer than every version" in text
+    assert "the 2 entries recorded for the newest, 2.0.0, are applied" in text
+    assert "of the 2 entries in force: 1 held, 1 stale; 0 failing case(s) are new" in text
+    assert "EXPECTATIONS NOT RECORDED" in re.search(r'id="expectations-status">(.*?)</td>', html, re.S).group(1)
+    # a recorded version: the meta table says it, without the banner
+    e = load(_versioned(tmp_path), "2.0.0", "x")
+    html = render_files([_results_file(tmp_path / "r.jsonl", e.status(), None)], tmp_path / "r.html").read_text()
+    assert 'id="expectations-attention"' not in html
+    assert "2 of 3 entries in force, recorded for x 2.0.0" in html
+    # a results file written before versions were recorded still names its file
+    html = render_files([_results_file(tmp_path / "r.jsonl", None, None)], tmp_path / "r.html").read_text()
+    assert 'id="expectations-attention"' not in html and 'id="expectations-status">none' in html

@@ -28,6 +28,7 @@ class RunState:
     matched: dict[int, list[str]] = field(default_factory=dict)  # expectation line -> statuses seen
     surprises: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # stale expectations, as sentences
+    tally: dict[str, int] | None = None  # how the expectations in force held (Expectations.tally), at the end
     backend_name: str = ""
     backend_version: str = ""
     deselected: int = 0

@@ -1,27 +1,43 @@
-"""Expectation files: per backend (and version), case-id patterns with the status they are known to end in.
+"""Expectation files: per backend, case-id patterns with the status they are known to end in, each entry recorded
+on the backend versions it was measured on.
 
 ``expectations/<backend>.yaml``::
 
     backend: ort
-    versions: "1.31.*"           # fnmatch pattern on the backend's version (default: any)
+    measured: ["1.31.1", "1.32.0"]   # the backend versions whole runs were recorded on (the entries' default)
     entries:
       - cases: "dequantizelinear-*-int32-extremes-zero-*"   # glob, or a list of globs, on case ids
         status: failed           # failed, error, crashed, timeout, invalid-accepted, unsupported
         reason: "x - x_zero_point is computed in int32 and wraps (spec: y = (x - x_zero_point) * x_scale)"
         link: https://github.com/microsoft/onnxruntime/issues/...
         forms: [initializer]     # optional: only these graph forms (default: both)
+        measured: ["1.31.1"]     # optional: the versions this entry holds on (default: the file's list)
 
-A case ending in the expected status is an expected failure (listed, not a failure of the run). One ending
-better (passed) is an unexpected pass; one ending in another failing status is a surprise. Entries that match no
-case, or whose cases all pass, are stale and warned about.
+Which entries are in force for the running backend version V (versions compare as PEP 440 releases, with dev /
+a / b / rc / post suffixes and local labels such as quark's ``0.13+ort1.31.1``):
+
+- V is recorded (in the file's or an entry's ``measured``): the entries measured on V.
+- V is newer than every recorded version: the entries of the newest recorded one, and the run says so in the
+  terminal summary, the results file and the report (how many held, how many are stale, how many failures are
+  new). Between two recorded versions: those of the nearest older one, said the same way.
+- V is older than every recorded version: none (said so; every failure is new).
+- V cannot be read (``unknown``): those of the newest recorded version, said so.
+- A file that records no version at all: every entry, whatever V.
+
+An entry without ``measured`` holds on every version the file records. A case ending in the expected status is an
+expected failure (listed, not a failure of the run). One ending better (passed) is an unexpected pass; one ending
+in another failing status is a surprise. Entries in force that match no case, or whose cases all pass, are stale
+and warned about; entries not in force are neither applied nor stale.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -30,10 +46,30 @@ from .outcome import FAILING
 
 EXPECTATIONS_DIR = expectations_dir()
 _STATUSES = set(FAILING) | {"unsupported"}
+_VERSION = re.compile(r"v?(\d+(?:\.\d+)*)(?:[-_.]?(dev|a|alpha|b|beta|rc|c|post)[-_.]?(\d*))?(?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?",
+                      re.IGNORECASE)
+_PHASE = {"dev": 0, "a": 1, "alpha": 1, "b": 2, "beta": 2, "rc": 3, "c": 3, "": 4, "post": 5}
+#: modes of Applicability whose message must stand out (the entries in force were not recorded for this version)
+ATTENTION = frozenset({"newer", "between", "older", "unknown"})
 
 
 class ExpectationError(Exception):
     pass
+
+
+def version_key(version: str | None) -> tuple[Any, ...] | None:
+    """A sortable key of a backend version (release numbers, then dev < a < b < rc < final < post, then a local
+    label ``+...`` as PEP 440 orders it), or None when it is not a version ("unknown", "not installed")."""
+    m = _VERSION.fullmatch((version or "").strip())
+    if m is None:
+        return None
+    release = tuple(int(p) for p in m.group(1).split("."))
+    while len(release) > 1 and release[-1] == 0:
+        release = release[:-1]
+    phase = (m.group(2) or "").lower()
+    local = tuple((1, int(p), "") if p.isdigit() else (0, 0, p.lower()) for p in re.split(r"[-_.]", m.group(4) or "")
+                  if p)
+    return release, _PHASE[phase], int(m.group(3) or 0), local
 
 
 @dataclass
@@ -43,9 +79,8 @@ class Entry:
     reason: str
     link: str | None = None
     line: int = 0
-    matched: int = 0
-    passed: int = 0
     forms: tuple[str, ...] = ()  # empty: every form
+    measured: tuple[str, ...] = ()  # empty: every version
     _exact: frozenset[str] = frozenset()
     _globs: re.Pattern[str] | None = None
 
@@ -60,17 +95,43 @@ class Entry:
             return False
         return case_id in self._exact or bool(self._globs and self._globs.match(case_id))
 
+    def shown(self) -> str:
+        """Its patterns, the first few."""
+        return ", ".join(self.patterns[:4]) + (f" and {len(self.patterns) - 4} more" if len(self.patterns) > 4 else "")
+
+
+@dataclass(frozen=True)
+class Applicability:
+    """Which recorded backend version a run is judged against, and why."""
+
+    backend: str
+    running: str | None
+    recorded: tuple[str, ...]  # oldest first
+    applied: str | None  # the recorded version whose entries are in force (None: unversioned file, or none)
+    mode: str  # exact, newer, between, older, unknown, unversioned, none (no file)
+    in_force: int
+    total: int
+    path: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The results file's ``expectations_status`` header record (what :func:`summary_lines` reads)."""
+        plain = {"backend": self.backend, "running": self.running, "recorded": list(self.recorded),
+                 "applied": self.applied, "mode": self.mode, "in_force": self.in_force, "total": self.total,
+                 "path": self.path}
+        return {**plain, "message": applicability_message(plain)}
+
 
 @dataclass
 class Expectations:
     path: Path | None = None
-    entries: list[Entry] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)  # the entries in force
+    applicability: Applicability | None = None
 
     _index: dict[str | None, tuple[dict[str, int], re.Pattern[str] | None]] = field(
         default_factory=dict, repr=False, compare=False)
 
     def lookup(self, case_id: str, form: str | None = None) -> Entry | None:
-        """The first entry (in file order) that matches ``case_id`` in ``form``."""
+        """The first entry in force (in file order) that matches ``case_id`` in ``form``."""
         index = self._index.get(form)
         if index is None:
             index = self._index[form] = self._build_index(form)
@@ -96,8 +157,98 @@ class Expectations:
                 alternatives.append(f"(?P<e{k}>{e._globs.pattern})")
         return exact, re.compile("|".join(alternatives)) if alternatives else None
 
-    def stale(self) -> list[Entry]:
-        return [e for e in self.entries if e.matched == 0 or e.passed == e.matched]
+    def status(self, backend: str = "", running: str | None = None) -> dict[str, Any]:
+        """The ``expectations_status`` record (an empty set of expectations: mode ``none``)."""
+        a = self.applicability or Applicability(backend, running, (), None, "none", 0, 0, None)
+        return a.as_dict()
+
+    def stale(self, matched: dict[int, list[str]], subset: bool, forms: Iterable[str]) -> list[tuple[Entry, str]]:
+        """Entries in force none of whose cases ended as recorded or failed otherwise (they pass, or are
+        unsupported, now), or (a whole run: ``subset`` false) that matched no case of the graph ``forms`` that
+        ran; with why. ``matched``: entry line -> statuses of the cases it matched."""
+        ran = set(forms)
+        out = []
+        for e in self.entries:
+            seen = matched.get(e.line)
+            if seen is None:
+                if not subset and (not e.forms or ran & set(e.forms)):
+                    out.append((e, "matches no collected case"))
+            elif e.status not in seen and not any(s in FAILING for s in seen):
+                out.append((e, "all its cases pass now" if all(s == "passed" for s in seen) else
+                            "all its cases are unsupported now" if "passed" not in seen else
+                            "its cases pass or are unsupported now"))
+        return out
+
+    def stale_sentence(self, entry: Entry, why: str) -> str:
+        return f"stale expectation {self.path}:{entry.line} ({entry.shown()}): {why}"
+
+    def tally(self, counts: dict[str, int], matched: dict[int, list[str]], stale: int) -> dict[str, int]:
+        """The run against its expectations: entries in force, held (a case ended as recorded), stale, changed
+        (matched, none as recorded, not stale); failing cases that are new (no entry, or an entry recording
+        another status) and cases that passed against an entry."""
+        held = changed = met = passes = 0
+        for e in self.entries:
+            seen = matched.get(e.line, [])
+            met += sum(1 for s in seen if s == e.status and s in FAILING)
+            passes += seen.count("passed")
+            if e.status in seen:
+                held += 1
+            elif any(s in FAILING for s in seen):
+                changed += 1
+        failing = sum(n for s, n in counts.items() if s in FAILING)
+        return {"in_force": len(self.entries), "held": held, "stale": stale, "changed": changed,
+                "new_failures": failing - met, "unexpected_passes": passes}
+
+
+def applicability_message(a: dict[str, Any]) -> str:
+    """One sentence: which expectations are in force for this run, and for which backend version."""
+    backend, running, path = a.get("backend") or "backend", a.get("running"), a.get("path")
+    recorded = ", ".join(a.get("recorded") or []) or "none"
+    n, total, applied, mode = a.get("in_force", 0), a.get("total", 0), a.get("applied"), a.get("mode")
+    if mode == "none" or not path:
+        return f"expectations: none for {backend} {running or ''}".rstrip()
+    if mode == "unversioned":
+        return f"expectations: {path}, {n} entries (the file records no backend version: all apply)"
+    if mode == "exact":
+        return (f"expectations: {path}, {n} of {total} entries in force, recorded for {backend} {applied} "
+                f"(recorded versions: {recorded})")
+    if mode == "newer":
+        return (f"EXPECTATIONS NOT RECORDED FOR {backend} {running}: it is newer than every version {path} "
+                f"records ({recorded}); the {n} entries recorded for the newest, {applied}, are applied")
+    if mode == "between":
+        return (f"EXPECTATIONS NOT RECORDED FOR {backend} {running}: {path} records {recorded}; the {n} entries "
+                f"recorded for the nearest older version, {applied}, are applied")
+    if mode == "older":
+        return (f"EXPECTATIONS NOT RECORDED FOR {backend} {running}: it is older than every version {path} "
+                f"records ({recorded}); "
+                + (f"only the {n} entries recorded for every version apply" if n else
+                   "no entry applies, so every failure is new"))
+    return (f"EXPECTATIONS NOT RECORDED FOR {backend} version {running!r} (not comparable): the {n} entries "
+            f"{path} records for its newest version, {applied}, are applied")
+
+
+def summary_lines(status: dict[str, Any] | None, tally: dict[str, int] | None) -> list[str]:
+    """The expectations part of a run's summary (terminal, report header): which entries were in force for which
+    backend version and, once the run ended, how they held. Reads the results file's records, so a saved run
+    says the same as the live one."""
+    if not status:
+        return []
+    lines = [applicability_message(status)]
+    if tally and status.get("mode") != "none" and status.get("path"):
+        parts = [f"{tally['held']} held", f"{tally['stale']} stale"]
+        if tally.get("changed"):
+            parts.append(f"{tally['changed']} ended in another failing status")
+        lines.append(f"of the {tally['in_force']} entries in force: {', '.join(parts)}; "
+                     f"{tally['new_failures']} failing case(s) are new (no entry, or another status), "
+                     f"{tally['unexpected_passes']} case(s) passed against their entry")
+    elif tally:
+        lines.append(f"{tally['new_failures']} failing case(s), none covered by an expectation")
+    return lines
+
+
+def needs_attention(status: dict[str, Any] | None) -> bool:
+    """The entries in force were not recorded for the running version (or none are): say it loudly."""
+    return bool(status) and status.get("mode") in ATTENTION  # type: ignore[union-attr]
 
 
 def _loader_with_lines() -> type[yaml.SafeLoader]:
@@ -113,39 +264,82 @@ def _loader_with_lines() -> type[yaml.SafeLoader]:
     return Loader
 
 
-def load(path: Path, backend_version: str | None = None) -> Expectations:
-    """Read one expectation file; an entry without a status, a reason or case patterns is an error."""
+def _versions(value: Any, where: str) -> tuple[str, ...]:
+    """A ``measured`` value: one version or a list of them, each a readable version."""
+    items = value if isinstance(value, list) else [value]
+    out = tuple(str(v) for v in items)
+    bad = [v for v in out if version_key(v) is None]
+    if bad or not out:
+        raise ExpectationError(f"{where}: measured must list backend versions such as \"1.31.1\" (got {bad or value})")
+    return out
+
+
+def _entry(raw: dict[str, Any], where: str, file_measured: tuple[str, ...]) -> Entry:
+    unknown = set(raw) - {"cases", "status", "reason", "link", "forms", "measured", "__line__"}
+    if unknown:
+        raise ExpectationError(f"{where}: unknown key(s) {sorted(unknown)}")
+    if raw.get("status") not in _STATUSES:
+        raise ExpectationError(f"{where}: status must be one of {sorted(_STATUSES)}")
+    if not raw.get("reason") or not raw.get("cases"):
+        raise ExpectationError(f"{where}: every entry needs 'cases' and a 'reason'")
+    patterns = raw["cases"] if isinstance(raw["cases"], list) else [raw["cases"]]
+    forms = raw.get("forms") or []
+    forms = [forms] if isinstance(forms, str) else forms
+    if not set(forms) <= {"runtime", "initializer"}:
+        raise ExpectationError(f"{where}: forms must be runtime and/or initializer")
+    measured = _versions(raw["measured"], where) if "measured" in raw else file_measured
+    known = {version_key(v) for v in file_measured}
+    if file_measured and not {version_key(v) for v in measured} <= known:
+        raise ExpectationError(f"{where}: measured {list(measured)} names a version the file's measured list "
+                               f"({list(file_measured)}) does not")
+    return Entry([str(p) for p in patterns], raw["status"], str(raw["reason"]).strip(), raw.get("link"),
+                  raw.get("__line__", 0), forms=tuple(forms), measured=measured)
+
+
+def resolve(recorded: Iterable[str], running: str | None) -> tuple[str | None, str]:
+    """(the recorded version whose entries apply, mode) for ``running``; see the module's docstring."""
+    ordered = sorted(set(recorded), key=version_key)  # type: ignore[arg-type]
+    if not ordered:
+        return None, "unversioned"
+    key = version_key(running)
+    if key is None:
+        return ordered[-1], "unknown"
+    older = [v for v in ordered if version_key(v) <= key]  # type: ignore[operator]
+    if not older:
+        return None, "older"
+    if version_key(older[-1]) == key:
+        return older[-1], "exact"
+    return older[-1], "newer" if older[-1] == ordered[-1] else "between"
+
+
+def load(path: Path, backend_version: str | None = None, backend: str | None = None) -> Expectations:
+    """Read one expectation file and keep the entries in force for ``backend_version``; a malformed entry is an
+    error naming its line."""
     try:
         doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_loader_with_lines())  # noqa: S506 - SafeLoader
     except yaml.YAMLError as e:
         raise ExpectationError(f"{path}: invalid YAML: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("entries", []), list):
         raise ExpectationError(f"{path}: expected a mapping with an 'entries' list")
-    versions = doc.get("versions")
-    if versions and backend_version and not fnmatch.fnmatchcase(backend_version, str(versions)):
-        return Expectations(path, [])
-    entries = []
-    for raw in doc.get("entries", []):
-        line = raw.get("__line__", 0)
-        unknown = set(raw) - {"cases", "status", "reason", "link", "forms", "__line__"}
-        if unknown:
-            raise ExpectationError(f"{path}:{line}: unknown key(s) {sorted(unknown)}")
-        if raw.get("status") not in _STATUSES:
-            raise ExpectationError(f"{path}:{line}: status must be one of {sorted(_STATUSES)}")
-        if not raw.get("reason") or not raw.get("cases"):
-            raise ExpectationError(f"{path}:{line}: every entry needs 'cases' and a 'reason'")
-        patterns = raw["cases"] if isinstance(raw["cases"], list) else [raw["cases"]]
-        forms = raw.get("forms") or []
-        forms = [forms] if isinstance(forms, str) else forms
-        if not set(forms) <= {"runtime", "initializer"}:
-            raise ExpectationError(f"{path}:{line}: forms must be runtime and/or initializer")
-        entries.append(Entry([str(p) for p in patterns], raw["status"], str(raw["reason"]).strip(),
-                             raw.get("link"), line, forms=tuple(forms)))
-    return Expectations(path, entries)
+    if "versions" in doc:
+        raise ExpectationError(f"{path}: 'versions' (a glob) is replaced by 'measured', the backend versions the "
+                               "entries were recorded on, e.g. measured: [\"1.31.1\"]")
+    file_measured = _versions(doc["measured"], f"{path}:measured") if doc.get("measured") is not None else ()
+    every = [_entry(raw, f"{path}:{raw.get('__line__', 0)}", file_measured) for raw in doc.get("entries") or []]
+    recorded = {v for e in every for v in e.measured} | set(file_measured)
+    applied, mode = resolve(recorded, backend_version)
+    key = version_key(applied) if applied else None
+    entries = [e for e in every if not e.measured or (key is not None and key in {version_key(v) for v in e.measured})]
+    ordered = tuple(sorted(recorded, key=version_key))  # type: ignore[arg-type]
+    applicability = Applicability(backend or str(doc.get("backend") or path.stem), backend_version, ordered,
+                                  applied, mode, len(entries), len(every), str(path))
+    return Expectations(path, entries, applicability)
 
 
 def find(backend_name: str, backend_version: str | None) -> Expectations:
     """The bundled expectations of a backend (none when no file exists)."""
     safe = backend_name.replace(":", "_").replace("/", "_")
     path = EXPECTATIONS_DIR / f"{safe}.yaml"
-    return load(path, backend_version) if path.exists() else Expectations(None, [])
+    if not path.exists():
+        return Expectations(None, [], Applicability(backend_name, backend_version, (), None, "none", 0, 0, None))
+    return load(path, backend_version, backend_name)
