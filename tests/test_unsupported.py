@@ -184,3 +184,18 @@ def test_no_probe_is_trusted_when_their_control_model_is_refused(monkeypatch):
     complex64 = _passthrough(TensorProto.COMPLEX64)
     got = ort_probe.decide(complex64, _ort_error(complex64))
     assert isinstance(got, Unsupported) and "message-text fallback" in str(got)
+
+
+def test_onnx_backend_module_declines_through_skiptest_and_ort_probes():
+    """onnxruntime.backend refuses an opset newer than ORT with unittest.SkipTest (onnx.backend's "not
+    supported"), and its ORT errors are decided by the same probes as the ort backend."""
+    backend = create("onnx-backend:onnxruntime.backend")
+    x = np.zeros(2, np.uint8)
+    feeds = {"x": x, "x_scale": np.array(1, np.float32), "x_zero_point": np.zeros((), np.uint8)}
+    with pytest.raises(Rejected):
+        backend.run(_dq(np.zeros(2, np.int16), 19), {**feeds, "x": np.zeros(2, np.int16),
+                                                      "x_zero_point": np.zeros((), np.int16)})
+    try:
+        backend.run(_dq(x, 28), feeds)  # IR 14 / opset 28: skipped by 1.31, not implemented by 1.32
+    except (Unsupported, Rejected) as e:
+        assert isinstance(e, Unsupported), e
