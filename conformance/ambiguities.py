@@ -16,11 +16,12 @@ class Ambiguity:
     operators: tuple[str, ...]
     spec: str
     question: str
-    readings: tuple[str, ...]
+    readings: dict[str, str]  # reading name -> text, in catalogue order
+    kernel_reading: str  # the name of the reading the reference kernel follows
     kernel: str
 
 
-_FIELDS = {"id", "operators", "spec", "question", "readings", "kernel"}
+_FIELDS = {"id", "operators", "spec", "question", "readings", "kernel_reading", "kernel"}
 
 
 @cache
@@ -34,6 +35,10 @@ def catalogue() -> dict[str, Ambiguity]:
             raise ValueError(f"ambiguities.yaml entry {i}: keys must be exactly {sorted(_FIELDS)}")
         if e["id"] in out:
             raise ValueError(f"ambiguities.yaml: duplicate id {e['id']!r}")
+        if not isinstance(e["readings"], dict) or e["kernel_reading"] not in e["readings"]:
+            raise ValueError(f"ambiguities.yaml entry {e['id']}: readings must map names to texts, and "
+                             f"kernel_reading must name one of them")
         out[e["id"]] = Ambiguity(e["id"], tuple(e["operators"]), e["spec"], e["question"],
-                                 tuple(e["readings"]), e["kernel"])
+                                 {str(k): str(v) for k, v in e["readings"].items()}, str(e["kernel_reading"]),
+                                 e["kernel"])
     return out

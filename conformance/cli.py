@@ -26,7 +26,10 @@ def _cmd_specs(args: argparse.Namespace) -> int:
 def _cmd_ambiguities(args: argparse.Namespace) -> int:
     """Print the ambiguity catalogue."""
     for a in catalogue().values():
-        print(f"{a.id}\n  spec:     {a.spec}\n  question: {a.question}\n  kernel:   {a.kernel}\n")
+        readings = "".join(f"\n    {'*' if n == a.kernel_reading else '-'} {n}: {text}"
+                           for n, text in a.readings.items())
+        print(f"{a.id}\n  spec:     {a.spec}\n  question: {a.question}\n  readings (* the kernel's):{readings}"
+              f"\n  kernel:   {a.kernel}\n")
     return 0
 
 

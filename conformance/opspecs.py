@@ -8,9 +8,10 @@ com.amd.quark operators are not in onnx.defs; their tables below are transcribed
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 import onnx.defs
 
@@ -166,6 +167,24 @@ def all_specs() -> tuple[OpSpec, ...]:
 
 def normalize_domain(domain: str) -> str:
     return AI_ONNX if domain in ("", AI_ONNX) else domain
+
+
+def import_table(imports: Iterable[Any]) -> dict[str, int]:
+    """Opset imports (OperatorSetIdProto) by their domain as spelled, a later import of the same spelling
+    replacing an earlier one: the table onnx's checker builds (``opset_imports[domain] = version``)."""
+    return {str(i.domain): int(i.version) for i in imports}
+
+
+def import_version(table: Mapping[str, int], node_domain: str) -> int | None:
+    """The opset version a node of ``node_domain`` runs at, resolved as onnx's checker does (check_node): the
+    import of the node's own spelling first; a node in "" without a "" import uses the "ai.onnx" import. So a
+    model importing both "" and "ai.onnx" runs its "" nodes at the "" version. (onnx registers no operator under
+    the spelling "ai.onnx"; a node spelled so is read as ai.onnx, with the "" import as its fallback.)"""
+    if node_domain in table:
+        return table[node_domain]
+    if node_domain in ("", AI_ONNX):
+        return table.get(AI_ONNX if node_domain == "" else "")
+    return None
 
 
 def versions(domain: str, name: str) -> list[int]:

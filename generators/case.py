@@ -46,6 +46,8 @@ class ConcreteCase:
     expected: list[np.ndarray] | None  # None for an invalid case
     types: dict[str, str] = field(default_factory=dict)
     ambiguity: str | None = None
+    #: implementation-defined: every catalogued reading's answer (the kernel's included), named
+    readings: list[Any] = field(default_factory=list)
     rule: str | None = None
     ulp: int = 0
     ulp_why: str | None = None
@@ -120,6 +122,7 @@ class ConcreteCase:
             "variant": dict(sorted(self.detail.items())),
             "status": self.status,
             "ambiguity": self.ambiguity,
+            "readings": [f"{r.ambiguity}:{r.name}" for r in self.readings],
             "rule": self.rule,
             "comparison": self.comparison,
             "ulp_why": self.ulp_why,

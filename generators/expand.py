@@ -21,12 +21,13 @@ from qdq_conformance.ambiguities import catalogue
 from qdq_conformance.compare import compare
 from qdq_conformance.errors import SpecViolation
 from qdq_conformance.reference import evaluate
-from qdq_conformance.reference.readings import alternatives
+from qdq_conformance.reference.readings import readings
 from qdq_conformance.types import TYPES, ElementType, by_dtype, by_name
 
 from .case import Clause, ConcreteCase
 from .granularity import GVar, variants
 from .loader import CaseFileError, line_of
+from .status import decide
 from .values import X_RECIPES, Ctx, parse_literal, random_values, to_type, zero_point_value
 
 CATEGORIES = {
@@ -259,12 +260,11 @@ def _build(b: _Build) -> ConcreteCase:
     if outputs is not None and "expected" in data:
         _check_golden(tpl, base_id, outputs, spec)
     ambiguity = data.get("ambiguity")
-    if outputs is not None and status == "normative":
-        # A normative case whose answer changes under another reading of a catalogued ambiguity is not
-        # normative: it becomes implementation-defined, naming the entry.
-        other = alternatives(spec.domain, spec.name, spec.version, [a for _, a in inputs], attrs, outputs)
-        if other:
-            status, ambiguity = "implementation-defined", other[0][0]
+    case_readings = []
+    if outputs is not None:
+        # The kernel computes the catalogue's readings; the status policy (generators/status.py) decides.
+        found = readings(spec.domain, spec.name, spec.version, [a for _, a in inputs], attrs, outputs, ambiguity)
+        status, ambiguity, case_readings = decide(status, ambiguity, found, outputs)
     if b.kind == "DQL":
         names, types = ["y", "y_scale", "y_zero_point"], [TYPES["uint8"].proto, TYPES["float"].proto,
                                                           TYPES["uint8"].proto]
@@ -279,7 +279,7 @@ def _build(b: _Build) -> ConcreteCase:
         domain=spec.domain, op=spec.name, version=spec.version, family=data["family"], status=status,
         granularity=g.kind, inputs=inputs, attrs=attrs, output_names=names, output_types=types,
         expected=outputs, types={"x": b.x.name, "scale": b.scale.name if b.scale else "", "y": b.y.name},
-        ambiguity=ambiguity, rule=data.get("rule"), ulp=compare_.get("ulp", 0),
+        ambiguity=ambiguity, readings=case_readings, rule=data.get("rule"), ulp=compare_.get("ulp", 0),
         ulp_why=compare_.get("why"), tier=data.get("tier", "default"),
         detail={**dict(g.detail), "zero_point": b.zp_mode},
     )

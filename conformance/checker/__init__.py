@@ -14,6 +14,7 @@ from typing import Any
 import onnx
 import onnx.shape_inference
 
+from ..opspecs import import_version
 from ..rules import RULES
 from . import nodes
 from .graph import walk
@@ -86,7 +87,7 @@ def check_model(model: onnx.ModelProto, base_dir: Path, label: str = "<model>") 
         for f in findings:
             report.findings.append(NodeFinding(
                 label, site.graph, site.index, site.node.name, nodes.domain_of(site), site.node.op_type,
-                spec.version if spec else site.opsets.get(nodes.domain_of(site)), f.rule, f.severity, f.message,
+                spec.version if spec else import_version(site.opsets, site.node.domain), f.rule, f.severity, f.message,
                 f.input))
     return report
 

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, TensorProto, numpy_helper
 
-from ..opspecs import AI_ONNX, normalize_domain
+from ..opspecs import AI_ONNX, import_table, normalize_domain
 
 
 @dataclass
@@ -135,7 +135,8 @@ class Site:
 
 
 def _opsets(imports) -> dict[str, int]:  # noqa: ANN001 - repeated OperatorSetIdProto
-    return {normalize_domain(i.domain): int(i.version) for i in imports}
+    """By domain as spelled ("" and "ai.onnx" kept apart: a node resolves through opspecs.import_version)."""
+    return import_table(imports)
 
 
 def _walk_nodes(nodes, path: str, opsets: dict[str, int], scope: Scope) -> Iterator[Site]:  # noqa: ANN001

@@ -16,7 +16,7 @@ import numpy as np
 from onnx import AttributeProto, TensorProto
 
 from ..errors import SpecViolation
-from ..opspecs import AI_ONNX, OPERATORS, OpSpec, normalize_domain, resolve
+from ..opspecs import AI_ONNX, OPERATORS, OpSpec, import_version, normalize_domain, resolve
 from ..reference.ops import PLANS, Plan, check_attributes
 from ..rules import RULES
 from ..types import ElementType, by_proto
@@ -221,7 +221,7 @@ def _value_checks(spec: OpSpec, site: Site, base_dir: Path) -> list[Finding]:
 def check(site: Site, base_dir: Path) -> tuple[OpSpec | None, list[Finding]]:
     """Every rule on one node; the operator version it resolved to (None when it did not)."""
     domain = domain_of(site)
-    opset = site.opsets.get(domain)
+    opset = import_version(site.opsets, site.node.domain)
     if opset is None:
         return None, [Finding("QDQ001", f"the model imports no opset for domain {domain}")]
     try:

@@ -51,6 +51,13 @@ def _dequantize(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: Element
             # Exact: 33 bits for int32, a few dozen for float8. An int32 zero point is subtracted like any
             # other (ambiguity catalogue: int32-zero-point).
             d64 = d64 - arith.to_float64(z)
+        return multiply(d64, s, out)
+
+
+def multiply(d64: np.ndarray, s: np.ndarray, out: ElementType) -> np.ndarray:
+    """``d64 * s`` in the output type's precision: the exact difference ``d64`` (float64) and the scale ``s``
+    (already in ``out``) each rounded once to ``out``, and the product rounded once to it."""
+    with np.errstate(invalid="ignore", over="ignore"):
         d = arith.to_precision(d64, out)
         if out is arith.F32:
             return np.multiply(d, s)

@@ -96,6 +96,11 @@ def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...]
                       if _supports_blocked(spec) else f"scale must be a scalar or 1-D, got shape {list(scale_shape)}")
             raise spec.violation("QDQ005", detail, scale_name)
         if has_axis_attr and axis_attr is None:
+            if one_element:
+                # "If it's not specified, it means per-tensor quantization and input 'x_scale' and 'x_zero_point'
+                # must be scalars." A one-element 1-D scale is read as per-tensor, as ONNX Runtime (the
+                # operator's owner) runs it (ambiguity catalogue: ms-one-element-no-axis).
+                return Granularity(PER_TENSOR)
             raise spec.violation("QDQ005", "axis is not specified, so the scale must be a scalar (per tensor)",
                                  scale_name)
         axis = int(axis_attr if axis_attr is not None else 1)

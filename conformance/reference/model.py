@@ -23,12 +23,9 @@ class BoundNode:
 
 
 def opset_version(model: onnx.ModelProto, domain: str) -> int | None:
-    """The model's opset import for ``domain`` ("" and "ai.onnx" are the same domain)."""
-    want = opspecs.normalize_domain(domain)
-    for imp in model.opset_import:
-        if opspecs.normalize_domain(imp.domain) == want:
-            return int(imp.version)
-    return None
+    """The model's opset import for a node spelled ``domain``, resolved as onnx's checker does
+    (:func:`opspecs.import_version`: the node's own spelling first, "" falling back to "ai.onnx")."""
+    return opspecs.import_version(opspecs.import_table(model.opset_import), domain)
 
 
 def _constants(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
@@ -49,7 +46,7 @@ def bind(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> BoundNode:
                             op=",".join(n.op_type for n in nodes) or "?")
     node = nodes[0]
     domain = opspecs.normalize_domain(node.domain)
-    opset = opset_version(model, domain)
+    opset = opset_version(model, node.domain)
     if opset is None:
         raise SpecViolation("QDQ001", f"the model imports no opset for domain {domain!r}", op=node.op_type,
                             domain=domain)

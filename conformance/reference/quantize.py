@@ -14,6 +14,8 @@ Order of operations, for every version:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..types import TYPES, ElementType
@@ -84,9 +86,16 @@ def _to_float(q: np.ndarray, zp: np.ndarray | None, out: ElementType, saturate: 
     return arith.encode_float(arith.round_to(v, out), out, saturate)
 
 
+Divide = Callable[[np.ndarray, np.ndarray, ElementType], np.ndarray]
+
+
 def quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
-             granularity: Granularity, precision: ElementType, saturate: bool = True) -> np.ndarray:
-    """Quantize ``x`` to type ``out``; inputs are already validated against the operator version."""
+             granularity: Granularity, precision: ElementType, saturate: bool = True,
+             divide: Divide = divide) -> np.ndarray:
+    """Quantize ``x`` to type ``out``; inputs are already validated against the operator version.
+
+    ``divide`` computes ``x / scale`` in ``precision``: the kernel's :func:`divide`, or another reading of the
+    division for :mod:`.readings`."""
     s = broadcast(scale, x.shape, granularity)
     z = broadcast(zero_point, x.shape, granularity) if zero_point is not None else None
 

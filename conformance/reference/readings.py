@@ -1,85 +1,404 @@
-"""Other readings of ambiguity-catalogue entries, to tell when a case's answer depends on one.
+"""The readings of the ambiguity catalogue (``conformance/data/ambiguities.yaml``), computed for one node.
 
-The corpus generator runs these on every normative case; where another reading gives a different answer for
-that case's inputs, the case is implementation-defined (naming the entry), never normative by accident.
+For a node and its inputs, :func:`readings` returns, for every catalogue entry whose question arises there, the
+outputs under each of the entry's readings that can be computed (the kernel's own reading included, by name): the
+kernel computes readings, it does not decide a case's status. The corpus generator keeps the entries whose
+readings change the answer and makes such a case implementation-defined; the runner then passes a backend that
+follows one of them (naming it) and fails one that follows none.
+
+A reading is one of:
+- outputs, every element constrained;
+- outputs with a mask of the constrained elements, for a reading that leaves some elements free (``any``: a NaN
+  quotient may quantize to any code, so only the other elements are judged);
+- a rejection (``outputs`` None): the reading says the model is invalid, or fails.
+Readings the catalogue describes but does not define precisely enough to compute are listed in
+:data:`NOT_COMPUTED`, with the reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
-from onnx import TensorProto
 
-from ..compare import compare
-from ..opspecs import AI_ONNX, MS, get
-from ..types import TYPES, by_dtype
-from . import arith, evaluate
+from ..opspecs import AI_ONNX, MS, QUARK, OpSpec, get
+from ..types import TYPES, ElementType, by_dtype
+from . import arith
 from . import granularity as gran
+from .dequantize import multiply
+from .dynamic import dynamic_quantize
+from .ops import Plan, plan_dequantize_linear, plan_quantize_linear
+from .quantize import divide as kernel_divide
+from .quantize import quantize
+
+Outputs = tuple[np.ndarray, ...]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One catalogued reading's answer for one node."""
+
+    ambiguity: str
+    name: str
+    outputs: Outputs | None  # None: under this reading the model is rejected (invalid, or it fails)
+    judged: tuple[np.ndarray | None, ...] | None = None  # per output: mask of the constrained elements (None: all)
+
+
+#: (entry, reading) pairs the catalogue names but does not define precisely enough to compute.
+NOT_COMPUTED = {
+    ("e8m0-precision", "e8m0"): "the catalogue does not say how a quotient rounds to a power of two",
+    ("precision-values", "floats-and-int32"): "a model the kernel accepts is valid under every reading: the "
+    "question is only about the models it rejects (invalid cases)",
+    ("precision-values", "t2"): "concerns which models are valid, not the answer of a valid one",
+    ("precision-values", "any-type"): "concerns which models are valid, not the answer of a valid one",
+}
 
 _NARROW = ("float16", "bfloat16")
+F32, INT32, U8 = TYPES["float"], TYPES["int32"], TYPES["uint8"]
 
 
-def _widened_dq(domain: str, version: int, inputs: Sequence[np.ndarray | None], attrs: dict[str, int],
-                out_name: str) -> list[np.ndarray]:
-    """dq-precision, widened reading: exact (x - x_zero_point) * x_scale rounded once to the output type."""
-    spec = get(domain, "DequantizeLinear", version)
-    x, scale = inputs[0], inputs[1]
-    zp = inputs[2] if len(inputs) > 2 else None
-    assert x is not None and scale is not None
-    merged = {**spec.attributes, **attrs}
-    g = gran.resolve(spec, x.shape, scale.shape, None if zp is None else zp.shape, merged, "x_scale")
-    d = arith.to_float64(x)
-    if zp is not None:
-        d = d - arith.to_float64(gran.broadcast(zp, x.shape, g))
-    out = TYPES[out_name]
+@dataclass
+class _Node:
+    spec: OpSpec
+    x: np.ndarray
+    scale: np.ndarray | None
+    zp: np.ndarray | None
+    attrs: dict[str, int]
+    plan: Plan | None
+    outputs: Outputs
+
+    @property
+    def out(self) -> ElementType:
+        assert self.plan is not None
+        return self.plan.outputs[0]
+
+    def broadcast(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """Scale and zero point shaped like x."""
+        assert self.plan is not None and self.plan.granularity is not None and self.scale is not None
+        g = self.plan.granularity
+        s = np.broadcast_to(gran.broadcast(self.scale, self.x.shape, g), self.x.shape)
+        z = None if self.zp is None else np.broadcast_to(gran.broadcast(self.zp, self.x.shape, g), self.x.shape)
+        return s, z
+
+    def quantize(self, *, precision: ElementType | None = None, saturate: bool | None = None,
+                 divide: Callable[[np.ndarray, np.ndarray, ElementType], np.ndarray] = kernel_divide) -> Outputs:
+        """The kernel's quantization with one step replaced."""
+        p = self.plan
+        assert p is not None and p.granularity is not None and p.precision is not None and self.scale is not None
+        return (quantize(self.x, self.scale, self.zp, out=p.outputs[0], granularity=p.granularity,
+                         precision=precision or p.precision, saturate=p.saturate if saturate is None else saturate,
+                         divide=divide),)
+
+    def quotient(self) -> np.ndarray:
+        """``x / y_scale`` as the kernel computes it, element by element (float64)."""
+        s, _ = self.broadcast()
+        assert self.plan is not None and self.plan.precision is not None
+        return arith.to_float64(np.asarray(kernel_divide(self.x, s, self.plan.precision)))
+
+
+def _q_int(n: _Node) -> bool:
+    return n.spec.name.endswith("QuantizeLinear") and "Dequantize" not in n.spec.name and n.out.is_integer
+
+
+# --- divisions -----------------------------------------------------------------------------------------------
+
+def _exact_quotient_rounded(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
+    """The exact quotient rounded once to ``p``. float64 division of the exact operands (at most 31 significant
+    bits each) is within 2**-53 relative of the quotient, while a quotient that is not a midpoint of ``p``
+    (at most 25 bits) is at least 2**-56 away from one relatively; so rounding the float64 quotient to ``p`` is
+    the correct rounding of the exact quotient."""
     with np.errstate(all="ignore"):
-        prod = d * arith.to_float64(gran.broadcast(scale, x.shape, g))
-    return [arith.cast_float(arith.round_to(prod, out), out).reshape(x.shape)]
+        return arith.to_float64(arith.to_precision(arith.to_float64(x) / arith.to_float64(s), p))
 
 
-def alternatives(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None],
-                 attrs: dict[str, int], outputs: Sequence[np.ndarray]) -> list[tuple[str, list[np.ndarray]]]:
-    """(ambiguity id, outputs) for every applicable other reading that changes the answer."""
-    found: list[tuple[str, list[np.ndarray]]] = []
-    x = inputs[0]
-    scale = inputs[1] if len(inputs) > 1 else None
-    if x is None or scale is None or op not in ("QuantizeLinear", "DequantizeLinear"):
-        return found
-    xt, st = by_dtype(x.dtype), by_dtype(scale.dtype)
-    try:
-        if op == "DequantizeLinear" and (domain == MS or version >= 19):
-            out = by_dtype(outputs[0].dtype).name
-            if out in _NARROW:
-                alt = _widened_dq(domain, version, inputs, attrs, out)
-                if compare(outputs[0], alt[0]) is not None:
-                    found.append(("dq-precision", alt))
-        if op == "QuantizeLinear":
-            q_attrs = {k: v for k, v in attrs.items() if k != "axis" or domain != MS}
-            if domain == MS and "axis" in attrs:
-                q_attrs["axis"] = attrs["axis"]
-            if (domain == MS or (domain == AI_ONNX and version in (19, 21))) and st.name in _NARROW:
-                alt = evaluate(AI_ONNX, "QuantizeLinear", 23, inputs, {**q_attrs, "precision": TensorProto.FLOAT})
-                if compare(outputs[0], alt[0]) is not None:
-                    found.append(("division-precision", alt))
-            if domain == AI_ONNX and version >= 23:
-                p = by_dtype(np.zeros((), TYPES[_precision_name(attrs, st)].dtype).dtype)
-                wider = xt.name == "int32" or (xt.bits > p.bits and xt.is_float) or \
-                    (xt.name in _NARROW and p.name in _NARROW and xt is not p)
-                if wider and p.name != "int32":
-                    alt = evaluate(AI_ONNX, "QuantizeLinear", version, inputs,
-                                   {**attrs, "precision": TensorProto.INT32})
-                    if compare(outputs[0], alt[0]) is not None:
-                        found.append(("mixed-precision-operands", alt))
-    except Exception:  # an alternative reading the kernel cannot express is no evidence either way
-        return found
+def _exact(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return arith.to_float64(x) / arith.to_float64(s)
+
+
+def _float32_operands(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.divide(arith.to_precision(x, F32), arith.to_precision(s, F32))
+
+
+def _truncation(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.trunc(arith.to_float64(x) / arith.to_float64(s))  # exact: |x|, |s| < 2**31
+
+
+def _division_precision(n: _Node) -> dict[str, Outputs] | None:
+    if n.spec.name != "QuantizeLinear" or n.scale is None:
+        return None
+    if not (n.spec.domain == MS or (n.spec.domain == AI_ONNX and n.spec.version in (19, 21))):
+        return None
+    if by_dtype(n.scale.dtype).name not in _NARROW:
+        return None
+    return {"scale-type": n.outputs, "float32": n.quantize(precision=F32)}
+
+
+def _mixed_precision(n: _Node) -> dict[str, Outputs] | None:
+    if n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.spec.version < 23 or n.scale is None:
+        return None
+    assert n.plan is not None and n.plan.precision is not None
+    p = n.plan.precision
+    if p is INT32 or (by_dtype(n.x.dtype) is p and by_dtype(n.scale.dtype) is p):
+        return None
+    return {"operands-rounded": n.outputs, "exact-quotient": n.quantize(divide=_exact_quotient_rounded)}
+
+
+def _int32_precision(n: _Node) -> dict[str, Outputs] | None:
+    if n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.spec.version < 19 or n.scale is None:
+        return None
+    assert n.plan is not None
+    if n.plan.precision is not INT32:
+        return None
+    found = {"exact": n.outputs, "float32": n.quantize(precision=F32, divide=_float32_operands)}
+    if by_dtype(n.x.dtype).is_integer and by_dtype(n.scale.dtype).is_integer:  # integer division needs integers
+        found["truncation"] = n.quantize(divide=_truncation)
     return found
 
 
-def _precision_name(attrs: dict[str, int], scale_type: object) -> str:
-    from ..types import by_proto
+def _int32_input_division(n: _Node) -> dict[str, Outputs] | None:
+    if n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.spec.version not in (10, 13):
+        return None
+    if by_dtype(n.x.dtype) is not INT32:
+        return None
+    return {"float32-operands": n.outputs, "exact-quotient": n.quantize(divide=_exact_quotient_rounded),
+            "exact": n.quantize(divide=_exact)}
 
-    if attrs.get("precision"):
-        return by_proto(int(attrs["precision"])).name
-    name = getattr(scale_type, "name", "float")
-    return "float" if name == "float8e8m0" else name
+
+def _e8m0_precision(n: _Node) -> dict[str, Outputs] | None:
+    if n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.scale is None or n.attrs.get("precision"):
+        return None
+    if by_dtype(n.scale.dtype).name != "float8e8m0":
+        return None
+    xt = by_dtype(n.x.dtype)
+    return {"float32": n.outputs, "x-type": n.quantize(precision=xt)}
+
+
+# --- zero points ---------------------------------------------------------------------------------------------
+
+def _float_zero_point(n: _Node) -> dict[str, Outputs] | None:
+    if n.spec.domain != AI_ONNX or n.spec.version < 19 or n.zp is None or n.scale is None:
+        return None
+    if "Dequantize" in n.spec.name:
+        if by_dtype(n.x.dtype).is_integer:
+            return None
+        s, z = n.broadcast()
+        assert z is not None
+        x64, z64 = arith.to_float64(n.x), arith.to_float64(z)
+        sp = arith.to_precision(s, n.out)
+        with np.errstate(invalid="ignore"):
+            unused = np.where(z64 == 0, x64, x64 - z64)
+        return {"exact": n.outputs, "zero-unused": (multiply(unused, sp, n.out).reshape(n.x.shape),),
+                "ignored": (multiply(x64, sp, n.out).reshape(n.x.shape),)}
+    if n.out.is_integer:
+        return None
+    _, z = n.broadcast()
+    assert z is not None and n.plan is not None
+    q, z64, out, sat = n.quotient(), arith.to_float64(z), n.out, n.plan.saturate
+
+    def enc(v: np.ndarray) -> Outputs:
+        return (arith.encode_float(arith.round_to(v, out), out, sat).reshape(n.x.shape),)
+
+    with np.errstate(invalid="ignore"):
+        return {"exact": n.outputs, "zero-unused": enc(np.where(z64 == 0, q, q + z64)),
+                "two-roundings": enc(arith.round_to(q, out) + z64), "ignored": enc(q)}
+
+
+def _int32_zero_point(n: _Node) -> dict[str, Outputs | None] | None:
+    if "Dequantize" not in n.spec.name or by_dtype(n.x.dtype) is not INT32 or n.zp is None or not n.zp.any():
+        return None
+    s, _ = n.broadcast()
+    ignored = multiply(arith.to_float64(n.x), arith.to_precision(s, n.out), n.out).reshape(n.x.shape)
+    return {"subtracted": n.outputs, "ignored": (ignored,), "invalid": None}
+
+
+def _dq_precision(n: _Node) -> dict[str, Outputs] | None:
+    if "Dequantize" not in n.spec.name or not (n.spec.domain == MS or n.spec.version >= 19):
+        return None
+    if n.spec.domain == QUARK or n.out.name not in _NARROW:
+        return None
+    s, z = n.broadcast()
+    d = arith.to_float64(n.x) - (0 if z is None else arith.to_float64(z))
+    with np.errstate(all="ignore"):
+        widened = arith.round_to(d * arith.to_float64(s), n.out)
+        f32 = arith.to_float64(arith.to_precision(d, F32) * arith.to_precision(s, F32))
+    return {"literal": n.outputs, "widened": (arith.cast_float(widened, n.out).reshape(n.x.shape),),
+            "float32": (arith.cast_float(arith.round_to(f32, n.out), n.out).reshape(n.x.shape),)}
+
+
+# --- NaN -----------------------------------------------------------------------------------------------------
+
+def _replace(n: _Node, where: np.ndarray, value: np.ndarray | float) -> Outputs:
+    y = n.outputs[0].copy()
+    y[where] = np.broadcast_to(np.asarray(value), y.shape)[where].astype(y.dtype)
+    return (y,) + n.outputs[1:]
+
+
+def _nan_to_integer(n: _Node) -> dict[str, Outputs] | None:
+    if n.spec.name == "DynamicQuantizeLinear" or not _q_int(n):
+        return None
+    nan = np.isnan(n.quotient())
+    if not nan.any():
+        return None
+    _, z = n.broadcast()
+    t = n.out
+    assert t.int_min is not None and t.int_max is not None
+    return {"zero-point": n.outputs, "zero": _replace(n, nan, 0), "lower-bound": _replace(n, nan, t.int_min),
+            "upper-bound": _replace(n, nan, t.int_max), "any": n.outputs}
+
+
+def _nan_free(n: _Node, ambiguity: str) -> np.ndarray | None:
+    """The elements a NaN reading leaves free (None when there are none)."""
+    if ambiguity == "nan-to-integer" and n.spec.name != "DynamicQuantizeLinear" and _q_int(n):
+        nan = np.isnan(n.quotient())
+    elif ambiguity == "nan-to-nanless-float":
+        _, z = n.broadcast()
+        nan = np.isnan(n.quotient() + (0 if z is None else arith.to_float64(z)))
+    else:
+        return None
+    return nan if nan.any() else None
+
+
+def _nan_to_nanless_float(n: _Node) -> dict[str, Outputs] | None:
+    if n.spec.name != "QuantizeLinear" or n.scale is None or n.out.is_integer or n.out.has_nan:
+        return None
+    nan = _nan_free(n, "nan-to-nanless-float")
+    if nan is None:
+        return None
+    return {"max-finite": n.outputs, "negative-zero": _replace(n, nan, -0.0), "any": n.outputs}
+
+
+# --- other entries -------------------------------------------------------------------------------------------
+
+def _quark_float_saturation(n: _Node) -> dict[str, Outputs] | None:
+    if n.spec.domain != QUARK or "Dequantize" in n.spec.name or n.out.name not in _NARROW:
+        return None
+    return {"saturate": n.outputs, "inf": n.quantize(saturate=False)}
+
+
+def _dql_nan(n: _Node) -> dict[str, Outputs] | None:
+    if n.spec.name != "DynamicQuantizeLinear" or not np.isnan(n.x).any():
+        return None
+    finite = n.x[~np.isnan(n.x)]
+    _, scale, zp = dynamic_quantize(finite)
+    y = quantize(n.x, scale, zp, out=U8, granularity=gran.Granularity(gran.PER_TENSOR), precision=F32)
+    return {"propagate": n.outputs, "ignored": (y, scale, zp)}
+
+
+def _dql_zero(n: _Node) -> dict[str, Outputs] | None:
+    if n.spec.name != "DynamicQuantizeLinear" or n.x.size == 0 or n.x.any():
+        return None
+    return {"zero-scale": n.outputs, "guard-one": (np.zeros(n.x.shape, np.uint8), np.array(1, np.float32),
+                                                   np.array(0, np.uint8))}
+
+
+def _dql_empty(n: _Node) -> dict[str, Outputs | None] | None:
+    if n.spec.name != "DynamicQuantizeLinear" or n.x.size:
+        return None
+    return {"identities": n.outputs, "fails": None}
+
+
+def _dql_judged(x: np.ndarray, scale: np.ndarray) -> np.ndarray | None:
+    """y's elements a DynamicQuantizeLinear reading constrains: y = QuantizeLinear(x, y_scale, y_zero_point), so an
+    element whose quotient is NaN follows nan-to-integer, whose readings include any code."""
+    with np.errstate(all="ignore"):
+        nan = np.isnan(x.astype(np.float32) / np.float32(scale))
+    return ~nan if nan.any() else None
+
+
+def _validity(kernel: str) -> Callable[[_Node], dict[str, Outputs | None]]:
+    """An entry whose other reading makes the model invalid."""
+    return lambda n: {kernel: n.outputs, "invalid": None}
+
+
+def _block_size_si_1(n: _Node) -> dict[str, Outputs | None] | None:
+    g = n.plan.granularity if n.plan is not None else None
+    if g is None or g.kind != gran.BLOCKED or g.axis is None or n.scale is None or n.scale.shape[g.axis] != 1:
+        return None
+    equal = n.outputs if g.block_size == n.x.shape[g.axis] else None
+    return {"no-upper-bound": n.outputs, "equal-di": equal, "invalid": None}
+
+
+#: Every entry's readings, by catalogue id: a function of the node giving each reading's outputs (None for a
+#: rejection), or None when the entry's question does not arise for the node. Validity entries are computed only
+#: for a case that names them (their question is about which models are valid, which the case's shape decides).
+COMPUTED: dict[str, Callable[[_Node], dict[str, Outputs | None] | None]] = {
+    "nan-to-integer": _nan_to_integer,
+    "division-precision": _division_precision,
+    "mixed-precision-operands": _mixed_precision,
+    "int32-precision": _int32_precision,
+    "int32-input-division": _int32_input_division,
+    "e8m0-precision": _e8m0_precision,
+    "float-zero-point": _float_zero_point,
+    "int32-zero-point": _int32_zero_point,
+    "dq-precision": _dq_precision,
+    "nan-to-nanless-float": _nan_to_nanless_float,
+    "quark-float-saturation": _quark_float_saturation,
+    "dql-nan": _dql_nan,
+    "dql-zero": _dql_zero,
+    "dql-empty": _dql_empty,
+    "block-size-si-1": _block_size_si_1,
+    "v10-one-element-scale": _validity("per-tensor"),
+    "one-element-scale": _validity("per-tensor"),
+    "rank1-axis": _validity("per-axis"),
+    "ms-default-output": _validity("uint8"),
+    "scalar-one-element-shapes": _validity("per-tensor"),
+    "ms-one-element-no-axis": _validity("per-tensor"),
+    "quark-dq-zero-point-type": lambda n: {"x-type": n.outputs, "float": None},
+    "precision-values": lambda n: None,  # see NOT_COMPUTED
+}
+_DECLARED_ONLY = {"v10-one-element-scale", "one-element-scale", "rank1-axis", "ms-default-output",
+                  "scalar-one-element-shapes", "ms-one-element-no-axis", "quark-dq-zero-point-type",
+                  "block-size-si-1", "dql-nan", "dql-zero", "dql-empty"}
+
+
+def _node(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None], attrs: dict[str, int],
+          outputs: Sequence[np.ndarray]) -> _Node:
+    spec = get(domain, op, version)
+    x = inputs[0]
+    assert x is not None
+    scale = inputs[1] if len(inputs) > 1 else None
+    zp = inputs[2] if len(inputs) > 2 else None
+    plan = None
+    if op != "DynamicQuantizeLinear":
+        planner = plan_dequantize_linear if "Dequantize" in op else plan_quantize_linear
+        plan = planner(spec, list(inputs), attrs)
+    return _Node(spec, x, scale, zp, dict(attrs), plan, tuple(outputs))
+
+
+def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None], attrs: dict[str, int],
+             outputs: Sequence[np.ndarray], declared: str | None = None) -> list[Reading]:
+    """Every computable reading of every catalogue entry whose question arises for this node (``declared``: the
+    entry a case names, whose validity readings apply too), the kernel's reading of each entry first."""
+    from ..ambiguities import catalogue
+
+    node = _node(domain, op, version, inputs, attrs, outputs)
+    found: list[Reading] = []
+    for amb, fn in COMPUTED.items():
+        if amb in _DECLARED_ONLY and amb != declared:
+            continue
+        computed = fn(node)
+        if computed is None:
+            continue
+        entry = catalogue()[amb]
+        order = [entry.kernel_reading] + [r for r in entry.readings if r != entry.kernel_reading]
+        free = _nan_free(node, amb)
+        for name in order:
+            if name not in computed:
+                continue
+            out = computed[name]
+            judged = None
+            if name == "any" and free is not None and out is not None:
+                judged = (~free,) + (None,) * (len(out) - 1)
+            elif op == "DynamicQuantizeLinear" and out is not None:
+                judged = (_dql_judged(node.x, out[1]), None, None)
+            found.append(Reading(amb, name, None if out is None else tuple(out), judged))
+    if declared is not None and not any(r.ambiguity == declared for r in found):
+        # The case's own entry, whose question does not arise for these inputs: its kernel reading stands alone.
+        judged = (_dql_judged(node.x, node.outputs[1]), None, None) if op == "DynamicQuantizeLinear" else None
+        found.append(Reading(declared, catalogue()[declared].kernel_reading, node.outputs, judged))
+    return found
+

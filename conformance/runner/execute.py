@@ -129,7 +129,8 @@ def finish(case: Any, form: str, raw: RawResult, entry: record_mod.Expected | No
            feeds: dict[str, np.ndarray] | None = None) -> CaseResult:
     """Classify ``raw`` against the case's rule and write its record (``model`` and ``feeds``: the case's, when
     already built)."""
-    outcome = classify(raw, status=case.status, expected=case.expected, ulp=case.ulp)
+    outcome = classify(raw, status=case.status, expected=case.expected, ulp=case.ulp,
+                       readings=getattr(case, "readings", None) or ())
     rec = record_mod.build(case, form, outcome, entry, backend, model if model is not None else case.model(form),
                            feeds if feeds is not None else case.feeds(form), repro)
     kept = outcome if outcome.status in _DESCRIBED else None
@@ -137,8 +138,6 @@ def finish(case: Any, form: str, raw: RawResult, entry: record_mod.Expected | No
 
 
 def lookup(expectations: Any, case: Any, form: str) -> record_mod.Expected | None:
-    if case.status == "implementation-defined":  # recorded, never failing: no expectation applies
-        return None
     e = expectations.lookup(case.id, form)
     return None if e is None else (e.status, e.reason, e.link, e.line)
 

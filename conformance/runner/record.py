@@ -53,6 +53,7 @@ def build(case: Any, form: str, outcome: Outcome, entry: Expected | None, backen
         | {"y": meta["outputs"][0]["element_type"] if meta["outputs"] else None},
         "spec": spec_text(case),
         "behaviour": outcome.behaviour,
+        "reading": outcome.reading,
         "expectation": None if entry is None else {"status": entry[0], "reason": entry[1], "link": entry[2],
                                                    "line": entry[3]},
         **outcome.summary(),
@@ -62,6 +63,9 @@ def build(case: Any, form: str, outcome: Outcome, entry: Expected | None, backen
         rec["inputs"] = {k: preview(v) for k, v in values.items()}
         rec["expected"] = [preview(e) for e in (case.expected or [])]
         rec["actual"] = [preview(a) for a in (outcome.actual or [])]
+        if outcome.status in FAILING and getattr(case, "readings", None):  # what each catalogued reading gives
+            rec["readings"] = {f"{r.ambiguity}:{r.name}": None if r.outputs is None else [preview(o) for o in r.outputs]
+                               for r in case.readings}
         if outcome.status in FAILING or (outcome.mismatches and meta["status"] == "implementation-defined"):
             code = model_code(model, values)
             try:

@@ -1,0 +1,45 @@
+"""The case-status policy: whether a case is normative or implementation-defined.
+
+The kernel computes the readings of the ambiguity catalogue (:func:`qdq_conformance.reference.readings.readings`);
+this module decides what they mean for a case:
+- a normative case whose answer changes under another reading of a catalogued entry is implementation-defined,
+  naming the entry (the first such entry, in catalogue-computation order), never normative by accident;
+- an implementation-defined case keeps the entry its template names;
+- the case carries the readings of every entry that changes its answer (its own entry's always), so the runner
+  can tell which reading a backend follows, or that it follows none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from qdq_conformance.compare import compare
+from qdq_conformance.reference.readings import Reading
+
+
+def changes_answer(r: Reading, outputs: Sequence[np.ndarray]) -> bool:
+    """Does reading ``r`` give another answer than the kernel's ``outputs`` (a rejection, a free element, or
+    different values)?"""
+    if r.outputs is None:
+        return True
+    if r.judged is not None and any(m is not None and not m.all() for m in r.judged):
+        return True
+    return len(r.outputs) != len(outputs) or any(compare(e, a) is not None
+                                                  for e, a in zip(outputs, r.outputs, strict=False))
+
+
+def decide(status: str, declared: str | None, found: Sequence[Reading],
+           outputs: Sequence[np.ndarray]) -> tuple[str, str | None, list[Reading]]:
+    """(status, ambiguity, readings the case carries) for a normative or implementation-defined case."""
+    changing = [a for a in dict.fromkeys(r.ambiguity for r in found)
+                if any(changes_answer(r, outputs) for r in found if r.ambiguity == a)]
+    entries = ([declared] if declared else []) + [a for a in changing if a != declared]
+    if status == "normative" and changing:
+        status, declared = "implementation-defined", changing[0]
+        entries = changing
+    if status != "implementation-defined":
+        return status, declared, []
+    kept = [r for a in entries for r in found if r.ambiguity == a]
+    return status, declared, kept
