@@ -93,6 +93,13 @@ class ConcreteCase:
         skip = set(self._initializer_names()) if form == "initializer" else set()
         return {n: v for n, v in self.inputs if v is not None and n not in skip}
 
+    def x_labels(self, indices: list[tuple[int, ...]]) -> list[str] | None:
+        """Which boundary x sits on at each multi-index (``tie 110.5, quotient inexact``), recomputed from the
+        final inputs for the few elements a failure reports (generators/labels.py)."""
+        from .labels import case_labels
+
+        return case_labels(self, indices)
+
     def template_key(self) -> str:
         return f"{Path(self.file).name}#{self.template}"
 

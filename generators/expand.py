@@ -24,6 +24,7 @@ from qdq_conformance.reference import evaluate
 from qdq_conformance.reference.readings import readings
 from qdq_conformance.types import TYPES, ElementType, by_dtype, by_name
 
+from .boundaries import SCALE_RECIPES, TARGETS, place, scale_values
 from .case import Clause, ConcreteCase
 from .granularity import GVar, variants
 from .loader import CaseFileError, line_of
@@ -161,6 +162,11 @@ def _value(tpl: Template, source: dict[str, Any], t: ElementType, shape: tuple[i
                 if v is None:
                     raise _Skip()
                 arr = to_type(np.full(n, v), t)
+            elif role == "scale" and name in SCALE_RECIPES:
+                got = scale_values(name, t, n)
+                if got is None:
+                    raise _Skip()
+                arr = got
             else:
                 raise tpl.error(f"inputs.{key}", f"recipe {name!r} is for x, not {key}")
     except ValueError as e:
@@ -214,7 +220,12 @@ def _build(b: _Build) -> ConcreteCase:
         zp_value = float(np.asarray(zp, dtype=np.float32).reshape(-1)[0]) if zp is not None and zp.size else 0.0
     ctx = Ctx(b.kind, b.x, b.scale, b.y, scale_value, zp_value)
     src = inputs_src.get("x", {"random": {"seed": 0}})
-    if "recipe" in src:
+    if src.get("recipe") in TARGETS:  # boundary targets, placed through each element's scale and zero point
+        placed = place(src["recipe"], ctx, spec, g.x_shape, scale, zp, {**attrs, **b.attrs})
+        if placed is None:
+            raise _Skip()
+        x = placed
+    elif "recipe" in src:
         if src["recipe"] not in X_RECIPES:
             raise tpl.error("inputs.x", f"recipe {src['recipe']!r} is for zero points, not x")
         recipe = X_RECIPES[src["recipe"]](ctx)

@@ -153,6 +153,13 @@ def int32_extremes(ctx: Ctx) -> Recipe | None:
     return Recipe([-(2.0**31), -(2.0**31) + 1, -1.0, 0.0, 1.0, 2.0**31 - 2, 2.0**31 - 1])
 
 
+def boundary_dq_codes(ctx: Ctx) -> Recipe | None:
+    """DequantizeLinear codes critical for the output type (see generators/dq_boundaries.py)."""
+    from .dq_boundaries import critical_codes
+
+    return critical_codes(ctx)
+
+
 def _constant(values: list[float]) -> Callable[[Ctx], Recipe | None]:
     return lambda ctx: Recipe(values)
 
@@ -176,17 +183,22 @@ X_RECIPES: dict[str, Callable[[Ctx], Recipe | None]] = {
     "inf": _constant([1.0, np.inf, -2.0]),
     "float-specials": _constant([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0]),
     "overflow-float": _constant([7e4, -7e4, 1e10, -1e10, 65504.0, 1.0]),
+    "boundary-dq-codes": boundary_dq_codes,
 }
+
+#: Zero-point recipes (``nonzero``: a non-zero zero point for float targets too, which the formula keeps).
+ZP_RECIPES = ("min", "max", "mid", "odd", "even", "zero", "nonzero")
 
 
 def zero_point_value(recipe: str, t: ElementType) -> float | None:
-    """A scalar zero point of type ``t`` named by ``recipe`` (min, max, mid, odd, even, zero)."""
+    """A scalar zero point of type ``t`` named by ``recipe`` (one of :data:`ZP_RECIPES`)."""
     if not t.is_integer:
-        return 0.0 if recipe in ("zero", "mid", "even") else None
+        return 0.0 if recipe in ("zero", "mid", "even") else 1.5 if recipe == "nonzero" else None
     assert t.int_min is not None and t.int_max is not None
     mid = (t.int_min + t.int_max + 1) // 2 if t.int_min == 0 else -1 if t.bits > 2 else 0
     table = {"min": t.int_min, "max": t.int_max, "mid": mid, "zero": 0,
-             "odd": mid if mid % 2 else mid + 1, "even": mid if mid % 2 == 0 else mid + 1}
+             "odd": mid if mid % 2 else mid + 1, "even": mid if mid % 2 == 0 else mid + 1,
+             "nonzero": 3 if t.int_max >= 3 else t.int_max}
     value = table[recipe]
     return float(min(max(value, t.int_min), t.int_max))
 

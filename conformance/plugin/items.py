@@ -205,13 +205,16 @@ def _describe(item: CaseItem, outcome: Outcome) -> str:
         if e and a:
             lines.append(f"expected output {k} ({e['type']}, shape {e['shape']}): {_fmt(e)}")
             lines.append(f"actual   output {k} ({a['type']}, shape {a['shape']}): {_fmt(a)}")
+    labelled = {k: m.get("labels") or [] for k, m in ((m["output"], m) for m in rec.get("mismatches") or ())}
     for k, m in outcome.mismatches:
         lines.append(f"output {k}: {m}")
         if outcome.actual is not None and case.expected is not None and m.indices:
             exp, act = case.expected[k], outcome.actual[k]
-            for idx in m.indices[:5]:
+            for j, idx in enumerate(m.indices[:5]):
+                label = labelled.get(k, [])
+                where = f"  [{label[j]}]" if j < len(label) else ""
                 try:
-                    lines.append(f"    at {idx}: expected {exp[idx]!r}, actual {act[idx]!r}")
+                    lines.append(f"    at {idx}: expected {exp[idx]!r}, actual {act[idx]!r}{where}")
                 except (IndexError, TypeError):
                     break
     if rec.get("repro"):

@@ -58,6 +58,7 @@ def build(case: Any, form: str, outcome: Outcome, entry: Expected | None, backen
                                                    "line": entry[3]},
         **outcome.summary(),
     }
+    _label_mismatches(case, rec)
     if outcome.status not in ("passed", "unsupported") or meta["status"] == "implementation-defined":
         values = values_of(model, feeds)
         rec["inputs"] = {k: preview(v) for k, v in values.items()}
@@ -73,6 +74,19 @@ def build(case: Any, form: str, outcome: Outcome, entry: Expected | None, backen
             except Exception:  # a backend that cannot write its repro still gets the model
                 rec["repro"] = code
     return rec
+
+
+def _label_mismatches(case: Any, rec: dict[str, Any]) -> None:
+    """Each mismatch's first indices get the boundary their x element sits on (``labels``, aligned)."""
+    x_labels = getattr(case, "x_labels", None)
+    for m in rec.get("mismatches") or ():
+        if x_labels is not None and m.get("first_indices"):
+            try:
+                got = x_labels([tuple(i) for i in m["first_indices"]])
+            except Exception:  # labels are a help for the reader, never a reason to lose the record
+                got = None
+            if got:
+                m["labels"] = got
 
 
 def encode(rec: dict[str, Any]) -> str:
