@@ -107,6 +107,13 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
+def _cmd_mutants(args: argparse.Namespace) -> int:
+    """Run the corpus against every mutant (the kernel with one shortcut) and print the mutation score."""
+    from .mutants.cli import run
+
+    return run(args)
+
+
 def _cmd_coverage(args: argparse.Namespace) -> int:
     """Per operator version: covered / allowed type combinations, granularities, edge families, and gaps."""
     from qdq_conformance.generators.coverage import coverage, render
@@ -302,6 +309,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="backend worker processes per run (default: auto, the usable cores up to 4)")
     p.add_argument("--reuse", action="store_true", help="keep results files that already exist")
     p.set_defaults(func=_cmd_compliance)
+    from .mutants.cli import EXIT as MUTANTS_EXIT
+    from .mutants.cli import add_arguments as add_mutants_arguments
+
+    p = sub.add_parser("mutants", help=(_cmd_mutants.__doc__ or "").strip(),
+                       description=(_cmd_mutants.__doc__ or "").strip() + " A mutant is killed by the first "
+                       "normative case a real run (--backend mutant:ID --expectations none) fails.",
+                       epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in MUTANTS_EXIT.items()))
+    add_mutants_arguments(p)
+    p.set_defaults(func=_cmd_mutants)
     p = sub.add_parser("coverage", help=(_cmd_coverage.__doc__ or "").strip(),
                        description=(_cmd_coverage.__doc__ or "").strip())
     p.add_argument("--strict", action="store_true", help="exit 1 when any gap remains")

@@ -81,7 +81,7 @@ BUILTIN: dict[str, Callable[[Mapping[str, Any]], Backend]] = {
 
 
 def known_names() -> list[str]:
-    names = list(BUILTIN) + ["onnx-backend:MODULE", "command:CMD", "python:MODULE:FACTORY"]
+    names = list(BUILTIN) + ["onnx-backend:MODULE", "command:CMD", "python:MODULE:FACTORY", "mutant:ID"]
     names += sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
     return names
 
@@ -95,6 +95,10 @@ def create(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
         from .builtin import OnnxBackendModule
 
         return OnnxBackendModule(spec.split(":", 1)[1])
+    if spec.startswith("mutant:"):  # the reference kernel with one shortcut (qdq-conformance mutants --list)
+        from ..mutants import backend
+
+        return backend(spec.split(":", 1)[1])
     if spec.startswith("command:"):
         from .command import CommandBackend
 

@@ -1,0 +1,30 @@
+"""The mutant zoo: deliberately wrong implementations of the quantization operators, each the reference kernel with
+one shortcut a real backend might take, run as backends (``--backend mutant:ID``) to measure how many of them the
+corpus catches (``qdq-conformance mutants``).
+"""
+
+from __future__ import annotations
+
+from . import dequant, division, dynamic, floats, integer, layout  # noqa: F401  (each registers its mutants)
+from .base import REGISTRY, Mutant, MutantBackend
+
+__all__ = ["REGISTRY", "Mutant", "MutantBackend", "backend", "names"]
+
+
+#: The zoo's order: the modules in the order of the computation.
+ORDER = ("integer", "division", "floats", "dequant", "layout", "dynamic")
+
+
+def names() -> list[str]:
+    """Every mutant id, module by module in :data:`ORDER`, each module's in registration order."""
+    def module(mutant_id: str) -> int:
+        name = REGISTRY[mutant_id].patches.__module__.rsplit(".", 1)[-1]
+        return ORDER.index(name) if name in ORDER else len(ORDER)
+    return sorted(REGISTRY, key=module)  # stable: registration order within a module
+
+
+def backend(mutant_id: str) -> MutantBackend:
+    """The backend running mutant ``mutant_id`` (ValueError naming the known ones otherwise)."""
+    if mutant_id not in REGISTRY:
+        raise ValueError(f"unknown mutant {mutant_id!r}; known: {', '.join(REGISTRY)}")
+    return MutantBackend(REGISTRY[mutant_id])

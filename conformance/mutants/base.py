@@ -1,0 +1,183 @@
+"""What a mutant is, and the backend that runs one.
+
+A mutant is the reference kernel with exactly one piece swapped for a shortcut a real implementation might take.
+The swap is a set of patches ``(module, attribute, replacement)`` applied only while the mutant's backend runs a
+model and undone right after (``try`` / ``finally``), so the kernel itself never changes: the oracle's expected
+values were computed before, and every other caller in the process sees the kernel as it is.
+
+The kernel's modules call their helpers through module attributes (``quantize._to_integer``, ``ops.quantize``,
+``granularity.resolve`` ...), which is where a mutant hooks in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+
+from .. import __version__
+from ..errors import SpecViolation
+
+# dtypes for witnesses
+F32, F16, U8, I8, I16, I32 = np.float32, np.float16, np.uint8, np.int8, np.int16, np.int32
+
+#: (module, attribute name, replacement), or (dict, key, replacement) for a function's keyword defaults
+Patch = tuple[Any, str, Any]
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A small input on which the mutant and the kernel disagree: the proof that the patch takes effect, and the
+    kind of value, type and granularity a case needs to kill the mutant."""
+
+    op: str
+    version: int
+    inputs: Sequence[np.ndarray | None]
+    attrs: Mapping[str, int]
+    #: what is special about it, in words ("a tie at 2.5")
+    note: str
+    domain: str = "ai.onnx"
+
+    def evaluate(self) -> list[np.ndarray]:
+        from ..reference import evaluate
+
+        return evaluate(self.domain, self.op, self.version, list(self.inputs), dict(self.attrs))
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One deliberately wrong implementation."""
+
+    id: str
+    #: the shortcut, in one line
+    shortcut: str
+    #: the spec sentence the shortcut violates
+    violates: str
+    #: builds the patches (called once per backend, when the kernel's originals are in place)
+    patches: Callable[[], Sequence[Patch]]
+    #: builds the witness (None only for a proved equivalent mutant)
+    witness: Callable[[], Witness] | None = None
+    #: why no input the spec allows tells this mutant from the kernel, for a proved equivalent one
+    equivalent: str | None = None
+    #: "entry:reading" when the shortcut is a reading of the ambiguity catalogue: wherever it changes the answer
+    #: the case is implementation-defined (generators/status.py), so no normative case can kill it
+    reading: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """What a verdict expects: "equivalent", "reading", or "defect" (a normative case should kill it)."""
+        return "equivalent" if self.equivalent else "reading" if self.reading else "defect"
+
+
+#: Every mutant, by id, in registration order (the modules of this package register theirs on import).
+REGISTRY: dict[str, Mutant] = {}
+
+
+def mutant(id: str, shortcut: str, violates: str, witness: Callable[[], Witness] | None = None,
+           equivalent: str | None = None, reading: str | None = None
+           ) -> Callable[[Callable[[], Sequence[Patch]]], Callable[[], Sequence[Patch]]]:
+    """Decorator registering the patch builder it decorates as mutant ``id``."""
+    if (witness is None) == (equivalent is None):
+        raise ValueError(f"mutant {id!r}: give a witness, or the proof that it is equivalent (not both)")
+
+    def register(build: Callable[[], Sequence[Patch]]) -> Callable[[], Sequence[Patch]]:
+        if id in REGISTRY:
+            raise ValueError(f"mutant {id!r} is registered twice")
+        REGISTRY[id] = Mutant(id, shortcut, violates, build, witness, equivalent, reading)
+        return build
+    return register
+
+
+def _get(target: Any, name: str) -> Any:
+    return target[name] if isinstance(target, dict) else getattr(target, name)
+
+
+def _set(target: Any, name: str, value: Any) -> None:
+    if isinstance(target, dict):
+        target[name] = value
+    else:
+        setattr(target, name, value)
+
+
+@contextmanager
+def applied(patches: Sequence[Patch]) -> Iterator[None]:
+    """The patches in force inside the block; the originals restored on the way out, whatever happens."""
+    saved = [(target, name, _get(target, name)) for target, name, _ in patches]
+    try:
+        for target, name, new in patches:
+            _set(target, name, new)
+        yield
+    finally:
+        for target, name, old in reversed(saved):
+            _set(target, name, old)
+
+
+def function_patch(module: Any, name: str, new: Any) -> list[Patch]:
+    """Patches replacing ``module.name`` by ``new``, also where the kernel binds it as the keyword default of
+    another function of the module (``quantize(..., divide=divide)``)."""
+    patches: list[Patch] = [(module, name, new)]
+    original = getattr(module, name)
+    for other in vars(module).values():
+        defaults = getattr(other, "__kwdefaults__", None)
+        if callable(other) and isinstance(defaults, dict):
+            patches += [(defaults, key, new) for key, value in defaults.items() if value is original]
+    return patches
+
+
+class MutantBackend:
+    """The reference kernel with one mutant's patches in force while it runs a model (``mutant:ID``)."""
+
+    version = __version__
+
+    def __init__(self, m: Mutant) -> None:
+        self.mutant = m
+        self.name = f"mutant:{m.id}"
+        self._patches = list(m.patches())
+
+    def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        from ..backends.base import Rejected
+        from ..reference import run
+
+        with applied(self._patches):
+            try:
+                return run(model, feeds)
+            except SpecViolation as e:
+                raise Rejected(str(e)) from None
+
+    def repro(self, model_code: str, output_names: list[str]) -> str:
+        return (f"{model_code}\nfrom qdq_conformance.mutants import backend\n"
+                f"for name, value in zip({output_names!r}, backend({self.mutant.id!r}).run(model, {{}})):\n"
+                "    print(name, value.dtype, value)\n")
+
+
+# Small numeric helpers shared by the mutant modules.
+
+def wrap(v: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Integer-valued float64 ``v`` wrapped into [lo, hi] as two's-complement storage would (non-finite -> lo)."""
+    span = float(hi - lo + 1)
+    with np.errstate(invalid="ignore"):
+        w = np.mod(v - lo, span) + lo
+    return np.where(np.isfinite(v), w, lo)
+
+
+def store_int(v: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Integer-valued float64 ``v`` already inside ``dtype``'s range, as ``dtype``."""
+    return np.asarray(v, np.float64).astype(np.int64).astype(dtype)
+
+
+def W(op: str, version: int, note: str, *inputs: np.ndarray | None, domain: str = "ai.onnx",
+      **attrs: int) -> Callable[[], Witness]:
+    """A witness builder for the :func:`mutant` decorator: ``op`` at ``version`` on ``inputs`` with ``attrs``."""
+    return lambda: Witness(op, version, inputs, attrs, note, domain)
+
+
+def a(values: Any, dtype: Any) -> np.ndarray:
+    """An array of ``values`` as ``dtype`` (ml_dtypes dtypes included), for witnesses."""
+    d = np.dtype(dtype)
+    if d.name.startswith(("int", "uint")):
+        return np.asarray(values, np.int64).astype(d)
+    return np.asarray(values, np.float64).astype(np.float32 if d.itemsize < 4 else d).astype(d)

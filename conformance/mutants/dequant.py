@@ -1,0 +1,162 @@
+"""Mutants of DequantizeLinear: ``y = (x - x_zero_point) * x_scale`` in the output type's precision.
+
+Each replaces ``ops.dequantize(x, scale, zero_point, *, out, granularity)`` (or wraps the planner that picks the
+output type). The kernel: ``x - x_zero_point`` exactly, rounded once to the output type; the scale rounded to the
+output type; the product in the output type's precision (catalogue dq-precision: literal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import ml_dtypes
+import numpy as np
+from onnx import TensorProto
+
+from ..opspecs import OpSpec
+from ..types import ElementType, by_dtype
+from .base import F32, I32, U8, Patch, W, a, function_patch, mutant, wrap
+
+FORMULA = "The dequantization formula is `y = (x - x_zero_point) * x_scale`."
+OUTPUT = ("The output type is determined by the attribute `output_dtype`. If `output_dtype` is not supplied then the "
+          "output type is the same as `x_scale`. The output type also determines the precision of the multiplication "
+          "operation.")
+
+#: fn(x, scale, zero point (or None), out) -> y, the arguments already broadcast against x
+Formula = Callable[[np.ndarray, np.ndarray, np.ndarray | None, ElementType], np.ndarray]
+
+
+def _dq(fn: Formula, *, only: Callable[[np.ndarray, np.ndarray | None], bool] = lambda x, zp: True
+        ) -> Sequence[Patch]:
+    """The patch computing DequantizeLinear as ``fn`` for inputs ``only`` selects (the kernel for the others)."""
+    from ..reference import ops
+    from ..reference.granularity import broadcast
+
+    original = ops.dequantize
+
+    def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
+                   granularity: object) -> np.ndarray:
+        if not only(x, zero_point):
+            return original(x, scale, zero_point, out=out, granularity=granularity)  # type: ignore[arg-type]
+        s = broadcast(scale, x.shape, granularity)  # type: ignore[arg-type]
+        z = None if zero_point is None else broadcast(zero_point, x.shape, granularity)  # type: ignore[arg-type]
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(x, s, z, out)).reshape(x.shape).astype(out.dtype)
+
+    return function_patch(ops, "dequantize", dequantize)
+
+
+def product(d: np.ndarray, s: np.ndarray, out: ElementType) -> np.ndarray:
+    """The kernel's product: both factors rounded to ``out``, multiplied in ``out``'s precision."""
+    from ..reference import arith
+
+    dp, sp = arith.to_float64(arith.to_precision(d, out)), arith.to_float64(arith.to_precision(s, out))
+    return arith.cast_float(arith.round_to(dp * sp, out), out)
+
+
+def _exact_difference(x: np.ndarray, z: np.ndarray | None) -> np.ndarray:
+    from ..reference import arith
+
+    d = arith.to_float64(x)
+    return d if z is None else d - arith.to_float64(z)
+
+
+def _integer(x: np.ndarray, zp: np.ndarray | None) -> bool:
+    return by_dtype(x.dtype).is_integer
+
+
+@mutant("dq-distributed", "computes x * x_scale - x_zero_point * x_scale (two products and a subtraction in the "
+        "output precision, e.g. a precomputed bias)", FORMULA + " " + OUTPUT,
+        witness=W("DequantizeLinear", 21, "scale 0.1, x 1, zero point 3: (1 - 3) * 0.1 = -0.2 in float32, 0.1 - 0.3 = -0.20000002", a([1], U8), a(0.1, F32), a(3, U8)))
+def _distributed() -> Sequence[Patch]:
+    from ..reference import arith
+
+    def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
+        a = arith.to_float64(product(arith.to_float64(x), s, out))
+        if z is None:
+            return arith.cast_float(a, out)
+        b = arith.to_float64(product(arith.to_float64(z), s, out))
+        return arith.cast_float(arith.round_to(a - b, out), out)
+    return _dq(fn, only=lambda x, zp: zp is not None)
+
+
+@mutant("dq-narrow-subtract", "subtracts the zero point in x's own integer type, so x - x_zero_point wraps "
+        "(uint8: 3 - 5 = 254)", FORMULA,
+        witness=W("DequantizeLinear", 21, "uint8 x 3 below zero point 5: -2, not 254", a([3], U8), a(1, F32), a(5, U8)))
+def _narrow() -> Sequence[Patch]:
+    def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
+        t = by_dtype(x.dtype)
+        assert t.int_min is not None and t.int_max is not None
+        return product(wrap(_exact_difference(x, z), t.int_min, t.int_max), s, out)
+    return _dq(fn, only=_integer)
+
+
+@mutant("dq-product-in-float32", "computes (x - x_zero_point) * x_scale in float32 (x and the zero point converted "
+        "to float32, the scale as given) and rounds the float32 result to a float16 / bfloat16 output", OUTPUT,
+        reading="dq-precision:float32",
+        witness=W("DequantizeLinear", 21, "int32 x 2**24 + 2**16 + 1 to bfloat16: float32 rounds it to 2**24 + 2**16, "
+                  "a bfloat16 tie (-> 2**24); rounded once it goes up to 2**24 + 2**17", a([2**24 + 2**16 + 1], I32),
+                  a(1, ml_dtypes.bfloat16)))
+def _product_f32() -> Sequence[Patch]:
+    from ..reference import arith
+
+    def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
+        d = arith.to_precision(x, arith.F32)
+        if z is not None:
+            d = np.subtract(d, arith.to_precision(z, arith.F32))
+        y32 = np.multiply(d, arith.to_precision(s, arith.F32))
+        return arith.to_precision(y32, out)
+    return _dq(fn)
+
+
+@mutant("dq-unsigned-zero-point-as-signed", "reads an unsigned zero point as the signed type of the same width "
+        "(uint8 200 -> -56)", FORMULA,
+        witness=W("DequantizeLinear", 21, "uint8 zero point 200 (>= 128)", a([200], U8), a(1, F32), a(200, U8)))
+def _zp_signed() -> Sequence[Patch]:
+    def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
+        assert z is not None
+        t = by_dtype(z.dtype)
+        half = 2 ** (t.bits - 1)
+        zz = _exact_difference(z, None)
+        return product(_exact_difference(x, None) - np.where(zz >= half, zz - 2 * half, zz), s, out)
+    return _dq(fn, only=lambda x, zp: zp is not None and by_dtype(zp.dtype).is_integer and
+               (by_dtype(zp.dtype).int_min == 0) and by_dtype(zp.dtype).bits < 32)
+
+
+@mutant("dq-sub-byte-no-sign-extension", "reads int4 / int2 codes without sign extension (int4 -1 -> 15)", FORMULA,
+        witness=W("DequantizeLinear", 21, "int4 x -1 is -1, not 15", a([-1], ml_dtypes.int4), a(1, F32)))
+def _no_sign_extension() -> Sequence[Patch]:
+    def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
+        t = by_dtype(x.dtype)
+        xx = _exact_difference(x, None)
+        xx = np.where(xx < 0, xx + 2**t.bits, xx)
+        return product(xx if z is None else xx - _exact_difference(z, None), s, out)
+    return _dq(fn, only=lambda x, zp: by_dtype(x.dtype).is_integer and by_dtype(x.dtype).bits < 8 and
+               (by_dtype(x.dtype).int_min or 0) < 0)
+
+
+@mutant("dq-output-dtype-ignored", "ignores output_dtype: the output type (and the product's precision) is the "
+        "scale's type", OUTPUT,
+        witness=W("DequantizeLinear", 23, "output_dtype float16 with a float32 scale", a([1], U8), a(1, F32), output_dtype=TensorProto.FLOAT16))
+def _output_dtype_ignored() -> Sequence[Patch]:
+    from ..reference import ops
+
+    original = ops.plan_dequantize_linear
+
+    def plan(spec: OpSpec, inputs: Sequence[np.ndarray | None], attrs: Mapping[str, int]) -> object:
+        return original(spec, inputs, {k: v for k, v in attrs.items() if k != "output_dtype"})
+    return function_patch(ops, "plan_dequantize_linear", plan)
+
+
+@mutant("dq-scale-not-rounded", "multiplies by the scale as given (float32) and rounds the product once to a "
+        "narrower output_dtype, instead of multiplying in the output type", OUTPUT,
+        witness=W("DequantizeLinear", 23, "uint16 x 2071 (float16 2072), float32 scale 0.5123098, output_dtype float16: "
+                  "2072 * float16(scale) and 2071 * scale both round to 1061, 2072 * scale to 1062",
+                  a([2071], np.uint16), a(0.5123098, F32), output_dtype=TensorProto.FLOAT16))
+def _scale_not_rounded() -> Sequence[Patch]:
+    from ..reference import arith
+
+    def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
+        d = arith.to_float64(arith.to_precision(_exact_difference(x, z), out))
+        return arith.cast_float(arith.round_to(d * arith.to_float64(s), out), out)
+    return _dq(fn)

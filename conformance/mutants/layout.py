@@ -1,0 +1,239 @@
+"""Mutants of the layout: granularity, axis, blocks, packed sub-byte tensors.
+
+They wrap the kernel's planners (``ops.plan_*``: attributes as the node carries them), its granularity resolution
+(``granularity.resolve``), the broadcasting of scale and zero point (``quantize.broadcast``,
+``dequantize.broadcast``) or the whole per-operator computation (``ops.quantize``, ``ops.dequantize``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ..opspecs import AI_ONNX, OpSpec
+from ..types import by_dtype
+from .base import F32, U8, Patch, W, a, function_patch, mutant
+
+AXIS = ("axis: (Optional) The axis of the dequantizing dimension of the input tensor. Used only for per-axis and "
+        "blocked quantization. Negative value means counting dimensions from the back. Accepted range is `[-r, r-1]` "
+        "where `r = rank(input)`. (schema default: 1)")
+PER_AXIS = "Per-axis quantization: The scale must be a 1-D tensor, with the length of the quantization axis."
+BLOCKED = ("Blocked quantization: The scale's shape is identical to the input's shape, except for one dimension, in "
+           "which blocking is performed. Given `x` shape `(D0, ..., Di, ..., Dn)`, `axis=i`, and block size `B`: "
+           "`y_scale` shape is `(D0, ..., ceil(Di/B), ..., Dn)`.")
+PACKED = ("onnx.proto, TensorProto: Each pair of uint4, int4, and float4 values MUST be packed as two 4-bit elements "
+          "into a single byte. [...] Each group of four uint2, int2 values MUST be packed as four 2-bit elements into a "
+          "single byte. float6e2m3 and float6e3m2 values must be packed 4-at-a-time into 3 bytes [...] If the element "
+          "count is not a multiple of 4, the final group is zero-padded")
+
+Planner = Callable[[OpSpec, Sequence[np.ndarray | None], Mapping[str, int]], Any]
+
+
+def _planners(edit: Callable[[OpSpec, dict[str, int]], dict[str, int]]) -> Sequence[Patch]:
+    """Patches running both planners on the node's attributes as ``edit`` rewrites them."""
+    from ..reference import ops
+
+    def wrapped(original: Planner) -> Planner:
+        def plan(spec: OpSpec, inputs: Sequence[np.ndarray | None], attrs: Mapping[str, int]) -> Any:
+            return original(spec, inputs, edit(spec, dict(attrs)))
+        return plan
+
+    return [*function_patch(ops, "plan_quantize_linear", wrapped(ops.plan_quantize_linear)),
+            *function_patch(ops, "plan_dequantize_linear", wrapped(ops.plan_dequantize_linear))]
+
+
+@mutant("axis-default-0", "takes the default axis as 0 instead of 1 when the node has no axis attribute", AXIS,
+        witness=W("QuantizeLinear", 21, "rank 2, no axis attribute, scale along axis 1 (length 3, axis 0 has 2)", a(np.ones((2, 3)), F32), a([1, 2, 4], F32)))
+def _axis_default_0() -> Sequence[Patch]:
+    def edit(spec: OpSpec, attrs: dict[str, int]) -> dict[str, int]:
+        if spec.domain == AI_ONNX and "axis" in spec.attributes and "axis" not in attrs:
+            attrs["axis"] = 0
+        return attrs
+    return _planners(edit)
+
+
+@mutant("negative-axis-ignored", "ignores a negative axis attribute (falls back to the default axis)", AXIS,
+        witness=W("QuantizeLinear", 21, "axis=-1 on rank 3 is axis 2, not the default 1", a(np.ones((2, 3, 4)), F32), a([1, 2, 4, 8], F32), axis=-1))
+def _negative_axis() -> Sequence[Patch]:
+    def edit(spec: OpSpec, attrs: dict[str, int]) -> dict[str, int]:
+        if attrs.get("axis", 0) < 0:
+            del attrs["axis"]
+        return attrs
+    return _planners(edit)
+
+
+@mutant("negative-axis-off-by-one", "normalizes a negative axis as rank - 1 + axis (counting from the back one "
+        "too far)", AXIS,
+        witness=W("QuantizeLinear", 21, "axis=-1 on rank 3 is axis 2, not 1", a(np.ones((2, 3, 4)), F32), a([1, 2, 4, 8], F32), axis=-1))
+def _negative_axis_off() -> Sequence[Patch]:
+    from ..reference import granularity as gran
+
+    original = gran.resolve
+
+    def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...], zp_shape: Any,
+                attrs: Mapping[str, int | None], scale_name: str) -> Any:
+        axis = attrs.get("axis")
+        if axis is not None and axis < 0 and len(x_shape) > 1:
+            attrs = {**attrs, "axis": max(len(x_shape) - 1 + axis, 0)}
+        return original(spec, x_shape, scale_shape, zp_shape, attrs, scale_name)
+    return function_patch(gran, "resolve", resolve)
+
+
+@mutant("one-element-per-tensor", "treats a per-axis scale of one element as per-tensor", PER_AXIS,
+        equivalent="A valid per-axis scale of one element goes with an axis of length 1 (or, catalogue "
+        "one-element-scale, is already read as per-tensor): either way the one scale and zero point apply to every "
+        "element, so per-axis and per-tensor compute the same values. Blocked scales are not touched.")
+def _one_element() -> Sequence[Patch]:
+    from ..reference import granularity as gran
+
+    original = gran.resolve
+
+    def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...], zp_shape: Any,
+                attrs: Mapping[str, int | None], scale_name: str) -> Any:
+        g = original(spec, x_shape, scale_shape, zp_shape, attrs, scale_name)
+        return gran.Granularity(gran.PER_TENSOR) if g.kind == gran.PER_AXIS and scale_shape == (1,) else g
+    return function_patch(gran, "resolve", resolve)
+
+
+def _params(edit: Callable[[np.ndarray, Any], np.ndarray], which: tuple[str, ...] = ("scale", "zero_point")
+            ) -> Sequence[Patch]:
+    """Patches handing ``ops.quantize`` / ``ops.dequantize`` scale and / or zero point as ``edit(param, g)``."""
+    from ..reference import ops
+
+    def wrapped(original: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+        def call(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, **kw: Any) -> np.ndarray:
+            g = kw["granularity"]
+            if "scale" in which:
+                scale = edit(scale, g)
+            if zero_point is not None and "zero_point" in which:
+                zero_point = edit(zero_point, g)
+            return original(x, scale, zero_point, **kw)
+        return call
+
+    return [*function_patch(ops, "quantize", wrapped(ops.quantize)),
+            *function_patch(ops, "dequantize", wrapped(ops.dequantize))]
+
+
+def _first_if_per_axis(p: np.ndarray, g: Any) -> np.ndarray:
+    return np.full_like(p, p.reshape(-1)[0]) if g.kind == "per-axis" and p.size else p
+
+
+@mutant("per-axis-as-per-tensor", "applies the first scale and zero point of a per-axis quantization to every "
+        "channel", PER_AXIS,
+        witness=W("QuantizeLinear", 21, "per-axis scales 1 and 0.25 along axis 1", a(np.ones((1, 2)), F32), a([1, 0.25], F32), axis=1))
+def _per_axis_first() -> Sequence[Patch]:
+    return _params(_first_if_per_axis)
+
+
+@mutant("per-axis-zero-point-first", "applies per-axis scales but only the first zero point to every channel",
+        PER_AXIS + " In all cases, `y_zero_point` must have the same shape as `y_scale`.",
+        witness=W("QuantizeLinear", 21, "per-axis zero points 0 and 5 along axis 1", a(np.zeros((1, 2)), F32), a([1, 1], F32), a([0, 5], U8), axis=1))
+def _per_axis_zp_first() -> Sequence[Patch]:
+    return _params(_first_if_per_axis, which=("zero_point",))
+
+
+def _broadcasts(make: Callable[[Callable[..., np.ndarray]], Callable[..., np.ndarray]]) -> Sequence[Patch]:
+    from ..reference import dequantize as dmod
+    from ..reference import quantize as qmod
+
+    return [*function_patch(qmod, "broadcast", make(qmod.broadcast)),
+            *function_patch(dmod, "broadcast", make(dmod.broadcast))]
+
+
+@mutant("blocked-index-from-last-axis", "computes a blocked element's block index from its coordinate along the "
+        "last axis, whatever the blocking axis (right only for axis = -1)", BLOCKED,
+        witness=W("QuantizeLinear", 21, "blocks along axis 0 of a (4, 2) x: rows 2-3 take the second row of scales", a(np.ones((4, 2)), F32), a([[1, 1], [0.5, 0.5]], F32), axis=0, block_size=2))
+def _blocked_last() -> Sequence[Patch]:
+    def make(original: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+        def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Any) -> np.ndarray:
+            rank = len(x_shape)
+            if g.kind != "blocked" or g.axis == rank - 1:
+                return original(param, x_shape, g)
+            block = np.minimum(np.arange(x_shape[-1]) // g.block_size, param.shape[g.axis] - 1)
+            index = list(np.indices(x_shape, sparse=True))
+            index[g.axis] = block.reshape((1,) * (rank - 1) + (-1,))
+            return param[tuple(index)]
+        return broadcast
+    return _broadcasts(make)
+
+
+@mutant("blocked-partial-block", "counts blocks as floor(Di / block_size), so the elements of a partial last block "
+        "take the previous block's scale and zero point", BLOCKED,
+        witness=W("QuantizeLinear", 21, "Di=5, block_size 3: elements 3-4 form a partial block with the second scale", a(np.ones((1, 5)), F32), a([[1, 0.5]], F32), axis=1, block_size=3))
+def _blocked_partial() -> Sequence[Patch]:
+    def make(original: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+        def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Any) -> np.ndarray:
+            if g.kind != "blocked":
+                return original(param, x_shape, g)
+            di = x_shape[g.axis]
+            full = max(di // g.block_size, 1)
+            index = np.minimum(np.arange(di) // g.block_size, full - 1)
+            return param.take(index, axis=g.axis)
+        return broadcast
+    return _broadcasts(make)
+
+
+@mutant("dq-block-size-ignored", "blocked DequantizeLinear ignores block_size and uses ceil(Di / Si)", BLOCKED,
+        witness=W("DequantizeLinear", 21, "Di=9, Si=2, block_size 6 (ceil(9/2) = 5): element 5 is in the first block", a(np.ones((1, 9)), U8), a([[1, 2]], F32), axis=1, block_size=6))
+def _dq_block_size() -> Sequence[Patch]:
+    from ..reference import dequantize as dmod
+    from ..reference import granularity as gran
+
+    original = dmod.broadcast
+
+    def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Any) -> np.ndarray:
+        if g.kind == gran.BLOCKED and param.shape[g.axis]:
+            g = gran.Granularity(gran.BLOCKED, g.axis, -(-x_shape[g.axis] // param.shape[g.axis]))
+        return original(param, x_shape, g)
+    return function_patch(dmod, "broadcast", broadcast)
+
+
+def _tail(x_or_y: np.ndarray) -> np.ndarray:
+    """A boolean mask of the elements of a partly filled last packed group (byte, or 3 bytes for float6)."""
+    t = by_dtype(x_or_y.dtype)
+    mask = np.zeros(x_or_y.size, bool)
+    if t.bits < 8:
+        group = math.lcm(t.bits, 8) // t.bits  # elements per whole number of bytes: 2, 4 (2-bit), 4 (6-bit)
+        rest = x_or_y.size % group
+        if rest:
+            mask[x_or_y.size - rest:] = True
+    return mask.reshape(x_or_y.shape)
+
+
+@mutant("packed-tail-dropped", "QuantizeLinear to a sub-byte type never writes the elements of a partly filled "
+        "last byte (they read back as code 0)", PACKED,
+        witness=W("QuantizeLinear", 21, "int4, 3 elements: the third fills half of the last byte", a([1, 1, 1], F32), a(1, F32), a(0, ml_dtypes.int4)))
+def _tail_dropped() -> Sequence[Patch]:
+    from ..reference import ops
+
+    original = ops.quantize
+
+    def quantize(x: np.ndarray, *args: Any, **kw: Any) -> np.ndarray:
+        y = original(x, *args, **kw)
+        tail = _tail(y)
+        if tail.any():
+            y = y.copy()
+            y[tail] = np.zeros((), y.dtype)
+        return y
+    return function_patch(ops, "quantize", quantize)
+
+
+@mutant("packed-tail-misread", "DequantizeLinear from a sub-byte type reads the elements of a partly filled "
+        "last byte as code 0", PACKED,
+        witness=W("DequantizeLinear", 21, "int4, 3 elements: the third fills half of the last byte", a([1, 1, 1], ml_dtypes.int4), a(1, F32)))
+def _tail_misread() -> Sequence[Patch]:
+    from ..reference import ops
+
+    original = ops.dequantize
+
+    def dequantize(x: np.ndarray, *args: Any, **kw: Any) -> np.ndarray:
+        tail = _tail(x)
+        if tail.any():
+            x = x.copy()
+            x[tail] = np.zeros((), x.dtype)
+        return original(x, *args, **kw)
+    return function_patch(ops, "dequantize", dequantize)

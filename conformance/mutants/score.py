@@ -1,0 +1,119 @@
+"""The mutation score: every mutant run over the corpus's normative cases until one fails it.
+
+A case kills a mutant when a real run (``qdq-conformance run --backend mutant:ID --expectations none``) fails it:
+the verdict comes from the runner's own :func:`~qdq_conformance.runner.execute.call_backend` and
+:func:`~qdq_conformance.runner.outcome.classify`, with the case's status, expected outputs and comparison rule, and
+no expectations. Only normative cases count: an implementation-defined case is never a failure, and an invalid
+case accepted says nothing about the shortcut's arithmetic. The scan stops at the first kill (the corpus order:
+case files by name, cases in file order); a surviving mutant has been run on every normative case.
+
+Graph forms: the mutants change the kernel's arithmetic, which reads initializers and fed inputs alike
+(:func:`qdq_conformance.reference.model.bind`), so the runtime form decides; ``forms`` can add the other.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..runner.execute import call_backend
+from ..runner.outcome import FAILING, classify
+from .base import Mutant, MutantBackend
+
+
+@dataclass
+class Verdict:
+    mutant: str
+    status: str  # killed | surviving | equivalent | reading (the last two: not killed, as expected)
+    case: str | None = None  # the first normative case that failed the mutant
+    form: str | None = None
+    outcome: str | None = None  # the failed case's status (failed, error, ...)
+    message: str = ""
+    cases_run: int = 0
+    seconds: float = 0.0
+
+    @property
+    def killed(self) -> bool:
+        return self.case is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+#: The normative cases of the run, set once per process (inherited by forked workers).
+_CASES: list[Any] = []
+_MODELS: dict[tuple[int, str], Any] = {}
+_MUTANTS: dict[str, Mutant] = {}
+
+
+def _model(k: int, form: str) -> Any:
+    key = (k, form)
+    if key not in _MODELS:  # parsed once per process: mutants never change a model
+        _MODELS[key] = _CASES[k].model(form)
+    return _MODELS[key]
+
+
+def judge(m: Mutant, forms: Sequence[str] = ("runtime",)) -> Verdict:
+    """Run mutant ``m`` over the normative cases (in ``forms``) until one fails it."""
+    t0 = time.perf_counter()
+    backend = MutantBackend(m)
+    run = 0
+    for form in forms:
+        for k, case in enumerate(_CASES):
+            raw = call_backend(backend, _model(k, form), case.feeds(form))
+            outcome = classify(raw, status=case.status, expected=case.expected, ulp=case.ulp)
+            run += 1
+            if outcome.status in FAILING:
+                message = outcome.message.splitlines()[0][:300] if outcome.message else ""
+                return Verdict(m.id, "killed", case.id, form, outcome.status, message, run, time.perf_counter() - t0)
+    status = {"defect": "surviving"}.get(m.kind, m.kind)
+    return Verdict(m.id, status, cases_run=run, seconds=time.perf_counter() - t0)
+
+
+def _judge_by_id(args: tuple[str, tuple[str, ...]]) -> Verdict:
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # a mutant's overflows are its own business
+        warnings.simplefilter("ignore")
+        return judge(_MUTANTS[args[0]], args[1])
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def score(cases: Iterable[Any], mutants: Sequence[Mutant], *, forms: Sequence[str] = ("runtime",),
+          jobs: int | None = None, progress: Callable[[Verdict], None] | None = None) -> list[Verdict]:
+    """Verdicts for ``mutants`` (in their order) over the normative ones of ``cases``.
+
+    ``jobs`` processes judge mutants side by side (default: the usable cores, at most 4; forked, so they share the
+    loaded corpus); ``progress`` is called with each verdict as it arrives.
+    """
+    _CASES[:] = [c for c in cases if c.status == "normative"]
+    _MODELS.clear()
+    _MUTANTS.clear()
+    _MUTANTS.update((m.id, m) for m in mutants)
+    jobs = min(jobs or min(usable_cores(), 4), max(len(mutants), 1))
+    work = [(m.id, tuple(forms)) for m in mutants]
+    verdicts: dict[str, Verdict] = {}
+    if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            for v in pool.imap_unordered(_judge_by_id, work):
+                verdicts[v.mutant] = v
+                if progress:
+                    progress(v)
+    else:
+        for item in work:
+            v = _judge_by_id(item)
+            verdicts[v.mutant] = v
+            if progress:
+                progress(v)
+    return [verdicts[m.id] for m in mutants]
