@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -250,8 +251,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: %(default)s)")
     _add_corpus_options(p)
     p.set_defaults(func=_cmd_generate)
+    from .plugin.terminal import EXIT_STATUS
+
     p = sub.add_parser("run", help=(_cmd_run.__doc__ or "").strip(), description=(_cmd_run.__doc__ or "").strip()
-                       + " Arguments after -- go to pytest (e.g. -- -k quantizelinear-21 -n 2).")
+                       + " Arguments after -- go to pytest (e.g. -- -k quantizelinear-21 -n 2). On a terminal, one "
+                       "progress line; elsewhere, a line a minute; at the end, after pytest's own lines, the run's "
+                       "summary: counts per status, expected vs unexpected, where the results and report are, and "
+                       "the exit status's meaning.",
+                       epilog="exit status:\n" + "\n".join(textwrap.fill(v, 100, initial_indent=f"  {k}  ",
+                                                                        subsequent_indent="     ")
+                                                          for k, v in EXIT_STATUS.items()),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     from .plugin.options import add_to_argparse
 
     add_to_argparse(p)

@@ -19,6 +19,14 @@ def run_pytest(*args, cwd=ROOT):
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
+def pytest_final_line(stdout):
+    """pytest's own final line ("2 failed, 3 passed ... in 1.2s"): the one just above the run's summary, which
+    comes last."""
+    lines = stdout.strip().splitlines()
+    k = max(i for i, ln in enumerate(lines) if ln.startswith("=") and "qdq-conformance:" in ln)
+    return lines[k - 1]
+
+
 def read_results(path):
     lines = [json.loads(x) for x in Path(path).read_text().splitlines()]
     return lines[0], [x for x in lines if x["type"] == "case"], lines[-1]
@@ -188,7 +196,7 @@ def test_lean_protocol_reports_what_pytests_own_protocol_reports(tmp_path, stric
                 f"--junitxml={junit}", "--results", str(res), *(["--strict-expectations"] if strict else []),
                 *(["--probe-full"] if mode == "full" else [])]
         p = run_pytest(*args)
-        summary = p.stdout.strip().splitlines()[-1]
+        summary = pytest_final_line(p.stdout)
         probe = next(ln for ln in p.stdout.splitlines() if ln.startswith("probe:"))
         _, cases, _ = read_results(res)
         statuses = sorted((c["id"], c["form"], c["status"]) for c in cases)

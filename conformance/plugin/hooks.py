@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import time
 import warnings
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from ..runner.results import ResultsWriter, header
 from . import options, protocol
 from .items import CaseFailure, CaseFile, CaseItem, LoadErrorItem, SuiteFile, forms_of
 from .state import STATE, RunState
+from .terminal import RunTerminal
 
 CASES_DIR = cases_dir()
 #: items between two garbage collections that freeze what lives on (see pytest_runtest_protocol)
@@ -102,6 +102,8 @@ def pytest_configure(config: pytest.Config) -> None:
         state.results = ResultsWriter(_results_path(config))
     config.stash[STATE] = state
     config.pluginmanager.register(_Recorder(state), "qdq-conformance-recorder")
+    if not worker:  # progress while the cases run, the summary at the very end (terminal.py)
+        config.pluginmanager.register(RunTerminal(config, state), "qdq-conformance-terminal")
 
 
 def _results_path(config: pytest.Config) -> Path:
@@ -285,31 +287,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # pytest keeps every report until it exits, and collects garbage several times on the way out: keep the
     # run's objects out of those collections too (see pytest_collection_modifyitems).
     gc.freeze()
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    if STATE not in config.stash or _is_xdist_worker(config):
-        return
-    state = config.stash[STATE]
-    tr = terminalreporter
-    tr.section(f"qdq-conformance: {state.backend_name} {state.backend_version}")
-    counts = Counter(state.counts)
-    tr.write_line(", ".join(f"{counts[s]} {s}" for s in ("passed", "failed", "error", "crashed", "timeout",
-                                                         "invalid-accepted", "unsupported",
-                                                         "implementation-defined") if counts[s]) or "no case ran")
-    status = state.header.get("expectations_status") if state.header else None
-    for line in expectations_mod.summary_lines(status, state.tally):  # loud when not recorded for this version
-        tr.write_line(line, **({"yellow": True, "bold": True} if expectations_mod.needs_attention(status) else {}))
-    if state.surprises:
-        tr.write_line(f"{len(state.surprises)} case(s) ended other than their expectation says "
-                      "(first ones below; --strict-expectations makes them fail):")
-        for s in state.surprises[:20]:
-            tr.write_line(f"  {s}")
-    if state.stale:
-        tr.write_line(f"{len(state.stale)} stale expectation(s):")
-        for line in state.stale[:20]:
-            tr.write_line(f"  {line}")
-    if state.results is not None:
-        tr.write_line(f"results: {state.results.path}")
-    if config.getoption("qdq_report"):
-        tr.write_line(f"report: {config.getoption('qdq_report')}")

@@ -29,6 +29,17 @@ class UnexpectedOutcome(Exception):
     """Under --strict-expectations: a case that ended other than its expectation says."""
 
 
+#: --tb styles under which a failing case is described in one line (a corpus run's: its every detail and repro are
+#: in the results file and the report, and thousands of full descriptions cost pytest's summary minutes)
+ONE_LINE_STYLES = ("no", "line")
+
+
+def headline(outcome: Outcome) -> str:
+    """A failing case in one line: its status and the first line of its message."""
+    first = outcome.message.strip().split("\n", 1)[0]
+    return f"{outcome.status}: {first[:300]}" + ("..." if len(first) > 300 else "")
+
+
 def marker_names(case: Any, form: str) -> list[str]:
     meta = case.metadata()
     names = [form, meta["operator"].lower(), meta["domain"].replace(".", "_"), f"v{meta['version']}",
@@ -91,6 +102,8 @@ class CaseItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailure):
+            if self.config.getoption("tbstyle", "auto") in ONE_LINE_STYLES:
+                return headline(excinfo.value.outcome)
             return _describe(self, excinfo.value.outcome)
         if isinstance(excinfo.value, UnexpectedOutcome):
             return f"{self.case.id} [{self.form}]: {excinfo.value}"

@@ -64,11 +64,16 @@ def add_to_argparse(parser: argparse.ArgumentParser) -> None:
 
 #: pytest flags for a corpus run (the run and compliance commands, the runner benchmark): backends print into their
 #: worker's log, never the terminal, so output and log capturing only cost time (about a fifth of a run); the
-#: end-of-run list shows failures, errors and unexpected passes, not the thousands of unsupported cases; nothing
-#: in a corpus run is a Python assert, so pytest need not rewrite the plugin's modules (about a second per process);
-#: stale expectations are listed in the run's own summary, so the per-item warnings capture is not needed either.
+#: end-of-run list shows failures, errors and unexpected passes, one line each, not the thousands of unsupported
+#: cases; --tb=no: no FAILURES section, whose cost grows with failures x cases (pytest looks up each failure's
+#: teardown among every item's reports: 1,000 failures of 50,000 cases took minutes), and each failing case is
+#: described in one line (items.ONE_LINE_STYLES), its every detail and repro being in the results file and the
+#: report; nothing in a corpus run is a Python assert, so pytest need not rewrite the plugin's modules (about a
+#: second per process); stale expectations are listed in the run's own summary, so the per-item warnings capture
+#: is not needed either; nor is Hypothesis's plugin (installed with the test extra), whose end-of-run summary walks
+#: every report.
 RUN_FLAGS: tuple[str, ...] = ("-q", "-p", "no:cacheprovider", "--capture=no", "-p", "no:logging", "-p", "no:warnings",
-                              "--assert=plain", "-r", "fEX")
+                              "-p", "no:hypothesispytest", "--assert=plain", "-r", "fEX", "--tb=no")
 
 
 def to_pytest_args(ns: argparse.Namespace) -> list[str]:

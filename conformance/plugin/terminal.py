@@ -1,0 +1,267 @@
+"""A corpus run on the terminal: one progress line instead of pytest's letters, and the run's summary in the
+project's own words as the last thing printed.
+
+pytest writes a letter per test: 50,000 of them for a corpus run, with no count or time left, and its final
+line counts implementation-defined cases as passed and unsupported ones as skipped. Here, while the cases run
+(verbosity 0 or -q; ``-v`` keeps pytest's line per test):
+
+- on a terminal, one line (done / total, rate, time left, failures so far) redrawn in place;
+- elsewhere (a CI log, a pipe), a line when the run starts and one a minute (OFF_TTY_EVERY), no letters;
+
+and after pytest's own final line: the counts per status (passed, failed, error, crashed, timeout,
+invalid-accepted, unsupported, implementation-defined), expected (an expectation says so) vs unexpected, the
+expectations in force, where the results and the report are, and what the exit status means (EXIT_STATUS).
+
+Only public pytest API: a ``pytest_report_teststatus`` wrapper that keeps every report's category (the counts,
+``-r`` and the final line are pytest's as ever) and blanks its letter while the cases run; a
+``pytest_sessionfinish`` wrapper run first, whose code after the yield comes after pytest's final line; the
+TerminalReporter's ``write_line``, ``write_sep``, ``rewrite`` and ``isatty``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections import Counter
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from ..progress import Progress, duration
+from ..runner import expectations as expectations_mod
+from ..runner.outcome import STATUSES
+from .state import RunState
+
+#: seconds between two progress lines off a terminal
+OFF_TTY_EVERY = 60.0
+#: seconds between two redraws of the progress line on a terminal
+TTY_EVERY = 0.2
+#: unexpected failures named in the summary (every one is in pytest's list above it, the results and the report)
+FIRST_UNEXPECTED = 10
+#: the statuses in the order the summary lists them
+ORDER = ("passed", "failed", "error", "crashed", "timeout", "invalid-accepted", "unsupported",
+         "implementation-defined")
+
+#: what the exit status of a run (``qdq-conformance run``, ``pytest --backend``) means
+EXIT_STATUS: dict[int, str] = {
+    0: "no unexpected failure: every case passed, was unsupported or implementation-defined, or ended as its "
+       "expectation says",
+    1: "unexpected failures: a case failed, errored, crashed, timed out or accepted an invalid model with no "
+       "expectation saying so (under --strict-expectations: ended other than its expectation says), or a case "
+       "file could not be loaded",
+    2: "interrupted (Ctrl-C); `qdq-conformance run`: its command line could not be parsed",
+    3: "internal error in the runner or a pytest plugin",
+    4: "usage error: an unknown backend or option, or an expectation file that cannot be read",
+    5: "no case selected (-k, -m, --form or --suite matched nothing)",
+    6: "more warnings than pytest's --max-warnings allows",
+}
+
+
+@dataclass
+class Tally:
+    """What the summary counts, report by report: per status, the cases whose expectation held (expected) and
+    the cases that fail the run (unexpected, as pytest's exit status sees them)."""
+
+    done: int = 0  # items finished (their teardown reported)
+    failed_reports: int = 0  # reports that fail the run
+    expected: Counter[str] = field(default_factory=Counter)
+    unexpected: Counter[str] = field(default_factory=Counter)
+    other_failures: int = 0  # failures that are no case's (a case file that cannot be loaded, a Python test)
+    first: list[str] = field(default_factory=list)  # the first unexpected failures, one line each
+
+    def add(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            self.done += 1
+        if report.failed:
+            self.failed_reports += 1
+        if not (report.when == "call" or (report.when == "setup" and not report.passed)):
+            return
+        note = None
+        for key, value in report.user_properties:
+            if key == "qdq_outcome":
+                note = value
+        if note is None:
+            if report.failed:
+                self.other_failures += 1
+                self._remember(report, None)
+            return
+        status = note["status"]
+        if report.failed:
+            self.unexpected[status] += 1
+            self._remember(report, note)
+        elif hasattr(report, "wasxfail"):
+            if report.skipped:
+                self.expected[status] += 1
+            else:  # passed against an expectation that says it fails
+                self.unexpected[status] += 1
+
+    def _remember(self, report: pytest.TestReport, note: dict[str, Any] | None) -> None:
+        if len(self.first) >= FIRST_UNEXPECTED:
+            return
+        lines = report.longreprtext.strip().splitlines() or [""]
+        if note is None:
+            self.first.append(f"{report.nodeid}: {lines[0]}")
+            return
+        # the one-line form (a corpus run's --tb) is "status: message"; the full description has a message line
+        message = next((ln[len("message: "):] for ln in lines if ln.startswith("message: ")), None)
+        text = lines[0] if message is None else f"{note['status']}: {message}"
+        self.first.append(f"{note['id']} [{note['form']}]: {text[:300]}")
+
+
+class RunTerminal:
+    """Registered by the runner's pytest_configure in the process that reports (not in a pytest-xdist worker)."""
+
+    def __init__(self, config: pytest.Config, state: RunState) -> None:
+        self.config = config
+        self.state = state
+        self.tally = Tally()
+        self.tr: Any = None
+        self.tty = False
+        self.quiet = False  # pytest's letters are replaced (verbosity <= 0)
+        self.running = False
+        self.session: pytest.Session | None = None
+        self.progress: Progress | None = None
+        self.exitstatus: int | None = None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+        self.tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if self.tr is not None:
+            isatty = self.tr.isatty
+            self.tty = bool(isatty() if callable(isatty) else isatty)
+            self.quiet = self.config.getoption("verbose") <= 0 and not self.config.getoption("collectonly")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_teststatus(self, report: Any, config: pytest.Config) -> Generator[None, Any, Any]:
+        result = yield
+        if self.running and self.quiet and result:
+            return (result[0], "", "")  # same category (counts, -r, the final line); no letter
+        return result
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
+        self.running = self.quiet  # (under pytest-xdist, the number of cases is known once the workers collected)
+        if self.running:
+            self.progress = Progress(self.state.backend_name or "cases", enabled=False,
+                                     every=TTY_EVERY if self.tty else OFF_TTY_EVERY)
+            if self.tty:
+                self._draw(force=True)
+            else:
+                self.progress.due(0, 1)  # the first line a minute from now
+                n = f"{session.testscollected:,} case(s)" if session.testscollected else "the cases"
+                self.tr.write_line(f"qdq-conformance: running {n} against {self.state.backend_name} "
+                                   f"{self.state.backend_version}; a progress line every {OFF_TTY_EVERY:.0f} s")
+        try:
+            return (yield)
+        finally:
+            if self.running:
+                self.running = False
+                if self.tty:
+                    self._draw(force=True)
+                    self.tr.write("\n", flush=True)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.tally.add(report)
+        if self.running and report.when == "teardown" and self.session and self.tally.done < self.session.testscollected:
+            self._draw()  # (the last one is drawn when the loop ends)
+
+    def _extra(self) -> str:
+        n = self.tally.failed_reports
+        expected = sum(self.tally.expected.values())
+        text = f"{n:,} unexpected failure{'s' if n != 1 else ''}"
+        return text + (f", {expected:,} expected" if expected else "")
+
+    def _draw(self, force: bool = False) -> None:
+        progress, session = self.progress, self.session
+        if progress is None or session is None:
+            return
+        total, done = session.testscollected, self.tally.done
+        if total <= 0 or (not force and not progress.due(done, total)):
+            return
+        if not self.tty:
+            if done < total:  # (the summary tells the end)
+                self.tr.write_line("qdq-conformance: " + progress.text(done, total, self._extra(), width=0))
+            return
+        cols = _columns()
+        bare = progress.text(done, total, self._extra(), width=0)
+        bar = min(30, cols - 1 - len(bare) - 3)
+        text = progress.text(done, total, self._extra(), width=bar) if bar >= 10 else bare
+        self.tr.rewrite(text[:cols - 1], erase=True, bold=self.tally.failed_reports == 0,
+                        red=self.tally.failed_reports > 0)
+        self.tr.flush()
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None, Any, Any]:
+        result = yield  # the results file, the report, and pytest's own summary, final line included
+        if self.tr is not None and not self.config.getoption("collectonly"):
+            status = int(session.exitstatus)
+            ok = status == 0
+            self.tr.write_sep("=", f"qdq-conformance: {self.state.backend_name} {self.state.backend_version}",
+                              green=ok, red=not ok, bold=True)
+            for line, markup in run_summary(self.state, self.tally, self.config, status):
+                self.tr.write_line(line, **markup)
+        return result
+
+
+def _columns() -> int:
+    cols = shutil.get_terminal_size((80, 24)).columns
+    return cols if cols >= 40 else 80
+
+
+def run_summary(state: RunState, tally: Tally, config: pytest.Config,
+                  exitstatus: int) -> list[tuple[str, dict[str, bool]]]:
+    """The run's summary, line by line with its terminal markup."""
+    out: list[tuple[str, dict[str, bool]]] = []
+    counts = Counter(state.counts)
+    statuses = [s for s in (*ORDER, *STATUSES, *sorted(counts)) if counts[s]]
+    statuses = list(dict.fromkeys(statuses))
+    total = sum(counts.values())
+    elapsed = duration(time.time() - state.started)
+    if not total:
+        out.append(("no case ran", {}))
+    else:
+        out.append((f"{total:,} case(s) in {elapsed}", {"bold": True}))
+        width = max(len(s) for s in statuses)
+        for s in statuses:
+            detail = []
+            if tally.expected[s]:
+                detail.append(f"{tally.expected[s]:,} expected")
+            if tally.unexpected[s]:
+                what = "unexpected: an expectation says they fail" if s == "passed" else "unexpected"
+                detail.append(f"{tally.unexpected[s]:,} {what}")
+            markup = {"yellow" if s == "passed" else "red": True} if tally.unexpected[s] else {}
+            out.append((f"  {s:<{width}} {counts[s]:>9,}" + (f"   ({', '.join(detail)})" if detail else ""),
+                        markup))
+    if tally.other_failures:
+        out.append((f"{tally.other_failures} failure(s) of no case (a case file that cannot be loaded, or a "
+                    "Python test): see pytest's list above", {"red": True}))
+    status = state.header.get("expectations_status") if state.header else None
+    loud = {"yellow": True, "bold": True} if expectations_mod.needs_attention(status) else {}
+    for line in expectations_mod.summary_lines(status, state.tally):  # loud when not recorded for this version
+        out.append((line, loud))
+    if state.surprises:
+        out.append((f"{len(state.surprises)} case(s) ended other than their expectation says "
+                    "(first ones below; --strict-expectations makes them fail):", {}))
+        out += [(f"  {s}", {}) for s in state.surprises[:20]]
+    if state.stale:
+        out.append((f"{len(state.stale)} stale expectation(s):", {}))
+        out += [(f"  {line}", {}) for line in state.stale[:20]]
+    unexpected = tally.failed_reports
+    if tally.first:
+        which = f"the first {len(tally.first)} of {unexpected:,}" if unexpected > len(tally.first) else "all"
+        out.append((f"unexpected failures ({which}; each one's detail and repro are in the results and the "
+                    "report):", {}))
+        out += [(f"  {line}", {"red": True}) for line in tally.first]
+    if state.results is not None:
+        out.append((f"results: {state.results.path}", {}))
+    if config.getoption("qdq_report", None):
+        out.append((f"report:  {config.getoption('qdq_report')}", {}))
+    meaning = EXIT_STATUS.get(exitstatus, "see pytest's exit codes")
+    if exitstatus == 1 and unexpected:
+        meaning = f"{unexpected:,} unexpected failure(s)"
+    out.append((f"exit status {exitstatus}: {meaning}", {"bold": True, "green": exitstatus == 0,
+                                                          "red": exitstatus != 0}))
+    return out
