@@ -44,8 +44,9 @@ def _pick(codes: np.ndarray, mask: np.ndarray) -> list[float]:
 
 def critical_codes(ctx: Ctx) -> Recipe | None:
     """Codes of x: its extremes (with the zero point, ``x - x_zero_point`` leaves x's own range), zero point
-    and neighbours, products that tie in the output type, that round otherwise through float32, and the
-    codes either side of the output's overflow (and of its largest finite value)."""
+    and neighbours, products that tie in the output type, that round otherwise through float32, that round
+    otherwise when a scale wider than the output is first rounded to the output type, and the codes either
+    side of the output's overflow (and of its largest finite value)."""
     x, y = ctx.x, ctx.y
     if ctx.kind != "DQ" or not y.is_float:
         return None
@@ -59,6 +60,13 @@ def critical_codes(ctx: Ctx) -> Recipe | None:
     picked = [x.int_min, x.int_min + 1, x.int_max - 1, x.int_max, zp, zp - 1, zp + 1, 0]
     tie, via32 = _output_floats(y, p)
     picked += _pick(codes, tie) + _pick(codes, via32)
+    if ctx.scale is not None and ctx.scale.bits > y.bits:  # output_dtype narrower than the scale
+        assert y.mantissa_bits is not None
+        s_y = float(round_to(np.array([s]), y)[0])
+        exact = np.abs(codes - zp) <= 2.0 ** (y.mantissa_bits + 1)  # x - zp exact in the output type
+        with np.errstate(all="ignore"):
+            differs = round_to((codes - zp) * s_y, y) != round_to(p, y)  # the scale rounded to y first, or not
+        picked += _pick(codes, differs & exact)
     over = np.abs(round_to(p, y)) > y.max_finite
     if over.any() and (~over).any():
         below = codes[~over]
@@ -67,3 +75,27 @@ def critical_codes(ctx: Ctx) -> Recipe | None:
     v = np.array(picked, np.float64)
     v = v[(v >= x.int_min) & (v <= x.int_max)]
     return Recipe(list(dict.fromkeys(v.tolist())))
+
+
+def scale_rounding_codes(ctx: Ctx) -> Recipe | None:
+    """Codes where converting a wider scale to the output type first matters and nothing else does: float32
+    scale, float16 / bfloat16 output; ``x - x_zero_point`` not exact in the output type, yet the catalogued
+    dq-precision readings (literal, widened, float32) agree, while a product with the scale as given (after
+    rounding ``x - x_zero_point``) rounds otherwise ("The output type also determines the precision of the
+    multiplication operation")."""
+    x, y = ctx.x, ctx.y
+    if ctx.kind != "DQ" or not x.is_integer or not y.is_float or ctx.scale is None or ctx.scale.bits <= y.bits:
+        return None
+    codes = _candidates(x, ctx.zp_value)
+    d = codes - ctx.zp_value
+    s = ctx.scale_value
+    with np.errstate(all="ignore"):
+        d_y = round_to(d, y)
+        literal = round_to(d_y * float(round_to(np.array([s]), y)[0]), y)
+        widened = round_to(d * s, y)
+        f32 = round_to(round_to(d * s, F32), y)
+        shortcut = round_to(d_y * s, y)
+    keep = (d_y != d) & (literal == widened) & (widened == f32) & (shortcut != literal) & np.isfinite(literal)
+    if not keep.any():
+        return None
+    return Recipe(_pick(codes, keep) + [float(ctx.zp_value)])

@@ -80,6 +80,9 @@ def variants(tpl: Template, spec: opspecs.OpSpec, kind: str) -> Iterator[GVar]:
         return
     ranks = g.get("ranks", [2])
     sign = g.get("axis_attribute", "positive")
+    if sign == "omitted":  # no axis attribute: the default axis, 1
+        yield from _default_axis(gk, ranks, g.get("blocks", ["low", "high"]))
+        return
     for rank in ranks:
         for axis in _axes(g.get("axes"), rank, sign):
             a = axis % rank
@@ -96,3 +99,18 @@ def variants(tpl: Template, spec: opspecs.OpSpec, kind: str) -> Iterator[GVar]:
                 yield GVar("blocked", dims, sshape, {"axis": axis, "block_size": bs},
                            (f"blocked-{block}-{ax_label}-r{rank}",),
                            (("rank", rank), ("axis", axis), ("block", block)))
+
+
+def _default_axis(gk: str, ranks: list[int], blocks: list[str]) -> Iterator[GVar]:
+    """Variants without an axis attribute: the operator's default axis 1 (rank >= 2)."""
+    for rank in (r for r in ranks if r >= 2):
+        if gk == "per-axis":
+            dims = DIMS[:rank]
+            yield GVar("per-axis", dims, (dims[1],), {}, (f"axisdefault-r{rank}",), (("rank", rank), ("axis", 1)))
+            continue
+        for block in blocks:
+            di, si, bs = BLOCKS[block]
+            dims = tuple(di if i == 1 else d for i, d in enumerate(DIMS[:rank]))
+            sshape = tuple(si if i == 1 else d for i, d in enumerate(dims))
+            yield GVar("blocked", dims, sshape, {"block_size": bs}, (f"blocked-{block}-axisdefault-r{rank}",),
+                       (("rank", rank), ("axis", 1), ("block", block)))

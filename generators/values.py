@@ -160,6 +160,13 @@ def boundary_dq_codes(ctx: Ctx) -> Recipe | None:
     return critical_codes(ctx)
 
 
+def boundary_dq_scale_rounding(ctx: Ctx) -> Recipe | None:
+    """DequantizeLinear codes where rounding a wider scale to the output type matters (dq_boundaries.py)."""
+    from .dq_boundaries import scale_rounding_codes
+
+    return scale_rounding_codes(ctx)
+
+
 def _constant(values: list[float]) -> Callable[[Ctx], Recipe | None]:
     return lambda ctx: Recipe(values)
 
@@ -184,6 +191,7 @@ X_RECIPES: dict[str, Callable[[Ctx], Recipe | None]] = {
     "float-specials": _constant([0.0, -0.0, np.nan, np.inf, -np.inf, 1.0]),
     "overflow-float": _constant([7e4, -7e4, 1e10, -1e10, 65504.0, 1.0]),
     "boundary-dq-codes": boundary_dq_codes,
+    "boundary-dq-scale-rounding": boundary_dq_scale_rounding,
 }
 
 #: Zero-point recipes (``nonzero``: a non-zero zero point for float targets too, which the formula keeps).
