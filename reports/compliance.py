@@ -55,8 +55,8 @@ def render_markdown(results: list[tuple[dict[str, Any], list[dict[str, Any]], An
     if command:
         out += [f"Regenerate with `{command}`.", ""]
     out += ["Counts are cases (each case in the graph forms run). *failed* includes error, crashed, timeout and "
-            "invalid-accepted; *impl.-def.* cases follow an entry of the ambiguity catalogue and are recorded, "
-            "never judged.", ""]
+            "invalid-accepted; *impl.-def.* cases depend on an entry of the ambiguity catalogue and passed by "
+            "following one of its catalogued readings (one that follows none is failed).", ""]
     out += ["| backend | version | forms | passed | failed | unsupported | impl.-def. | score |",
             "|---|---|---|---:|---:|---:|---:|---:|"]
     for head, cases, _ in results:

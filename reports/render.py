@@ -48,7 +48,8 @@ def _compact(rec: dict[str, Any]) -> dict[str, Any]:
            "a": rec.get("ambiguity"), "e": rec.get("expectation"), "du": rec.get("duration")}
     if rec["status"] != "passed":
         out["x"] = {k: rec.get(k) for k in ("spec", "attributes", "inputs", "expected", "actual", "mismatches",
-                                            "repro", "behaviour", "comparison", "rule") if rec.get(k)}
+                                            "repro", "behaviour", "reading", "readings", "comparison", "rule")
+                    if rec.get(k)}
     return out
 
 
@@ -57,15 +58,12 @@ def summarize(head: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, An
     per_version: dict[str, Counter] = defaultdict(Counter)
     matrix: dict[tuple[str, str], Counter] = defaultdict(Counter)
     gmatrix: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    impl: dict[str, Counter] = defaultdict(Counter)
     for c in cases:
         key = f"{c.get('domain')}::{c.get('operator')}-{c.get('version')}"
         per_version[key][c["status"]] += 1
         y = (c.get("types") or {}).get("y") or "?"
         matrix[(key, y)][c["status"]] += 1
         gmatrix[(key, c.get("granularity") or "?")][c["status"]] += 1
-        if c["status"] == "implementation-defined":
-            impl[c.get("ambiguity") or "?"][(c.get("behaviour") or c.get("message") or "")[:80]] += 1
     scores = []
     for key, cnt in sorted(per_version.items()):
         judged = sum(cnt[s] for s in ("passed", "failed", "error", "crashed", "timeout", "invalid-accepted"))
@@ -75,11 +73,38 @@ def summarize(head: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, An
             "matrix": {f"{k}|{y}": dict(v) for (k, y), v in matrix.items()},
             "granularities": sorted({g for _, g in gmatrix}),
             "gmatrix": {f"{k}|{g}": dict(v) for (k, g), v in gmatrix.items()},
-            "impl": {a: v.most_common(4) for a, v in sorted(impl.items())},
+            "readings": readings_table(cases),
             "expectations": expectations_table(cases)}
 
 
 FAILING = frozenset({"failed", "error", "crashed", "timeout", "invalid-accepted"})
+
+
+def followed(c: dict[str, Any]) -> tuple[str, str] | None:
+    """(ambiguity entry, what the backend did) for an implementation-defined case: the catalogued reading it
+    follows, or that it follows none (failed), or declined it; None for other cases."""
+    if c.get("case_status") != "implementation-defined":
+        return None
+    reading = c.get("reading")
+    if reading:
+        amb, _, name = reading.partition(":")
+        return amb, name
+    amb = c.get("ambiguity") or "?"
+    if c["status"] in FAILING:
+        return amb, "none of the catalogued readings"
+    if c["status"] == "implementation-defined":
+        return amb, "not judged (no readings recorded)"
+    return amb, c["status"]
+
+
+def readings_table(cases: list[dict[str, Any]]) -> dict[str, list[tuple[str, int]]]:
+    """Per ambiguity-catalogue entry: which reading the backend follows, with the number of case-forms."""
+    table: dict[str, Counter] = defaultdict(Counter)
+    for c in cases:
+        f = followed(c)
+        if f is not None:
+            table[f[0]][f[1]] += 1
+    return {a: v.most_common() for a, v in sorted(table.items())}
 
 
 def expectations_table(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -134,7 +159,9 @@ def scoreboard(results: list[tuple[dict[str, Any], list[dict[str, Any]], dict[st
         rows.append({"id": cid, "statuses": values, "disagree": len(judged) > 1})
     rows.sort(key=lambda r: (not r["disagree"], r["id"]))
     totals = [summarize(h, cases)["counts"] for h, cases, _ in results]
-    return {"backends": backends, "data": pack(rows), "totals": totals,
+    per_backend = [readings_table(cases) for _, cases, _ in results]
+    readings = {a: [dict(t.get(a, [])) for t in per_backend] for a in sorted({a for t in per_backend for a in t})}
+    return {"backends": backends, "data": pack(rows), "totals": totals, "readings": readings,
             "disagreements": sum(r["disagree"] for r in rows), "total": len(rows)}
 
 

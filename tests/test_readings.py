@@ -262,3 +262,38 @@ def test_a_double_ai_onnx_import_resolves_as_onnx_does(imports, node_domain, ver
     report = check_model(model, Path("."))
     rules = {f.rule for f in report.findings}
     assert ("QDQ002" in rules) == (version == 10)
+
+
+def test_report_and_scoreboard_show_which_reading_each_backend_follows(tmp_path):
+    from qdq_conformance.reports.render import readings_table, render, scoreboard
+
+    def rec(cid, status, reading=None, amb="nan-to-integer"):
+        return {"id": cid, "form": "runtime", "status": status, "case_status": "implementation-defined",
+                "ambiguity": amb, "reading": reading}
+
+    a = [rec("c1", "implementation-defined", "nan-to-integer:zero-point"), rec("c2", "failed"),
+         rec("c3", "implementation-defined", "nan-to-integer:any")]
+    b = [rec("c1", "implementation-defined", "nan-to-integer:upper-bound"), rec("c2", "implementation-defined",
+                                                                               "nan-to-integer:zero-point")]
+    assert readings_table(a) == {"nan-to-integer": [("zero-point", 1), ("none of the catalogued readings", 1),
+                                                    ("any", 1)]}
+    board = scoreboard([({"backend": "x"}, a, None), ({"backend": "y"}, b, None)])
+    assert board["readings"]["nan-to-integer"] == [{"zero-point": 1, "none of the catalogued readings": 1, "any": 1},
+                                                   {"upper-bound": 1, "zero-point": 1}]
+    html = render([({"backend": "x"}, a, None), ({"backend": "y"}, b, None)], tmp_path / "b.html").read_text()
+    assert "1 x upper-bound" in html and "none of the catalogued readings" in html
+    html = render([({"backend": "x"}, a, None)], tmp_path / "r.html").read_text()
+    assert "1 x zero-point" in html and 'id="readings"' in html
+
+
+def test_a_division_reading_combines_with_the_readings_that_follow_it():
+    # float16 x = [NaN, 1025], y_scale 8.1015625: 126 in float16, 127 in float32 (see above); NaN to the lower
+    # bound -128 under nan-to-integer:lower-bound. A backend dividing in float32 and sending NaN to the lower
+    # bound follows both readings at once.
+    got = _readings("", "QuantizeLinear", 21, [np.array([math.nan, 1025], F16), np.array(8.1015625, F16),
+                                               np.array(0, np.int8)])
+    assert got["division-precision"]["scale-type"] == [0, 126]
+    assert got["division-precision"]["float32"] == [0, 127]
+    assert got["division-precision"]["float32+nan-to-integer:lower-bound"] == [-128, 127]
+    assert got["division-precision"]["float32+nan-to-integer:upper-bound"] == [127, 127]
+    assert got["nan-to-integer"]["lower-bound"] == [-128, 126]

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..ambiguities import catalogue as _catalogue
+from ..compare import compare
 from ..opspecs import AI_ONNX, MS, QUARK, OpSpec, get
 from ..types import TYPES, ElementType, by_dtype
 from . import arith
@@ -33,6 +35,8 @@ from .quantize import divide as kernel_divide
 from .quantize import quantize
 
 Outputs = tuple[np.ndarray, ...]
+DivideFn = Callable[[np.ndarray, np.ndarray, ElementType], np.ndarray]
+Division = tuple[ElementType, DivideFn]  # a reading of the division: its precision and how it divides
 
 
 @dataclass(frozen=True)
@@ -90,11 +94,12 @@ class _Node:
                          precision=precision or p.precision, saturate=p.saturate if saturate is None else saturate,
                          divide=divide),)
 
-    def quotient(self) -> np.ndarray:
-        """``x / y_scale`` as the kernel computes it, element by element (float64)."""
+    def quotient(self, division: Division | None = None) -> np.ndarray:
+        """``x / y_scale`` element by element (float64), as the kernel computes it or by ``division``."""
         s, _ = self.broadcast()
         assert self.plan is not None and self.plan.precision is not None
-        return arith.to_float64(np.asarray(kernel_divide(self.x, s, self.plan.precision)))
+        p, divide = division or (self.plan.precision, kernel_divide)
+        return arith.to_float64(np.asarray(divide(self.x, s, p)))
 
 
 def _q_int(n: _Node) -> bool:
@@ -127,54 +132,72 @@ def _truncation(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
         return np.trunc(arith.to_float64(x) / arith.to_float64(s))  # exact: |x|, |s| < 2**31
 
 
-def _division_precision(n: _Node) -> dict[str, Outputs] | None:
+def _division_precision(n: _Node) -> dict[str, Division] | None:
     if n.spec.name != "QuantizeLinear" or n.scale is None:
         return None
     if not (n.spec.domain == MS or (n.spec.domain == AI_ONNX and n.spec.version in (19, 21))):
         return None
     if by_dtype(n.scale.dtype).name not in _NARROW:
         return None
-    return {"scale-type": n.outputs, "float32": n.quantize(precision=F32)}
+    return {"float32": (F32, kernel_divide)}
 
 
-def _mixed_precision(n: _Node) -> dict[str, Outputs] | None:
+def _mixed_precision(n: _Node) -> dict[str, Division] | None:
     if n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.spec.version < 23 or n.scale is None:
         return None
     assert n.plan is not None and n.plan.precision is not None
     p = n.plan.precision
     if p is INT32 or (by_dtype(n.x.dtype) is p and by_dtype(n.scale.dtype) is p):
         return None
-    return {"operands-rounded": n.outputs, "exact-quotient": n.quantize(divide=_exact_quotient_rounded)}
+    return {"exact-quotient": (p, _exact_quotient_rounded)}
 
 
-def _int32_precision(n: _Node) -> dict[str, Outputs] | None:
+def _int32_precision(n: _Node) -> dict[str, Division] | None:
     if n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.spec.version < 19 or n.scale is None:
         return None
     assert n.plan is not None
     if n.plan.precision is not INT32:
         return None
-    found = {"exact": n.outputs, "float32": n.quantize(precision=F32, divide=_float32_operands)}
+    found: dict[str, Division] = {"float32": (F32, _float32_operands)}
     if by_dtype(n.x.dtype).is_integer and by_dtype(n.scale.dtype).is_integer:  # integer division needs integers
-        found["truncation"] = n.quantize(divide=_truncation)
+        found["truncation"] = (INT32, _truncation)
     return found
 
 
-def _int32_input_division(n: _Node) -> dict[str, Outputs] | None:
+def _int32_input_division(n: _Node) -> dict[str, Division] | None:
     if n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.spec.version not in (10, 13):
         return None
     if by_dtype(n.x.dtype) is not INT32:
         return None
-    return {"float32-operands": n.outputs, "exact-quotient": n.quantize(divide=_exact_quotient_rounded),
-            "exact": n.quantize(divide=_exact)}
+    return {"exact-quotient": (F32, _exact_quotient_rounded), "exact": (F32, _exact)}
 
 
-def _e8m0_precision(n: _Node) -> dict[str, Outputs] | None:
+def _e8m0_precision(n: _Node) -> dict[str, Division] | None:
     if n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.scale is None or n.attrs.get("precision"):
         return None
     if by_dtype(n.scale.dtype).name != "float8e8m0":
         return None
-    xt = by_dtype(n.x.dtype)
-    return {"float32": n.outputs, "x-type": n.quantize(precision=xt)}
+    return {"x-type": (by_dtype(n.x.dtype), kernel_divide)}
+
+
+#: Entries about the division: each gives its other readings as divisions (the kernel's reading is the kernel's).
+DIVISIONS: dict[str, Callable[[_Node], dict[str, Division] | None]] = {
+    "division-precision": _division_precision,
+    "mixed-precision-operands": _mixed_precision,
+    "int32-precision": _int32_precision,
+    "int32-input-division": _int32_input_division,
+    "e8m0-precision": _e8m0_precision,
+}
+
+
+def _division_entry(amb: str) -> Callable[[_Node], dict[str, Outputs | None] | None]:
+    def compute(n: _Node) -> dict[str, Outputs | None] | None:
+        found = DIVISIONS[amb](n)
+        if found is None:
+            return None
+        kernel = _catalogue()[amb].kernel_reading
+        return {kernel: n.outputs, **{name: n.quantize(precision=p, divide=d) for name, (p, d) in found.items()}}
+    return compute
 
 
 # --- zero points ---------------------------------------------------------------------------------------------
@@ -195,15 +218,20 @@ def _float_zero_point(n: _Node) -> dict[str, Outputs] | None:
                 "ignored": (multiply(x64, sp, n.out).reshape(n.x.shape),)}
     if n.out.is_integer:
         return None
+    return _float_zero_point_q(n, n.quotient(), n.outputs)
+
+
+def _float_zero_point_q(n: _Node, q: np.ndarray, base: Outputs) -> dict[str, Outputs] | None:
+    """QuantizeLinear to a float target, from the quotient ``q`` (``base``: the outputs of that division)."""
     _, z = n.broadcast()
     assert z is not None and n.plan is not None
-    q, z64, out, sat = n.quotient(), arith.to_float64(z), n.out, n.plan.saturate
+    z64, out, sat = arith.to_float64(z), n.out, n.plan.saturate
 
     def enc(v: np.ndarray) -> Outputs:
         return (arith.encode_float(arith.round_to(v, out), out, sat).reshape(n.x.shape),)
 
     with np.errstate(invalid="ignore"):
-        return {"exact": n.outputs, "zero-unused": enc(np.where(z64 == 0, q, q + z64)),
+        return {"exact": base, "zero-unused": enc(np.where(z64 == 0, q, q + z64)),
                 "two-roundings": enc(arith.round_to(q, out) + z64), "ignored": enc(q)}
 
 
@@ -231,23 +259,26 @@ def _dq_precision(n: _Node) -> dict[str, Outputs] | None:
 
 # --- NaN -----------------------------------------------------------------------------------------------------
 
-def _replace(n: _Node, where: np.ndarray, value: np.ndarray | float) -> Outputs:
-    y = n.outputs[0].copy()
+def _replace(base: Outputs, where: np.ndarray, value: np.ndarray | float) -> Outputs:
+    y = base[0].copy()
     y[where] = np.broadcast_to(np.asarray(value), y.shape)[where].astype(y.dtype)
-    return (y,) + n.outputs[1:]
+    return (y,) + base[1:]
 
 
 def _nan_to_integer(n: _Node) -> dict[str, Outputs] | None:
     if n.spec.name == "DynamicQuantizeLinear" or not _q_int(n):
         return None
-    nan = np.isnan(n.quotient())
+    return _nan_to_integer_q(n, n.quotient(), n.outputs)
+
+
+def _nan_to_integer_q(n: _Node, q: np.ndarray, base: Outputs) -> dict[str, Outputs] | None:
+    nan = np.isnan(q)
     if not nan.any():
         return None
-    _, z = n.broadcast()
     t = n.out
     assert t.int_min is not None and t.int_max is not None
-    return {"zero-point": n.outputs, "zero": _replace(n, nan, 0), "lower-bound": _replace(n, nan, t.int_min),
-            "upper-bound": _replace(n, nan, t.int_max), "any": n.outputs}
+    return {"zero-point": base, "zero": _replace(base, nan, 0), "lower-bound": _replace(base, nan, t.int_min),
+            "upper-bound": _replace(base, nan, t.int_max), "any": base}
 
 
 def _nan_free(n: _Node, ambiguity: str) -> np.ndarray | None:
@@ -268,7 +299,7 @@ def _nan_to_nanless_float(n: _Node) -> dict[str, Outputs] | None:
     nan = _nan_free(n, "nan-to-nanless-float")
     if nan is None:
         return None
-    return {"max-finite": n.outputs, "negative-zero": _replace(n, nan, -0.0), "any": n.outputs}
+    return {"max-finite": n.outputs, "negative-zero": _replace(n.outputs, nan, -0.0), "any": n.outputs}
 
 
 # --- other entries -------------------------------------------------------------------------------------------
@@ -289,7 +320,7 @@ def _dql_nan(n: _Node) -> dict[str, Outputs] | None:
 
 
 def _dql_zero(n: _Node) -> dict[str, Outputs] | None:
-    if n.spec.name != "DynamicQuantizeLinear" or n.x.size == 0 or n.x.any():
+    if n.spec.name != "DynamicQuantizeLinear" or n.x.any():  # (an empty x has the range of an all-zero one)
         return None
     return {"zero-scale": n.outputs, "guard-one": (np.zeros(n.x.shape, np.uint8), np.array(1, np.float32),
                                                    np.array(0, np.uint8))}
@@ -327,11 +358,11 @@ def _block_size_si_1(n: _Node) -> dict[str, Outputs | None] | None:
 #: for a case that names them (their question is about which models are valid, which the case's shape decides).
 COMPUTED: dict[str, Callable[[_Node], dict[str, Outputs | None] | None]] = {
     "nan-to-integer": _nan_to_integer,
-    "division-precision": _division_precision,
-    "mixed-precision-operands": _mixed_precision,
-    "int32-precision": _int32_precision,
-    "int32-input-division": _int32_input_division,
-    "e8m0-precision": _e8m0_precision,
+    "division-precision": _division_entry("division-precision"),
+    "mixed-precision-operands": _division_entry("mixed-precision-operands"),
+    "int32-precision": _division_entry("int32-precision"),
+    "int32-input-division": _division_entry("int32-input-division"),
+    "e8m0-precision": _division_entry("e8m0-precision"),
     "float-zero-point": _float_zero_point,
     "int32-zero-point": _int32_zero_point,
     "dq-precision": _dq_precision,
@@ -352,7 +383,42 @@ COMPUTED: dict[str, Callable[[_Node], dict[str, Outputs | None] | None]] = {
 }
 _DECLARED_ONLY = {"v10-one-element-scale", "one-element-scale", "rank1-axis", "ms-default-output",
                   "scalar-one-element-shapes", "ms-one-element-no-axis", "quark-dq-zero-point-type",
-                  "block-size-si-1", "dql-nan", "dql-zero", "dql-empty"}
+                  "block-size-si-1", "dql-nan", "dql-empty"}
+
+
+def _fzp_applies(n: _Node) -> bool:
+    return n.spec.domain == AI_ONNX and n.spec.version >= 19 and n.zp is not None and not n.out.is_integer
+
+
+#: Entries about what follows the division, computed from a quotient and the outputs of that division.
+_AFTER_DIVISION: dict[str, tuple[Callable[[_Node], bool],
+                                 Callable[[_Node, np.ndarray, Outputs], dict[str, Outputs] | None]]] = {
+    "float-zero-point": (_fzp_applies, _float_zero_point_q),
+    "nan-to-integer": (_q_int, _nan_to_integer_q),
+}
+
+
+def _combinations(n: _Node) -> list[Reading]:
+    """A backend may follow another reading of the division and another reading of what follows it at once
+    (ONNX Runtime divides float16 in float32 and ignores a float8 zero point): every such pair, named
+    ``<division reading>+<entry>:<reading>`` under the division's entry."""
+    out: list[Reading] = []
+    if n.spec.name == "DynamicQuantizeLinear" or "Dequantize" in n.spec.name:
+        return out
+    for d_amb, divisions_of in DIVISIONS.items():
+        divisions = divisions_of(n)
+        for a_amb, (applies, after_of) in _AFTER_DIVISION.items():
+            if not divisions or not applies(n):
+                continue
+            for d_name, division in divisions.items():
+                q = n.quotient(division)
+                after = after_of(n, q, n.quantize(precision=division[0], divide=division[1]))
+                for a_name, outs in (after or {}).items():
+                    if a_name == _catalogue()[a_amb].kernel_reading:
+                        continue
+                    judged = (~np.isnan(q),) + (None,) * (len(outs) - 1) if a_name == "any" else None
+                    out.append(Reading(d_amb, f"{d_name}+{a_amb}:{a_name}", outs, judged))
+    return out
 
 
 def _node(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None], attrs: dict[str, int],
@@ -373,8 +439,7 @@ def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | N
              outputs: Sequence[np.ndarray], declared: str | None = None) -> list[Reading]:
     """Every computable reading of every catalogue entry whose question arises for this node (``declared``: the
     entry a case names, whose validity readings apply too), the kernel's reading of each entry first."""
-    from ..ambiguities import catalogue
-
+    catalogue = _catalogue
     node = _node(domain, op, version, inputs, attrs, outputs)
     found: list[Reading] = []
     for amb, fn in COMPUTED.items():
@@ -396,6 +461,9 @@ def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | N
             elif op == "DynamicQuantizeLinear" and out is not None:
                 judged = (_dql_judged(node.x, out[1]), None, None)
             found.append(Reading(amb, name, None if out is None else tuple(out), judged))
+    found += [r for r in _combinations(node) if not any(
+        o.outputs is not None and o.judged is None and r.judged is None and len(o.outputs) == len(r.outputs or ())
+        and all(compare(a, b) is None for a, b in zip(o.outputs, r.outputs or (), strict=True)) for o in found)]
     if declared is not None and not any(r.ambiguity == declared for r in found):
         # The case's own entry, whose question does not arise for these inputs: its kernel reading stands alone.
         judged = (_dql_judged(node.x, node.outputs[1]), None, None) if op == "DynamicQuantizeLinear" else None
