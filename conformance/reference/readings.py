@@ -24,19 +24,15 @@ import numpy as np
 
 from ..ambiguities import catalogue as _catalogue
 from ..compare import compare
-from ..opspecs import AI_ONNX, MS, QUARK, OpSpec, get
-from ..types import TYPES, ElementType, by_dtype
+from ..opspecs import AI_ONNX, MS, QUARK, get
+from ..types import by_dtype
 from . import arith
 from . import granularity as gran
 from .dequantize import multiply
 from .dynamic import dynamic_quantize
-from .ops import Plan, plan_dequantize_linear, plan_quantize_linear
-from .quantize import divide as kernel_divide
+from .ops import plan_dequantize_linear, plan_quantize_linear
 from .quantize import quantize
-
-Outputs = tuple[np.ndarray, ...]
-DivideFn = Callable[[np.ndarray, np.ndarray, ElementType], np.ndarray]
-Division = tuple[ElementType, DivideFn]  # a reading of the division: its precision and how it divides
+from .reading_divisions import DIVISIONS, F32, INT32, NARROW, U8, Node, Outputs, division_entry, q_int
 
 
 @dataclass(frozen=True)
@@ -58,151 +54,9 @@ NOT_COMPUTED = {
     ("precision-values", "any-type"): "concerns which models are valid, not the answer of a valid one",
 }
 
-_NARROW = ("float16", "bfloat16")
-F32, INT32, U8 = TYPES["float"], TYPES["int32"], TYPES["uint8"]
-
-
-@dataclass
-class _Node:
-    spec: OpSpec
-    x: np.ndarray
-    scale: np.ndarray | None
-    zp: np.ndarray | None
-    attrs: dict[str, int]
-    plan: Plan | None
-    outputs: Outputs
-
-    @property
-    def out(self) -> ElementType:
-        assert self.plan is not None
-        return self.plan.outputs[0]
-
-    def broadcast(self) -> tuple[np.ndarray, np.ndarray | None]:
-        """Scale and zero point shaped like x."""
-        assert self.plan is not None and self.plan.granularity is not None and self.scale is not None
-        g = self.plan.granularity
-        s = np.broadcast_to(gran.broadcast(self.scale, self.x.shape, g), self.x.shape)
-        z = None if self.zp is None else np.broadcast_to(gran.broadcast(self.zp, self.x.shape, g), self.x.shape)
-        return s, z
-
-    def quantize(self, *, precision: ElementType | None = None, saturate: bool | None = None,
-                 divide: Callable[[np.ndarray, np.ndarray, ElementType], np.ndarray] = kernel_divide) -> Outputs:
-        """The kernel's quantization with one step replaced."""
-        p = self.plan
-        assert p is not None and p.granularity is not None and p.precision is not None and self.scale is not None
-        return (quantize(self.x, self.scale, self.zp, out=p.outputs[0], granularity=p.granularity,
-                         precision=precision or p.precision, saturate=p.saturate if saturate is None else saturate,
-                         divide=divide),)
-
-    def quotient(self, division: Division | None = None) -> np.ndarray:
-        """``x / y_scale`` element by element (float64), as the kernel computes it or by ``division``."""
-        s, _ = self.broadcast()
-        assert self.plan is not None and self.plan.precision is not None
-        p, divide = division or (self.plan.precision, kernel_divide)
-        return arith.to_float64(np.asarray(divide(self.x, s, p)))
-
-
-def _q_int(n: _Node) -> bool:
-    return n.spec.name.endswith("QuantizeLinear") and "Dequantize" not in n.spec.name and n.out.is_integer
-
-
-# --- divisions -----------------------------------------------------------------------------------------------
-
-def _exact_quotient_rounded(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
-    """The exact quotient rounded once to ``p``. float64 division of the exact operands (at most 31 significant
-    bits each) is within 2**-53 relative of the quotient, while a quotient that is not a midpoint of ``p``
-    (at most 25 bits) is at least 2**-56 away from one relatively; so rounding the float64 quotient to ``p`` is
-    the correct rounding of the exact quotient."""
-    with np.errstate(all="ignore"):
-        return arith.to_float64(arith.to_precision(arith.to_float64(x) / arith.to_float64(s), p))
-
-
-def _exact(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        return arith.to_float64(x) / arith.to_float64(s)
-
-
-def _float32_operands(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        return np.divide(arith.to_precision(x, F32), arith.to_precision(s, F32))
-
-
-def _truncation(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        return np.trunc(arith.to_float64(x) / arith.to_float64(s))  # exact: |x|, |s| < 2**31
-
-
-def _division_precision(n: _Node) -> dict[str, Division] | None:
-    if n.spec.name != "QuantizeLinear" or n.scale is None:
-        return None
-    if not (n.spec.domain == MS or (n.spec.domain == AI_ONNX and n.spec.version in (19, 21))):
-        return None
-    if by_dtype(n.scale.dtype).name not in _NARROW:
-        return None
-    return {"float32": (F32, kernel_divide)}
-
-
-def _mixed_precision(n: _Node) -> dict[str, Division] | None:
-    if n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.spec.version < 23 or n.scale is None:
-        return None
-    assert n.plan is not None and n.plan.precision is not None
-    p = n.plan.precision
-    if p is INT32 or (by_dtype(n.x.dtype) is p and by_dtype(n.scale.dtype) is p):
-        return None
-    return {"exact-quotient": (p, _exact_quotient_rounded)}
-
-
-def _int32_precision(n: _Node) -> dict[str, Division] | None:
-    if n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.spec.version < 19 or n.scale is None:
-        return None
-    assert n.plan is not None
-    if n.plan.precision is not INT32:
-        return None
-    found: dict[str, Division] = {"float32": (F32, _float32_operands)}
-    if by_dtype(n.x.dtype).is_integer and by_dtype(n.scale.dtype).is_integer:  # integer division needs integers
-        found["truncation"] = (INT32, _truncation)
-    return found
-
-
-def _int32_input_division(n: _Node) -> dict[str, Division] | None:
-    if n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.spec.version not in (10, 13):
-        return None
-    if by_dtype(n.x.dtype) is not INT32:
-        return None
-    return {"exact-quotient": (F32, _exact_quotient_rounded), "exact": (F32, _exact)}
-
-
-def _e8m0_precision(n: _Node) -> dict[str, Division] | None:
-    if n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.scale is None or n.attrs.get("precision"):
-        return None
-    if by_dtype(n.scale.dtype).name != "float8e8m0":
-        return None
-    return {"x-type": (by_dtype(n.x.dtype), kernel_divide)}
-
-
-#: Entries about the division: each gives its other readings as divisions (the kernel's reading is the kernel's).
-DIVISIONS: dict[str, Callable[[_Node], dict[str, Division] | None]] = {
-    "division-precision": _division_precision,
-    "mixed-precision-operands": _mixed_precision,
-    "int32-precision": _int32_precision,
-    "int32-input-division": _int32_input_division,
-    "e8m0-precision": _e8m0_precision,
-}
-
-
-def _division_entry(amb: str) -> Callable[[_Node], dict[str, Outputs | None] | None]:
-    def compute(n: _Node) -> dict[str, Outputs | None] | None:
-        found = DIVISIONS[amb](n)
-        if found is None:
-            return None
-        kernel = _catalogue()[amb].kernel_reading
-        return {kernel: n.outputs, **{name: n.quantize(precision=p, divide=d) for name, (p, d) in found.items()}}
-    return compute
-
-
 # --- zero points ---------------------------------------------------------------------------------------------
 
-def _float_zero_point(n: _Node) -> dict[str, Outputs] | None:
+def _float_zero_point(n: Node) -> dict[str, Outputs] | None:
     if n.spec.domain != AI_ONNX or n.spec.version < 19 or n.zp is None or n.scale is None:
         return None
     if "Dequantize" in n.spec.name:
@@ -221,7 +75,7 @@ def _float_zero_point(n: _Node) -> dict[str, Outputs] | None:
     return _float_zero_point_q(n, n.quotient(), n.outputs)
 
 
-def _float_zero_point_q(n: _Node, q: np.ndarray, base: Outputs) -> dict[str, Outputs] | None:
+def _float_zero_point_q(n: Node, q: np.ndarray, base: Outputs) -> dict[str, Outputs] | None:
     """QuantizeLinear to a float target, from the quotient ``q`` (``base``: the outputs of that division)."""
     _, z = n.broadcast()
     assert z is not None and n.plan is not None
@@ -235,7 +89,7 @@ def _float_zero_point_q(n: _Node, q: np.ndarray, base: Outputs) -> dict[str, Out
                 "two-roundings": enc(arith.round_to(q, out) + z64), "ignored": enc(q)}
 
 
-def _int32_zero_point(n: _Node) -> dict[str, Outputs | None] | None:
+def _int32_zero_point(n: Node) -> dict[str, Outputs | None] | None:
     if "Dequantize" not in n.spec.name or by_dtype(n.x.dtype) is not INT32 or n.zp is None or not n.zp.any():
         return None
     s, _ = n.broadcast()
@@ -243,10 +97,10 @@ def _int32_zero_point(n: _Node) -> dict[str, Outputs | None] | None:
     return {"subtracted": n.outputs, "ignored": (ignored,), "invalid": None}
 
 
-def _dq_precision(n: _Node) -> dict[str, Outputs] | None:
+def _dq_precision(n: Node) -> dict[str, Outputs] | None:
     if "Dequantize" not in n.spec.name or not (n.spec.domain == MS or n.spec.version >= 19):
         return None
-    if n.spec.domain == QUARK or n.out.name not in _NARROW:
+    if n.spec.domain == QUARK or n.out.name not in NARROW:
         return None
     s, z = n.broadcast()
     d = arith.to_float64(n.x) - (0 if z is None else arith.to_float64(z))
@@ -265,13 +119,13 @@ def _replace(base: Outputs, where: np.ndarray, value: np.ndarray | float) -> Out
     return (y,) + base[1:]
 
 
-def _nan_to_integer(n: _Node) -> dict[str, Outputs] | None:
-    if n.spec.name == "DynamicQuantizeLinear" or not _q_int(n):
+def _nan_to_integer(n: Node) -> dict[str, Outputs] | None:
+    if n.spec.name == "DynamicQuantizeLinear" or not q_int(n):
         return None
     return _nan_to_integer_q(n, n.quotient(), n.outputs)
 
 
-def _nan_to_integer_q(n: _Node, q: np.ndarray, base: Outputs) -> dict[str, Outputs] | None:
+def _nan_to_integer_q(n: Node, q: np.ndarray, base: Outputs) -> dict[str, Outputs] | None:
     nan = np.isnan(q)
     if not nan.any():
         return None
@@ -281,9 +135,9 @@ def _nan_to_integer_q(n: _Node, q: np.ndarray, base: Outputs) -> dict[str, Outpu
             "upper-bound": _replace(base, nan, t.int_max), "any": base}
 
 
-def _nan_free(n: _Node, ambiguity: str) -> np.ndarray | None:
+def _nan_free(n: Node, ambiguity: str) -> np.ndarray | None:
     """The elements a NaN reading leaves free (None when there are none)."""
-    if ambiguity == "nan-to-integer" and n.spec.name != "DynamicQuantizeLinear" and _q_int(n):
+    if ambiguity == "nan-to-integer" and n.spec.name != "DynamicQuantizeLinear" and q_int(n):
         nan = np.isnan(n.quotient())
     elif ambiguity == "nan-to-nanless-float":
         _, z = n.broadcast()
@@ -293,7 +147,7 @@ def _nan_free(n: _Node, ambiguity: str) -> np.ndarray | None:
     return nan if nan.any() else None
 
 
-def _nan_to_nanless_float(n: _Node) -> dict[str, Outputs] | None:
+def _nan_to_nanless_float(n: Node) -> dict[str, Outputs] | None:
     if n.spec.name != "QuantizeLinear" or n.scale is None or n.out.is_integer or n.out.has_nan:
         return None
     nan = _nan_free(n, "nan-to-nanless-float")
@@ -304,13 +158,13 @@ def _nan_to_nanless_float(n: _Node) -> dict[str, Outputs] | None:
 
 # --- other entries -------------------------------------------------------------------------------------------
 
-def _quark_float_saturation(n: _Node) -> dict[str, Outputs] | None:
-    if n.spec.domain != QUARK or "Dequantize" in n.spec.name or n.out.name not in _NARROW:
+def _quark_float_saturation(n: Node) -> dict[str, Outputs] | None:
+    if n.spec.domain != QUARK or "Dequantize" in n.spec.name or n.out.name not in NARROW:
         return None
     return {"saturate": n.outputs, "inf": n.quantize(saturate=False)}
 
 
-def _dql_nan(n: _Node) -> dict[str, Outputs] | None:
+def _dql_nan(n: Node) -> dict[str, Outputs] | None:
     if n.spec.name != "DynamicQuantizeLinear" or not np.isnan(n.x).any():
         return None
     finite = n.x[~np.isnan(n.x)]
@@ -319,14 +173,14 @@ def _dql_nan(n: _Node) -> dict[str, Outputs] | None:
     return {"propagate": n.outputs, "ignored": (y, scale, zp)}
 
 
-def _dql_zero(n: _Node) -> dict[str, Outputs] | None:
+def _dql_zero(n: Node) -> dict[str, Outputs] | None:
     if n.spec.name != "DynamicQuantizeLinear" or n.x.any():  # (an empty x has the range of an all-zero one)
         return None
     return {"zero-scale": n.outputs, "guard-one": (np.zeros(n.x.shape, np.uint8), np.array(1, np.float32),
                                                    np.array(0, np.uint8))}
 
 
-def _dql_empty(n: _Node) -> dict[str, Outputs | None] | None:
+def _dql_empty(n: Node) -> dict[str, Outputs | None] | None:
     if n.spec.name != "DynamicQuantizeLinear" or n.x.size:
         return None
     return {"identities": n.outputs, "fails": None}
@@ -340,12 +194,12 @@ def _dql_judged(x: np.ndarray, scale: np.ndarray) -> np.ndarray | None:
     return ~nan if nan.any() else None
 
 
-def _validity(kernel: str) -> Callable[[_Node], dict[str, Outputs | None]]:
+def _validity(kernel: str) -> Callable[[Node], dict[str, Outputs | None]]:
     """An entry whose other reading makes the model invalid."""
     return lambda n: {kernel: n.outputs, "invalid": None}
 
 
-def _block_size_si_1(n: _Node) -> dict[str, Outputs | None] | None:
+def _block_size_si_1(n: Node) -> dict[str, Outputs | None] | None:
     g = n.plan.granularity if n.plan is not None else None
     if g is None or g.kind != gran.BLOCKED or g.axis is None or n.scale is None or n.scale.shape[g.axis] != 1:
         return None
@@ -356,13 +210,13 @@ def _block_size_si_1(n: _Node) -> dict[str, Outputs | None] | None:
 #: Every entry's readings, by catalogue id: a function of the node giving each reading's outputs (None for a
 #: rejection), or None when the entry's question does not arise for the node. Validity entries are computed only
 #: for a case that names them (their question is about which models are valid, which the case's shape decides).
-COMPUTED: dict[str, Callable[[_Node], dict[str, Outputs | None] | None]] = {
+COMPUTED: dict[str, Callable[[Node], dict[str, Outputs | None] | None]] = {
     "nan-to-integer": _nan_to_integer,
-    "division-precision": _division_entry("division-precision"),
-    "mixed-precision-operands": _division_entry("mixed-precision-operands"),
-    "int32-precision": _division_entry("int32-precision"),
-    "int32-input-division": _division_entry("int32-input-division"),
-    "e8m0-precision": _division_entry("e8m0-precision"),
+    "division-precision": division_entry("division-precision"),
+    "mixed-precision-operands": division_entry("mixed-precision-operands"),
+    "int32-precision": division_entry("int32-precision"),
+    "int32-input-division": division_entry("int32-input-division"),
+    "e8m0-precision": division_entry("e8m0-precision"),
     "float-zero-point": _float_zero_point,
     "int32-zero-point": _int32_zero_point,
     "dq-precision": _dq_precision,
@@ -386,19 +240,19 @@ _DECLARED_ONLY = {"v10-one-element-scale", "one-element-scale", "rank1-axis", "m
                   "block-size-si-1", "dql-nan", "dql-empty"}
 
 
-def _fzp_applies(n: _Node) -> bool:
+def _fzp_applies(n: Node) -> bool:
     return n.spec.domain == AI_ONNX and n.spec.version >= 19 and n.zp is not None and not n.out.is_integer
 
 
 #: Entries about what follows the division, computed from a quotient and the outputs of that division.
-_AFTER_DIVISION: dict[str, tuple[Callable[[_Node], bool],
-                                 Callable[[_Node, np.ndarray, Outputs], dict[str, Outputs] | None]]] = {
+_AFTER_DIVISION: dict[str, tuple[Callable[[Node], bool],
+                                 Callable[[Node, np.ndarray, Outputs], dict[str, Outputs] | None]]] = {
     "float-zero-point": (_fzp_applies, _float_zero_point_q),
-    "nan-to-integer": (_q_int, _nan_to_integer_q),
+    "nan-to-integer": (q_int, _nan_to_integer_q),
 }
 
 
-def _combinations(n: _Node) -> list[Reading]:
+def _combinations(n: Node) -> list[Reading]:
     """A backend may follow another reading of the division and another reading of what follows it at once
     (ONNX Runtime divides float16 in float32 and ignores a float8 zero point): every such pair, named
     ``<division reading>+<entry>:<reading>`` under the division's entry."""
@@ -422,7 +276,7 @@ def _combinations(n: _Node) -> list[Reading]:
 
 
 def _node(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None], attrs: dict[str, int],
-          outputs: Sequence[np.ndarray]) -> _Node:
+          outputs: Sequence[np.ndarray]) -> Node:
     spec = get(domain, op, version)
     x = inputs[0]
     assert x is not None
@@ -432,7 +286,7 @@ def _node(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None
     if op != "DynamicQuantizeLinear":
         planner = plan_dequantize_linear if "Dequantize" in op else plan_quantize_linear
         plan = planner(spec, list(inputs), attrs)
-    return _Node(spec, x, scale, zp, dict(attrs), plan, tuple(outputs))
+    return Node(spec, x, scale, zp, dict(attrs), plan, tuple(outputs))
 
 
 def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None], attrs: dict[str, int],
