@@ -123,7 +123,6 @@ class RunTerminal:
         self.running = False
         self.session: pytest.Session | None = None
         self.progress: Progress | None = None
-        self.exitstatus: int | None = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
