@@ -1,0 +1,206 @@
+"""The mutant zoo: every mutant is registered, takes effect, leaves the kernel alone, and is judged like a real run.
+
+The whole score (`qdq-conformance mutants`, every mutant over the whole corpus) runs in CI; here a representative
+part: every mutant on its witness, the scorer on a small case folder, and the scorer's verdict checked against the
+runner's own worker path (`run_case`) for the killing case.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qdq_conformance.backends.base import Rejected
+from qdq_conformance.backends.registry import create
+from qdq_conformance.cli import main
+from qdq_conformance.compare import compare
+from qdq_conformance.errors import SpecViolation
+from qdq_conformance.generators.status import changes_answer
+from qdq_conformance.mutants import REGISTRY, names
+from qdq_conformance.mutants.base import applied
+from qdq_conformance.reference import evaluate, ops, quantize
+from qdq_conformance.reference.readings import readings
+from qdq_conformance.resources import cases_dir
+
+MUTANTS = [REGISTRY[n] for n in names()]
+WITNESSED = [m for m in MUTANTS if m.witness is not None]
+
+
+def _outcome(fn):
+    try:
+        return fn()
+    except SpecViolation as e:
+        return f"rejected: {e}"
+
+
+def _differ(a, b) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return not (isinstance(a, str) and isinstance(b, str))
+    return len(a) != len(b) or any(compare(x, y) is not None for x, y in zip(a, b, strict=True))
+
+
+def test_the_zoo():
+    assert len(MUTANTS) >= 35
+    for m in MUTANTS:
+        assert m.id and m.shortcut and len(m.violates) > 20, m.id
+        assert (m.witness is None) == (m.equivalent is not None), m.id
+        backend = create(f"mutant:{m.id}")
+        assert backend.name == f"mutant:{m.id}"
+    with pytest.raises(ValueError, match="unknown mutant"):
+        create("mutant:no-such-shortcut")
+
+
+@pytest.mark.parametrize("m", WITNESSED, ids=lambda m: m.id)
+def test_witness(m):
+    """The patch takes effect: the mutant and the kernel disagree on the witness. For a shortcut that should be
+    killed, the witness is normative (no catalogued reading changes its answer), so a case holding it kills the
+    mutant; for a catalogued reading, the mutant gives exactly that reading's answer."""
+    w = m.witness()
+    kernel = _outcome(w.evaluate)
+    with applied(list(m.patches())):
+        mutated = _outcome(w.evaluate)
+    assert _differ(kernel, mutated), f"{m.id}: no effect on its witness ({w.note})"
+    assert not isinstance(kernel, str), kernel
+    found = readings(w.domain, w.op, w.version, list(w.inputs), dict(w.attrs), kernel)
+    changing = {f"{r.ambiguity}:{r.name}": r for r in found if changes_answer(r, kernel)}
+    if m.kind == "defect":
+        assert not changing, f"{m.id}: its witness is implementation-defined ({sorted(changing)})"
+    else:
+        assert m.reading in changing and not _differ(list(changing[m.reading].outputs), mutated)
+
+
+def _state():
+    return (quantize._to_integer, quantize._to_float, quantize.divide, ops.quantize, ops.dequantize,
+            ops.dynamic_quantize, ops.plan_quantize_linear, ops.plan_dequantize_linear,
+            dict(quantize.quantize.__kwdefaults__ or {}))
+
+
+def test_patches_are_undone_even_on_errors():
+    before = _state()
+    witnesses = [m.witness() for m in WITNESSED]
+    expected = [_outcome(w.evaluate) for w in witnesses]
+    for m in MUTANTS:
+        with pytest.raises(Rejected):  # an invalid model: the patches are in force when the kernel raises
+            create(f"mutant:{m.id}").run(_bad_model(), {})
+        assert _state() == before, m.id
+    for w, e in zip(witnesses, expected, strict=True):
+        assert not _differ(_outcome(w.evaluate), e), w.note
+
+
+def _bad_model():
+    import onnx
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"], block_size=-1)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                                            helper.make_tensor_value_info("s", TensorProto.FLOAT, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    return onnx.load_model_from_string(model.SerializeToString())
+
+
+# --- the equivalent mutants, on random inputs of the domain where they could differ ------------------------
+
+_NARROW = st.sampled_from([np.float16, ml_dtypes.bfloat16])
+_TARGETS = st.sampled_from([np.uint8, np.int8, np.int16, np.uint16, ml_dtypes.int4, ml_dtypes.float8_e4m3fn,
+                            ml_dtypes.float8_e5m2, ml_dtypes.float4_e2m1fn])
+
+
+def _bits(dtype, raw):
+    """A value of float type ``dtype`` from raw bits (every finite or special value reachable)."""
+    return np.array([raw], np.uint16).view(np.dtype(dtype))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_NARROW, _TARGETS, st.lists(st.integers(0, 0xFFFF), min_size=1, max_size=8), st.integers(0, 0xFFFF))
+def test_narrow_division_via_float32_is_equivalent(precision, target, xs, raw_scale):
+    x = np.concatenate([_bits(precision, r) for r in xs])
+    scale = _bits(precision, raw_scale).reshape(())
+    if not np.isfinite(scale.astype(np.float32)) or scale.astype(np.float32) <= 0:
+        return  # the scale must be finite and positive
+    zp = np.zeros((), target)
+    inputs = [x, scale, zp]
+    m = REGISTRY["narrow-division-via-float32"]
+    kernel = _outcome(lambda: evaluate("ai.onnx", "QuantizeLinear", 23, inputs))
+    with applied(list(m.patches())):
+        mutated = _outcome(lambda: evaluate("ai.onnx", "QuantizeLinear", 23, inputs))
+    assert not _differ(kernel, mutated), (x, scale, target)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4), st.data())
+def test_one_element_per_tensor_is_equivalent(rank, data):
+    axis = data.draw(st.integers(-rank, rank - 1))
+    shape = [data.draw(st.integers(1, 3)) for _ in range(rank)]
+    shape[axis] = 1
+    x = np.array(data.draw(st.lists(st.floats(-300, 300, width=32), min_size=int(np.prod(shape)),
+                                    max_size=int(np.prod(shape)))), np.float32).reshape(shape)
+    scale = np.array([data.draw(st.sampled_from([0.5, 1.0, 0.1, 3.0]))], np.float32)
+    zp = np.array([data.draw(st.integers(0, 255))], np.uint8)
+    m = REGISTRY["one-element-per-tensor"]
+    for op, inputs in (("QuantizeLinear", [x, scale, zp]), ("DequantizeLinear", [zp.repeat(x.size).reshape(shape),
+                                                                                scale, zp])):
+        kernel = _outcome(lambda op=op, inputs=inputs: evaluate("ai.onnx", op, 21, inputs, {"axis": axis}))
+        with applied(list(m.patches())):
+            mutated = _outcome(lambda op=op, inputs=inputs: evaluate("ai.onnx", op, 21, inputs, {"axis": axis}))
+        assert not _differ(kernel, mutated)
+
+
+# --- the command, on a representative part of the corpus ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cases")
+    for name in ("mutant_killers.yaml", "contrib_microsoft.yaml", "case.schema.json"):
+        shutil.copy(cases_dir() / name, folder / name)
+    return folder
+
+
+def test_mutants_command(small_corpus, capsys):
+    only = ["round-half-away", "dq-narrow-subtract", "dql-zero-point-half-away", "dq-scale-not-rounded",
+            "blocked-*", "narrow-division-via-float32", "dq-product-in-float32"]
+    code = main(["mutants", "--cases", str(small_corpus), "--only", *only, "--json", "--jobs", "1"])
+    report = json.loads(capsys.readouterr().out)
+    verdicts = {v["mutant"]: v for v in report["verdicts"]}
+    assert set(verdicts) == {"round-half-away", "dq-narrow-subtract", "dql-zero-point-half-away",
+                             "dq-scale-not-rounded", "blocked-index-from-last-axis", "blocked-partial-block",
+                             "narrow-division-via-float32", "dq-product-in-float32"}
+    for mid in ("round-half-away", "dq-narrow-subtract", "dql-zero-point-half-away", "dq-scale-not-rounded"):
+        assert verdicts[mid]["status"] == "killed" and verdicts[mid]["case"], mid
+    assert verdicts["dql-zero-point-half-away"]["case"] == "dynamicquantizelinear-11-dql-zero-point-tie"
+    assert verdicts["narrow-division-via-float32"]["status"] == "equivalent"
+    assert verdicts["dq-product-in-float32"]["status"] == "reading"
+    # No blocked case in these files: the blocked mutants survive, and the exit status says so.
+    assert verdicts["blocked-partial-block"]["status"] == "surviving"
+    assert report["summary"]["surviving"] == ["blocked-index-from-last-axis", "blocked-partial-block"]
+    assert report["summary"]["counted"] == 6 and report["summary"]["killed"] == 4
+    assert code == 1
+    assert main(["mutants", "--cases", str(small_corpus), "--only", "round-half-away", "--jobs", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "killed     round-half-away" in text and "mutation score: 1/1 killed (100.0%)" in text
+    assert main(["mutants", "--only", "no-such-mutant"]) == 2
+    assert "no mutant matches no-such-mutant" in capsys.readouterr().err
+
+
+def test_a_kill_is_a_failure_of_the_real_worker_path(small_corpus):
+    """The scorer's verdict equals the runner's: run_case (the worker's whole path: model, backend, classify,
+    record) with no expectations fails the killing case, and passes it on the kernel."""
+    from qdq_conformance.generators.cache import load_file_cached
+    from qdq_conformance.mutants.score import score
+    from qdq_conformance.runner.execute import ObjRef, Sources, run_case
+    from qdq_conformance.runner.expectations import Expectations
+
+    cases = load_file_cached(small_corpus / "contrib_microsoft.yaml", ("default",))
+    for mid in ("round-half-away", "zp-before-round", "truncate"):
+        (verdict,) = score(cases, [REGISTRY[mid]], jobs=1)
+        case = next(c for c in cases if c.id == verdict.case)
+        for form in ("runtime", "initializer"):
+            result = run_case(create(f"mutant:{mid}"), ObjRef(case), form, Sources(), Expectations())
+            assert result.status == "failed", (mid, case.id, form, result.message)
+            assert run_case(create("reference"), ObjRef(case), form, Sources(), Expectations()).status == "passed"
