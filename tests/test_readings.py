@@ -297,3 +297,20 @@ def test_a_division_reading_combines_with_the_readings_that_follow_it():
     assert got["division-precision"]["float32+nan-to-integer:lower-bound"] == [-128, 127]
     assert got["division-precision"]["float32+nan-to-integer:upper-bound"] == [127, 127]
     assert got["nan-to-integer"]["lower-bound"] == [-128, 126]
+
+
+def test_expectations_apply_to_implementation_defined_cases(tmp_path):
+    """An implementation-defined case that follows no catalogued reading fails like any other: an expectation
+    entry can name it."""
+    from types import SimpleNamespace
+
+    from qdq_conformance.runner.execute import lookup
+    from qdq_conformance.runner.expectations import load
+
+    path = tmp_path / "x.yaml"
+    path.write_text("backend: x\nentries:\n  - cases: 'dequantizelinear-*-int32-extremes-*'\n    status: failed\n"
+                    "    reason: wraps in int32\n")
+    case = SimpleNamespace(id="dequantizelinear-10-int32-extremes-zero-point-int32-float",
+                           status="implementation-defined")
+    entry = lookup(load(path), case, "runtime")
+    assert entry is not None and entry[0] == "failed"
