@@ -297,3 +297,30 @@ def test_report_header_says_which_version_the_expectations_were_recorded_for(tmp
     # a results file written before versions were recorded still names its file
     html = render_files([_results_file(tmp_path / "r.jsonl", None, None)], tmp_path / "r.html").read_text()
     assert 'id="expectations-attention"' not in html and 'id="expectations-status">none' in html
+
+
+def test_a_run_on_a_newer_version_says_so_on_the_terminal_and_in_the_results(tmp_path):
+    """End to end: the bundled-style file records an older version of the backend than the one that runs; the run
+    applies the newest recorded entries and says so in its summary, and the results file keeps it."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("backend: reference\nmeasured: ['0.0.1']\nentries:\n"
+                   "  - cases: 'quantizelinear-13-basic-float-int8'\n    status: failed\n    reason: once broken\n")
+    res = tmp_path / "r.jsonl"
+    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--cases",
+                        str(root / "tests" / "data" / "runner_cases"), "--backend=reference", "--form", "runtime",
+                        "--expectations", str(exp), "--results", str(res)],
+                       cwd=root, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:]
+    assert "EXPECTATIONS NOT RECORDED FOR reference" in p.stdout and "newest, 0.0.1, are applied" in p.stdout
+    assert "of the 1 entries in force: 0 held, 1 stale; 0 failing case(s) are new" in p.stdout
+    lines = [json.loads(x) for x in res.read_text().splitlines()]
+    assert lines[0]["expectations_status"]["mode"] == "newer"
+    assert lines[0]["expectations_status"]["applied"] == "0.0.1"
+    assert lines[-1]["expectations"] == {"in_force": 1, "held": 0, "stale": 1, "changed": 0, "new_failures": 0,
+                                         "unexpected_passes": 1}
