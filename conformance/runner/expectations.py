@@ -248,7 +248,7 @@ def summary_lines(status: dict[str, Any] | None, tally: dict[str, int] | None) -
 
 def needs_attention(status: dict[str, Any] | None) -> bool:
     """The entries in force were not recorded for the running version (or none are): say it loudly."""
-    return bool(status) and status.get("mode") in ATTENTION  # type: ignore[union-attr]
+    return status is not None and status.get("mode") in ATTENTION
 
 
 def _loader_with_lines() -> type[yaml.SafeLoader]:
