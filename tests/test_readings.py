@@ -314,3 +314,22 @@ def test_expectations_apply_to_implementation_defined_cases(tmp_path):
                            status="implementation-defined")
     entry = lookup(load(path), case, "runtime")
     assert entry is not None and entry[0] == "failed"
+
+
+def test_dequantize_combinations_and_free_dynamic_zero_points():
+    # int32 x = 16785409, zero point 5, scale 2**-10 (float16 output). Subtracted: 16785404 * 2**-10 = 16391.996..
+    # -> 16384 widened (ulp 16); the zero point ignored: 16392.00098 -> 16400 widened, 16384 through float32
+    # (16785409 rounds to 16785408 in float32: 16392, a tie, to even), inf literal (x overflows float16).
+    got = _readings("", "DequantizeLinear", 21, [np.array([16785409], I32), np.array(2**-10, F16),
+                                                 np.array(5, I32)])
+    assert got["int32-zero-point"] == {"subtracted": [math.inf], "ignored": [math.inf], "invalid": None}
+    dq = got["dq-precision"]
+    assert dq["widened"] == [16384.0] and dq["widened+int32-zero-point:ignored"] == [16400.0]
+    # DynamicQuantizeLinear: NaN propagates to y_scale, so the zero point is Cast(NaN), which Cast's text leaves
+    # open: not judged.
+    x = np.array([math.nan, 1.0, -2.0], F32)
+    outputs = evaluate("", "DynamicQuantizeLinear", 11, [x])
+    rs = {r.name: r for r in readings("", "DynamicQuantizeLinear", 11, [x], {}, outputs, "dql-nan")}
+    judged = rs["propagate"].judged
+    assert judged is not None and judged[2] is not None and not judged[2].any()
+    assert rs["ignored"].judged is not None and rs["ignored"].judged[2] is None  # zero point 170: judged

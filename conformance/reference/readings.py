@@ -60,16 +60,10 @@ def _float_zero_point(n: Node) -> dict[str, Outputs] | None:
     if n.spec.domain != AI_ONNX or n.spec.version < 19 or n.zp is None or n.scale is None:
         return None
     if "Dequantize" in n.spec.name:
-        if by_dtype(n.x.dtype).is_integer:
+        differences = _fzp_differences(n)
+        if differences is None:
             return None
-        s, z = n.broadcast()
-        assert z is not None
-        x64, z64 = arith.to_float64(n.x), arith.to_float64(z)
-        sp = arith.to_precision(s, n.out)
-        with np.errstate(invalid="ignore"):
-            unused = np.where(z64 == 0, x64, x64 - z64)
-        return {"exact": n.outputs, "zero-unused": (multiply(unused, sp, n.out).reshape(n.x.shape),),
-                "ignored": (multiply(x64, sp, n.out).reshape(n.x.shape),)}
+        return {"exact": n.outputs, **{name: _literal(n, d) for name, d in differences.items()}}
     if n.out.is_integer:
         return None
     return _float_zero_point_q(n, n.quotient(), n.outputs)
@@ -89,26 +83,66 @@ def _float_zero_point_q(n: Node, q: np.ndarray, base: Outputs) -> dict[str, Outp
                 "two-roundings": enc(arith.round_to(q, out) + z64), "ignored": enc(q)}
 
 
-def _int32_zero_point(n: Node) -> dict[str, Outputs | None] | None:
+def _fzp_differences(n: Node) -> dict[str, np.ndarray] | None:
+    """DequantizeLinear with a float x: ``x - x_zero_point`` under float-zero-point's other readings."""
+    if n.spec.domain != AI_ONNX or n.spec.version < 19 or n.zp is None or by_dtype(n.x.dtype).is_integer:
+        return None
+    _, z = n.broadcast()
+    assert z is not None
+    x64, z64 = arith.to_float64(n.x), arith.to_float64(z)
+    with np.errstate(invalid="ignore"):
+        return {"zero-unused": np.where(z64 == 0, x64, x64 - z64), "ignored": x64}
+
+
+def _int32_differences(n: Node) -> dict[str, np.ndarray] | None:
     if "Dequantize" not in n.spec.name or by_dtype(n.x.dtype) is not INT32 or n.zp is None or not n.zp.any():
         return None
+    return {"ignored": arith.to_float64(n.x)}
+
+
+def _literal(n: Node, d64: np.ndarray) -> Outputs:
+    """The kernel's product (dq-precision: literal) of the difference ``d64`` and the scale."""
     s, _ = n.broadcast()
-    ignored = multiply(arith.to_float64(n.x), arith.to_precision(s, n.out), n.out).reshape(n.x.shape)
-    return {"subtracted": n.outputs, "ignored": (ignored,), "invalid": None}
+    return (multiply(d64, arith.to_precision(s, n.out), n.out).reshape(n.x.shape),)
 
 
-def _dq_precision(n: Node) -> dict[str, Outputs] | None:
+def _int32_zero_point(n: Node) -> dict[str, Outputs | None] | None:
+    differences = _int32_differences(n)
+    if differences is None:
+        return None
+    return {"subtracted": n.outputs, "ignored": _literal(n, differences["ignored"]), "invalid": None}
+
+
+def _dq_products(n: Node, d: np.ndarray) -> dict[str, Outputs] | None:
+    """dq-precision's other readings of the product of the difference ``d`` (float64) and the scale."""
     if "Dequantize" not in n.spec.name or not (n.spec.domain == MS or n.spec.version >= 19):
         return None
     if n.spec.domain == QUARK or n.out.name not in NARROW:
         return None
-    s, z = n.broadcast()
-    d = arith.to_float64(n.x) - (0 if z is None else arith.to_float64(z))
+    s, _ = n.broadcast()
     with np.errstate(all="ignore"):
         widened = arith.round_to(d * arith.to_float64(s), n.out)
         f32 = arith.to_float64(arith.to_precision(d, F32) * arith.to_precision(s, F32))
-    return {"literal": n.outputs, "widened": (arith.cast_float(widened, n.out).reshape(n.x.shape),),
+    return {"widened": (arith.cast_float(widened, n.out).reshape(n.x.shape),),
             "float32": (arith.cast_float(arith.round_to(f32, n.out), n.out).reshape(n.x.shape),)}
+
+
+def _dq_precision(n: Node) -> dict[str, Outputs] | None:
+    if "Dequantize" not in n.spec.name:
+        return None
+    _, z = n.broadcast()
+    products = _dq_products(n, arith.to_float64(n.x) - (0 if z is None else arith.to_float64(z)))
+    return None if products is None else {"literal": n.outputs, **products}
+
+
+def _dq_combinations(n: Node) -> list[Reading]:
+    """dq-precision's other products of the differences under the zero-point entries' other readings."""
+    out: list[Reading] = []
+    for amb, differences in (("float-zero-point", _fzp_differences(n)), ("int32-zero-point", _int32_differences(n))):
+        for d_name, d in (differences or {}).items():
+            for p_name, outs in (_dq_products(n, d) or {}).items():
+                out.append(Reading("dq-precision", f"{p_name}+{amb}:{d_name}", outs))
+    return out
 
 
 # --- NaN -----------------------------------------------------------------------------------------------------
@@ -186,12 +220,16 @@ def _dql_empty(n: Node) -> dict[str, Outputs | None] | None:
     return {"identities": n.outputs, "fails": None}
 
 
-def _dql_judged(x: np.ndarray, scale: np.ndarray) -> np.ndarray | None:
-    """y's elements a DynamicQuantizeLinear reading constrains: y = QuantizeLinear(x, y_scale, y_zero_point), so an
-    element whose quotient is NaN follows nan-to-integer, whose readings include any code."""
+def _dql_judged(x: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray | None, None, np.ndarray | None]:
+    """What a DynamicQuantizeLinear reading constrains. y = QuantizeLinear(x, y_scale, y_zero_point): an element
+    whose quotient is NaN follows nan-to-integer, whose readings include any code. y_zero_point = Cast(Round(...)),
+    whose argument is NaN when y_scale is NaN or 0 (0 / 0); Cast's text does not say what NaN becomes in uint8,
+    so such a zero point is not judged either."""
+    s = np.float32(scale)
     with np.errstate(all="ignore"):
-        nan = np.isnan(x.astype(np.float32) / np.float32(scale))
-    return ~nan if nan.any() else None
+        nan = np.isnan(x.astype(np.float32) / s)
+    zp_free = bool(np.isnan(s) or s == 0)
+    return (~nan if nan.any() else None), None, (np.array(False) if zp_free else None)
 
 
 def _validity(kernel: str) -> Callable[[Node], dict[str, Outputs | None]]:
@@ -257,7 +295,9 @@ def _combinations(n: Node) -> list[Reading]:
     (ONNX Runtime divides float16 in float32 and ignores a float8 zero point): every such pair, named
     ``<division reading>+<entry>:<reading>`` under the division's entry."""
     out: list[Reading] = []
-    if n.spec.name == "DynamicQuantizeLinear" or "Dequantize" in n.spec.name:
+    if "Dequantize" in n.spec.name:
+        return _dq_combinations(n)
+    if n.spec.name == "DynamicQuantizeLinear":
         return out
     for d_amb, divisions_of in DIVISIONS.items():
         divisions = divisions_of(n)
@@ -313,14 +353,14 @@ def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | N
             if name == "any" and free is not None and out is not None:
                 judged = (~free,) + (None,) * (len(out) - 1)
             elif op == "DynamicQuantizeLinear" and out is not None:
-                judged = (_dql_judged(node.x, out[1]), None, None)
+                judged = _dql_judged(node.x, out[1])
             found.append(Reading(amb, name, None if out is None else tuple(out), judged))
     found += [r for r in _combinations(node) if not any(
         o.outputs is not None and o.judged is None and r.judged is None and len(o.outputs) == len(r.outputs or ())
         and all(compare(a, b) is None for a, b in zip(o.outputs, r.outputs or (), strict=True)) for o in found)]
     if declared is not None and not any(r.ambiguity == declared for r in found):
         # The case's own entry, whose question does not arise for these inputs: its kernel reading stands alone.
-        judged = (_dql_judged(node.x, node.outputs[1]), None, None) if op == "DynamicQuantizeLinear" else None
+        judged = _dql_judged(node.x, node.outputs[1]) if op == "DynamicQuantizeLinear" else None
         found.append(Reading(declared, catalogue()[declared].kernel_reading, node.outputs, judged))
     return found
 
