@@ -68,7 +68,8 @@ def failing_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("failing")
     exp = tmp / "exp.yaml"
     exp.write_text("backend: misbehaving\nentries:\n"
-                   "  - cases: 'quantizelinear-21-basic-float-int8'\n    status: failed\n    reason: off by one\n")
+                   "  - cases: 'quantizelinear-21-basic-float-int8'\n    status: failed\n    reason: off by one\n"
+                   "  - cases: 'quantizelinear-13-basic-float-uint8'\n    status: failed\n    reason: was broken\n")
     p = run_cli("--backend", FAKE, "--case-timeout", "3", "--expectations", str(exp), tmp=tmp)
     return p, tmp
 
@@ -82,6 +83,7 @@ def test_summary_comes_last_in_the_projects_words(failing_run):
     summary = "\n".join(lines[head:])
     # counts per status, in the project's statuses, expected (an expectation says so) vs unexpected
     assert re.search(r"^  failed +4 +\(2 expected, 2 unexpected\)$", summary, re.M), summary
+    assert re.search(r"^  passed +4 +\(2 though an expectation says they fail\)$", summary, re.M), summary
     assert re.search(r"^  crashed +2 +\(2 unexpected\)$", summary, re.M), summary
     assert re.search(r"^  invalid-accepted +2 +\(2 unexpected\)$", summary, re.M), summary
     assert re.search(r"^  unsupported +2$", summary, re.M) and re.search(r"^  implementation-defined +2$",

@@ -68,6 +68,7 @@ class Tally:
     failed_reports: int = 0  # reports that fail the run
     expected: Counter[str] = field(default_factory=Counter)
     unexpected: Counter[str] = field(default_factory=Counter)
+    against: Counter[str] = field(default_factory=Counter)  # passed though an expectation says they fail
     other_failures: int = 0  # failures that are no case's (a case file that cannot be loaded, a Python test)
     first: list[str] = field(default_factory=list)  # the first unexpected failures, one line each
 
@@ -78,10 +79,10 @@ class Tally:
             self.failed_reports += 1
         if not (report.when == "call" or (report.when == "setup" and not report.passed)):
             return
-        note = None
+        note: dict[str, Any] | None = None
         for key, value in report.user_properties:
             if key == "qdq_outcome":
-                note = value
+                note = value  # type: ignore[assignment]  # (the runner's note, see CaseItem.runtest)
         if note is None:
             if report.failed:
                 self.other_failures += 1
@@ -94,8 +95,8 @@ class Tally:
         elif hasattr(report, "wasxfail"):
             if report.skipped:
                 self.expected[status] += 1
-            else:  # passed against an expectation that says it fails
-                self.unexpected[status] += 1
+            else:  # passed though an expectation says it fails (under --strict-expectations, a failure)
+                self.against[status] += 1
 
     def _remember(self, report: pytest.TestReport, note: dict[str, Any] | None) -> None:
         if len(self.first) >= FIRST_UNEXPECTED:
@@ -200,7 +201,8 @@ class RunTerminal:
             ok = status == 0
             self.tr.write_sep("=", f"qdq-conformance: {self.state.backend_name} {self.state.backend_version}",
                               green=ok, red=not ok, bold=True)
-            for line, markup in run_summary(self.state, self.tally, self.config, status):
+            for line, markup in run_summary(self.state, self.tally, self.config, status,
+                                            _columns() if self.tty else None):
                 self.tr.write_line(line, **markup)
         return result
 
@@ -210,9 +212,14 @@ def _columns() -> int:
     return cols if cols >= 40 else 80
 
 
-def run_summary(state: RunState, tally: Tally, config: pytest.Config,
-                  exitstatus: int) -> list[tuple[str, dict[str, bool]]]:
-    """The run's summary, line by line with its terminal markup."""
+def _cut(line: str, width: int | None) -> str:
+    return line if width is None or len(line) < width else line[:width - 4] + "..."
+
+
+def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus: int,
+                width: int | None = None) -> list[tuple[str, dict[str, bool]]]:
+    """The run's summary, line by line with its terminal markup (``width``: a terminal's, to which the lines
+    naming failures are cut, as pytest cuts its own list)."""
     out: list[tuple[str, dict[str, bool]]] = []
     counts = Counter(state.counts)
     statuses = [s for s in (*ORDER, *STATUSES, *sorted(counts)) if counts[s]]
@@ -223,16 +230,17 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config,
         out.append(("no case ran", {}))
     else:
         out.append((f"{total:,} case(s) in {elapsed}", {"bold": True}))
-        width = max(len(s) for s in statuses)
+        col = max(len(s) for s in statuses)
         for s in statuses:
             detail = []
             if tally.expected[s]:
                 detail.append(f"{tally.expected[s]:,} expected")
             if tally.unexpected[s]:
-                what = "unexpected: an expectation says they fail" if s == "passed" else "unexpected"
-                detail.append(f"{tally.unexpected[s]:,} {what}")
-            markup = {"yellow" if s == "passed" else "red": True} if tally.unexpected[s] else {}
-            out.append((f"  {s:<{width}} {counts[s]:>9,}" + (f"   ({', '.join(detail)})" if detail else ""),
+                detail.append(f"{tally.unexpected[s]:,} unexpected")
+            if tally.against[s]:
+                detail.append(f"{tally.against[s]:,} though an expectation says they fail")
+            markup = {"red": True} if tally.unexpected[s] else {"yellow": True} if tally.against[s] else {}
+            out.append((f"  {s:<{col}} {counts[s]:>9,}" + (f"   ({', '.join(detail)})" if detail else ""),
                         markup))
     if tally.other_failures:
         out.append((f"{tally.other_failures} failure(s) of no case (a case file that cannot be loaded, or a "
@@ -253,7 +261,7 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config,
         which = f"the first {len(tally.first)} of {unexpected:,}" if unexpected > len(tally.first) else "all"
         out.append((f"unexpected failures ({which}; each one's detail and repro are in the results and the "
                     "report):", {}))
-        out += [(f"  {line}", {"red": True}) for line in tally.first]
+        out += [(_cut(f"  {line}", width), {"red": True}) for line in tally.first]
     if state.results is not None:
         out.append((f"results: {state.results.path}", {}))
     if config.getoption("qdq_report", None):
