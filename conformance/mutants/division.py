@@ -130,3 +130,19 @@ def _precision_ignored() -> Sequence[Patch]:
     def plan(spec: OpSpec, inputs: Sequence[np.ndarray | None], attrs: Mapping[str, int]) -> object:
         return original(spec, inputs, {k: v for k, v in attrs.items() if k != "precision"})
     return function_patch(ops, "plan_quantize_linear", plan)
+
+
+@mutant("output-dtype-ignored", "QuantizeLinear ignores output_dtype: without a zero point the output is uint8",
+        "output_dtype: (Optional) The output data type. If not supplied, the output data type is inferred from "
+        "`y_zero_point` data type (`T3`). If neither `output_dtype` nor `y_zero_point` are supplied, output data "
+        "type is uint8.",
+        witness=W("QuantizeLinear", 21, "output_dtype int8 without a zero point", a([-1], F32), a(1, F32),
+                  output_dtype=TensorProto.INT8))
+def _output_dtype_ignored() -> Sequence[Patch]:
+    from ..reference import ops
+
+    original = ops.plan_quantize_linear
+
+    def plan(spec: OpSpec, inputs: Sequence[np.ndarray | None], attrs: Mapping[str, int]) -> object:
+        return original(spec, inputs, {k: v for k, v in attrs.items() if k != "output_dtype"})
+    return function_patch(ops, "plan_quantize_linear", plan)

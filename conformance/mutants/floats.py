@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 from onnx import TensorProto
 
-from ..types import ElementType
+from ..types import ElementType, by_dtype
 from .base import F32, Patch, W, a, function_patch, mutant
 
 CAST = ("Cast 19+, conversion to float 8 (table rows): 0 -> 0; -0 -> -0 (FNUZ: 0); NaN -> NaN; Inf -> FLT_MAX; "
@@ -29,7 +29,8 @@ RNE = "Cast to float 8 / float 4 types: else RNE (round to nearest, ties to even
 Step = Callable[[np.ndarray, ElementType, bool], np.ndarray]
 
 
-def _floats(fn: Step, *, only: Callable[[ElementType], bool] = lambda t: t.bits <= 8) -> Sequence[Patch]:
+def _floats(fn: Step, *, only: Callable[[ElementType], bool] = lambda t: t.bits <= 8,
+            with_zero_point: bool = True) -> Sequence[Patch]:
     """The patch replacing the kernel's float-target step by ``fn(v, out, saturate) -> array of out``, where ``v``
     is the exact sum x / y_scale + zero point in float64; targets outside ``only`` keep the kernel's step."""
     from ..reference import arith
@@ -41,7 +42,7 @@ def _floats(fn: Step, *, only: Callable[[ElementType], bool] = lambda t: t.bits 
         if not only(out):
             return original(q, zp, out, saturate)
         v = arith.to_float64(q)
-        if zp is not None:
+        if zp is not None and with_zero_point:
             v = v + arith.to_float64(zp)
         with np.errstate(all="ignore"):
             return fn(v, out, saturate)
@@ -111,6 +112,14 @@ def _nan_zero() -> Sequence[Patch]:
         witness=W("QuantizeLinear", 21, "float8e4m3fn: NaN stays NaN", a([np.nan], F32), a(1, F32), a(0, ml_dtypes.float8_e4m3fn)))
 def _nan_neg_max() -> Sequence[Patch]:
     return _floats(_after(lambda v, y, out: np.where(np.isnan(v), -(out.max_finite or 0), y.astype(np.float32))),
+                   only=lambda t: t.bits == 8)
+
+
+@mutant("nan-to-max", "a NaN quotient becomes +max in float8 targets (NaN saturated like an overflow)", CAST,
+        witness=W("QuantizeLinear", 21, "float8e4m3fn: NaN stays NaN", a([np.nan], F32), a(1, F32),
+                  a(0, ml_dtypes.float8_e4m3fn)))
+def _nan_max() -> Sequence[Patch]:
+    return _floats(_after(lambda v, y, out: np.where(np.isnan(v), out.max_finite or 0, y.astype(np.float32))),
                    only=lambda t: t.bits == 8)
 
 
@@ -197,3 +206,21 @@ def _inf_kept() -> Sequence[Patch]:
     def post(v: np.ndarray, y: np.ndarray, out: ElementType) -> np.ndarray:
         return np.where(np.isinf(v), v, y.astype(np.float32)) if out.has_inf else y.astype(np.float32)
     return _floats(_after(post))
+
+
+@mutant("float8-zero-point-ignored", "ignores a float8 / float4 zero point (QuantizeLinear and DequantizeLinear)",
+        "`y_zero_point` is usually not used for quantization to float8 and 4bit types, but the quantization formula "
+        "remains the same for consistency", reading="float-zero-point:ignored",
+        witness=W("QuantizeLinear", 21, "float8e4m3fn zero point 0.5: 1 + 0.5 = 1.5", a([1], F32), a(1, F32),
+                  a(0.5, ml_dtypes.float8_e4m3fn)))
+def _float_zp_ignored() -> Sequence[Patch]:
+    from ..reference import ops
+
+    original = ops.dequantize
+
+    def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, **kw: object) -> np.ndarray:
+        if zero_point is not None and not by_dtype(zero_point.dtype).is_integer:
+            zero_point = None
+        return original(x, scale, zero_point, **kw)  # type: ignore[arg-type]
+    quantize = _floats(lambda v, out, saturate: _standard(v, out, saturate), with_zero_point=False)
+    return [*quantize, *function_patch(ops, "dequantize", dequantize)]

@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from ..types import ElementType
-from .base import F32, I8, U8, Patch, W, a, function_patch, mutant, store_int, wrap
+from .base import F16, F32, I8, I16, U8, Patch, W, a, function_patch, mutant, store_int, wrap
 
 Rounding = Callable[[np.ndarray], np.ndarray]
 
@@ -160,3 +160,36 @@ def _scale_one() -> Sequence[Patch]:
                 return store_int(wrap(np.trunc(v), out.int_min, out.int_max), out.dtype)
             return v.astype(np.float32).astype(out.dtype)  # ml_dtypes: rounds, never saturates
     return function_patch(ops, "quantize", quantize)
+
+
+@mutant("zp-add-in-narrow-precision", "with a float16 / bfloat16 division precision, adds the zero point and clips "
+        "in that precision too: zero points and bounds it cannot hold are rounded (int16 32767 -> 32768, which "
+        "then wraps to -32768)", FORMULA + " " + SATURATION,
+        witness=W("QuantizeLinear", 23, "float16 scale, int16 target: zero point 2049 (float16 2048), and 40000 "
+                  "saturating to 32767 (float16 32768)", a([30000, 40000], F16), a(1, F16), a(2049, I16)))
+def _zp_in_narrow() -> Sequence[Patch]:
+    from ..reference import arith, ops
+
+    original = ops.quantize
+    precision: list[ElementType] = []
+
+    def quantize(*args: object, **kw: object) -> np.ndarray:
+        precision.append(kw["precision"])  # type: ignore[arg-type]
+        try:
+            return original(*args, **kw)  # type: ignore[arg-type]
+        finally:
+            precision.pop()
+
+    def fn(q: np.ndarray, z: np.ndarray, out: ElementType) -> np.ndarray:
+        p = precision[-1] if precision else arith.F32
+        if p not in (arith.F16, arith.BF16):
+            return _saturated(q, z, out)
+        assert out.int_min is not None and out.int_max is not None
+
+        def narrow(v: object) -> np.ndarray:
+            return arith.to_float64(arith.to_precision(np.asarray(v, np.float64), p))
+        r = np.rint(q)
+        v = narrow(np.where(np.isnan(r), 0.0, r) + narrow(z))
+        v = np.clip(v, narrow(out.int_min), narrow(out.int_max))
+        return wrap(v, out.int_min, out.int_max)
+    return [*function_patch(ops, "quantize", quantize), *_ints(fn)]
