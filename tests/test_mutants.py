@@ -204,3 +204,11 @@ def test_a_kill_is_a_failure_of_the_real_worker_path(small_corpus):
             result = run_case(create(f"mutant:{mid}"), ObjRef(case), form, Sources(), Expectations())
             assert result.status == "failed", (mid, case.id, form, result.message)
             assert run_case(create("reference"), ObjRef(case), form, Sources(), Expectations()).status == "passed"
+
+
+def test_docs_list_every_mutant():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "mutants.md").read_text(encoding="utf-8")
+    missing = [m.id for m in MUTANTS if f"| `{m.id}` |" not in text]
+    assert not missing, f"docs/mutants.md does not list {missing}"
