@@ -7,7 +7,8 @@ when), is discarded and replaced on the next request.
 
 Whatever a backend prints (native libraries write to the process's stdout / stderr) goes to a log file of the
 worker, not the terminal: a run needs no output capturing, and when a worker crashes, the end of its log is
-part of the crash message.
+part of the crash message. A worker runs in a process group and a folder of its own, and dies with its case or
+with the run however the run ends (see ``lifecycle``).
 """
 
 from __future__ import annotations
@@ -17,17 +18,22 @@ import ctypes
 import faulthandler
 import multiprocessing as mp
 import os
+import signal
 import sys
 import tempfile
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
+
+from . import lifecycle
+from .repro import TemplateRepro, templates_of
 
 #: how much lower the workers' scheduling priority is than the pytest process's
 WORKER_NICENESS = 5
@@ -41,6 +47,9 @@ class RawResult:
     seconds: float = 0.0
 
 
+#: the pytest process's ends of its workers' pipes: a forked worker closes its copies, so that each worker sees
+#: end-of-file when the pytest process is gone (and not only when every sibling forked after it is gone too)
+_PARENT_ENDS: weakref.WeakSet[Connection] = weakref.WeakSet()
 
 
 #: a beacon's "case" when the worker runs nothing, and when it runs a ("run", ...) request
@@ -96,11 +105,22 @@ FLUSH_AFTER = 0.05
 
 
 def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str | None = None,
-           expectations_path: str | None = None, beacon: Beacon | None = None) -> None:
+           expectations_path: str | None = None, beacon: Beacon | None = None, parent_pid: int | None = None,
+           folder: str | None = None) -> None:
     """The worker's loop. Messages: ("run", model bytes, feeds) -> ("raw", RawResult); ("load", source) preloads
     a case file; ("cases", [(ticket, case ref, form), ...]) -> ("results", [(ticket, CaseResult), ...]) messages
     that answer every case in order, a few at a time; ("expectations", path or None) names the expectations file
-    the records refer to; ("stop",). The beacon always shows the case being run."""
+    the records refer to; ("stop",). The beacon always shows the case being run. The first message is
+    ("hello", name, version, repro templates) or ("fatal", why)."""
+    guard = lifecycle.WorkerGuard(parent_pid or os.getppid(), folder)
+    guard.install()
+    for end in list(_PARENT_ENDS):  # (inherited at the fork: ours, and our siblings')
+        end.close()
+    if folder:  # whatever the backend creates in a temporary folder goes into the worker's own
+        tmp = os.path.join(folder, "tmp")
+        os.makedirs(tmp, exist_ok=True)
+        os.environ["TMPDIR"] = tempfile.tempdir = tmp
+
     from ..backends.registry import create
     from . import execute
 
@@ -119,14 +139,15 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
     except Exception as e:
         conn.send(("fatal", f"{type(e).__name__}: {e}"))
         return
-    conn.send(("hello", backend.name, backend.version))
+    conn.send(("hello", backend.name, backend.version, templates_of(backend)))
     sources = execute.Sources()
     expectations = None
     beacon = beacon or Beacon()
     while True:
         try:
             msg = conn.recv()
-        except EOFError:
+        except EOFError:  # the pytest process is gone or going (or gave up on this worker, and kills it)
+            guard.die_when_orphaned()
             return
         kind = msg[0]
         if kind == "stop":
@@ -143,7 +164,7 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
                 sources.load(msg[1])
         elif kind == "cases":
             if expectations is None:
-                expectations = _expectations(expectations_path, backend.version)
+                expectations = expectations_for(expectations_path, backend.version)
             held: list[tuple[int, Any]] = []
             since = 0.0
             for ticket, ref, form in msg[1]:
@@ -158,7 +179,8 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
                 conn.send(("results", held))
 
 
-def _expectations(path: str | None, version: str) -> Any:
+def expectations_for(path: str | None, version: str) -> Any:
+    """The expectations file a worker's records refer to (none: no expectations)."""
     from . import expectations as expectations_mod
 
     return expectations_mod.load(Path(path), version) if path else expectations_mod.Expectations()
@@ -178,7 +200,7 @@ class BackendStartError(Exception):
 
 
 class IsolatedBackend:
-    """A backend in a replaceable worker process."""
+    """A backend in a replaceable worker process (in a process group and a folder of its own)."""
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None, timeout: float = 60.0,
                  expectations_path: str | None = None) -> None:
@@ -193,8 +215,10 @@ class IsolatedBackend:
         self._starting: tuple[Any, Connection] | None = None
         self.beacon = Beacon()
         self.restarts = 0
-        fd, self.log_path = tempfile.mkstemp(prefix="qdq-worker-", suffix=".log")
-        os.close(fd)
+        self.repro: TemplateRepro | None = None  # the backend's repro writer, from its worker's templates
+        self.folder = tempfile.mkdtemp(prefix="qdq-worker-")  # its log; the TMPDIR of everything it runs
+        self.log_path = os.path.join(self.folder, "worker.log")
+        weakref.finalize(self, lifecycle.remove, self.folder)  # (also at exit, however this process exits)
 
     def log_tail(self, lines: int = 8) -> str:
         """The last lines the worker printed (where a crashing native library says why)."""
@@ -211,7 +235,9 @@ class IsolatedBackend:
         if self._starting is not None or (self._proc is not None and self._proc.is_alive()):
             return
         parent, child = mp.Pipe()
+        _PARENT_ENDS.add(parent)
         with contextlib.suppress(OSError):  # each worker's log starts empty
+            os.makedirs(self.folder, exist_ok=True)
             open(self.log_path, "wb").close()
         ctx = mp.get_context(start_method())
         if ctx.get_start_method() == "fork":  # (nothing buffered here may be written twice)
@@ -219,8 +245,11 @@ class IsolatedBackend:
             sys.stderr.flush()
         self.beacon = Beacon()
         proc = ctx.Process(target=_serve, daemon=True, args=(child, self.spec, self.options, self.log_path,
-                                                              self.expectations_path, self.beacon))
+                                                              self.expectations_path, self.beacon, os.getpid(),
+                                                              self.folder))
         proc.start()
+        with contextlib.suppress(OSError):  # (the worker does the same as it starts: whoever is first)
+            os.setpgid(proc.pid, proc.pid)
         child.close()
         self._starting = (proc, parent)
 
@@ -230,17 +259,20 @@ class IsolatedBackend:
         self._starting = None
         limit = max(self.timeout, 120.0)
         if not parent.poll(limit):
-            proc.kill()
-            raise BackendStartError(f"backend {self.spec!r} did not start within {limit} s")
+            self._stop(proc, parent, 0)
+            raise BackendStartError(f"backend {self.spec!r} did not start within {limit:g} s")
         try:
             hello = parent.recv()
         except EOFError:
-            proc.join(5)
-            raise BackendStartError(f"backend {self.spec!r} died while starting (exit {proc.exitcode})") from None
+            self._stop(proc, parent, 5)
+            tail = self.log_tail(1)
+            raise BackendStartError(f"backend {self.spec!r} died while it was being created "
+                                    f"({_how(proc.exitcode)})" + (f": {tail}" if tail else "")) from None
         if hello[0] == "fatal":
-            proc.join(5)
+            self._stop(proc, parent, 5)
             raise BackendStartError(f"backend {self.spec!r} could not be created: {hello[1]}")
-        _, self.name, self.version = hello
+        _, self.name, self.version, templates = hello
+        self.repro = TemplateRepro(templates)
         self._proc, self._conn = proc, parent
 
     def start(self) -> None:
@@ -250,13 +282,29 @@ class IsolatedBackend:
         if self._starting is not None:
             self._handshake()
 
-    def _discard(self) -> None:
+    @staticmethod
+    def _stop(proc: Any, conn: Connection | None, wait_s: float) -> None:
+        """Let the worker exit for up to ``wait_s`` seconds, then kill its process group (with whatever the backend
+        started), and reap it. The group is killed before the worker is reaped: its id cannot be reused until
+        then."""
+        if wait_s > 0 and proc.is_alive():
+            wait([proc.sentinel], wait_s)
+        if proc.pid is not None:
+            lifecycle.kill_group(proc.pid)  # (its group's id is its pid; no such group when it has none of its own)
+        with contextlib.suppress(OSError, ValueError):
+            proc.kill()
+        proc.join(5)
+        if conn is not None:
+            conn.close()
+
+    def _discard(self, wait_s: float = 0.0) -> None:
         if self._proc is not None:
-            if self._proc.is_alive():
-                self._proc.kill()
-            self._proc.join(5)
+            self._stop(self._proc, self._conn, wait_s)
+        elif self._conn is not None:
+            self._conn.close()
         self._proc, self._conn = None, None
         self.restarts += 1
+        lifecycle.remove(os.path.join(self.folder, "tmp"))  # what the lost case left in its temporary folder
 
     def send(self, msg: tuple[Any, ...], restart: bool = True) -> None:
         """Send to the worker, starting one if there is none. With ``restart=False`` a worker found dead is not
@@ -270,8 +318,8 @@ class IsolatedBackend:
 
     def receive(self) -> Any:
         """The worker's next message; raises Lost when the worker dies, or runs one case for more than
-        ``timeout`` s, or (running none) sends nothing for ``timeout`` s. The worker is then discarded (the next
-        ``send`` starts a new one); Lost.ticket is the case its beacon showed."""
+        ``timeout`` s, or (running none) sends nothing for ``timeout`` s. The worker is then discarded with its
+        process group (the next ``send`` starts a new one); Lost.ticket is the case its beacon showed."""
         t0 = time.perf_counter()
         conn = self._conn
         ticket = IDLE
@@ -289,15 +337,11 @@ class IsolatedBackend:
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
             ticket, running = self.beacon.read()
             proc = self._proc
-            if proc is not None:
-                proc.join(5)
-            code = proc.exitcode if proc is not None else None
-            self._discard()
-            how = f"killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
+            self._discard(wait_s=5)
             tail = self.log_tail()
-            raise Lost("crashed", f"the backend's worker process {how}; it was replaced"
-                       + (f"\nits last output:\n{tail}" if tail else ""), running or time.perf_counter() - t0,
-                       ticket) from None
+            raise Lost("crashed", f"the backend's worker process {_how(proc.exitcode if proc else None)}; it was "
+                       "replaced" + (f"\nits last output:\n{tail}" if tail else ""),
+                       running or time.perf_counter() - t0, ticket) from None
 
     def run(self, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> RawResult:
         """Run one model in the worker (arrays travel pickled: numpy and ml_dtypes dtypes pickle as themselves)."""
@@ -311,17 +355,30 @@ class IsolatedBackend:
         raw.seconds = time.perf_counter() - t0
         return raw
 
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.unlink(self.log_path)
+    def ask_to_stop(self) -> None:
+        """Tell the worker to stop after its current case (``close`` waits for it)."""
         if self._starting is not None:
             self._proc, self._conn = self._starting
             self._starting = None
         if self._conn is not None:
             with contextlib.suppress(BrokenPipeError, OSError):
                 self._conn.send(("stop",))
+
+    def close(self, wait_s: float = 2.0) -> None:
+        """Stop the worker (killed, with its process group, after ``wait_s`` seconds; at once with 0) and remove
+        its folder."""
+        self.ask_to_stop()
         if self._proc is not None:
-            self._proc.join(2)
-            if self._proc.is_alive():
-                self._proc.kill()
+            self._stop(self._proc, self._conn, wait_s)
         self._proc, self._conn = None, None
+        lifecycle.remove(self.folder)
+
+
+def _how(code: int | None) -> str:
+    """How a worker process ended, from its exit code."""
+    if code is not None and code < 0:
+        try:
+            return f"killed by signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"

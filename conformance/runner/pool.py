@@ -11,16 +11,24 @@ worker is replaced and its other unanswered cases are handed to the new one. (A 
 at a time, which saves the pytest process a wake-up per case; results that died with it are simply computed
 again.) A case that is not in the plan, or asked for out of order (pytest-xdist decides the order in its
 workers), is run when asked.
+
+The record of a case whose worker crashed or hung is written here, with the backend's repro made from the
+templates its worker sent (no backend is ever created in the pytest process); a worker that cannot be started
+again costs the cases handed to it, each recorded as crashed with the reason.
 """
 
 from __future__ import annotations
 
 import itertools
+import time
 from collections import deque
 from typing import Any
 
-from .execute import CaseRef, CaseResult
-from .isolation import IsolatedBackend, Lost, RawResult
+from . import record as record_mod
+from .execute import CaseRef, CaseResult, FileRef, Sources, finish, lookup
+from .isolation import BackendStartError, IsolatedBackend, Lost, RawResult, expectations_for
+from .outcome import Outcome
+from .repro import TemplateRepro
 
 Ticket = int
 
@@ -35,8 +43,11 @@ class CasePool:
         self._planned: dict[int, Ticket] = {}  # plan position -> ticket, handed out and not yet collected
         self._owner: dict[Ticket, int] = {}  # ticket -> worker
         self._queues: list[deque[tuple[Ticket, CaseRef, str]]] = [deque() for _ in self.workers]
-        self._done: dict[Ticket, CaseResult | RawResult] = {}
+        self._done: dict[Ticket, CaseResult] = {}
         self._tickets = itertools.count()
+        self.expectations_path = expectations_path
+        self._sources: Sources | None = None  # case files, loaded here only to record a lost case
+        self._expectations: Any = None
 
     @property
     def name(self) -> str:
@@ -47,18 +58,28 @@ class CasePool:
         return self.workers[0].version
 
     @property
+    def repro(self) -> TemplateRepro | None:
+        """The backend's repro writer (from its worker's templates)."""
+        return self.workers[0].repro
+
+    @property
     def restarts(self) -> int:
         return sum(w.restarts for w in self.workers)
 
     def start(self) -> None:
         """Start every worker side by side; raises BackendStartError when the backend cannot be created."""
-        for w in self.workers:
-            w.spawn()
-        for w in self.workers:
-            w.start()
+        try:
+            for w in self.workers:
+                w.spawn()
+            for w in self.workers:
+                w.start()
+        except BaseException:
+            self.close(wait_s=0)
+            raise
 
     def set_expectations(self, path: str | None) -> None:
         """The expectations file whose entries the records name (the workers load it themselves)."""
+        self.expectations_path, self._expectations = path, None
         for w in self.workers:
             w.expectations_path = path
             w.send(("expectations", path))
@@ -74,8 +95,8 @@ class CasePool:
         self._cursor = 0
         self._planned.clear()
 
-    def get(self, ref: CaseRef, form: str, position: int | None = None) -> CaseResult | RawResult:
-        """The result of a case: a CaseResult, or a RawResult (crashed / timeout) when its worker was lost."""
+    def get(self, ref: CaseRef, form: str, position: int | None = None) -> CaseResult:
+        """The result of a case (crashed / timeout when its worker was lost)."""
         ticket = self._planned.pop(position, None) if position is not None else None
         if ticket is None:
             if position is not None and position >= self._cursor and self._plan_matches(position, ref, form):
@@ -116,7 +137,15 @@ class CasePool:
         for ticket, _, _ in batch:
             self._owner[ticket] = k
         self._queues[k].extend(batch)
-        self.workers[k].send(("cases", batch), restart=not owed)
+        try:
+            self.workers[k].send(("cases", batch), restart=not owed)
+        except BackendStartError as e:  # every case it owes is lost: the next batch tries a new worker again
+            queue = list(self._queues[k])
+            self._queues[k].clear()
+            for ticket, ref, form in queue:
+                del self._owner[ticket]
+                self._done[ticket] = self._record_lost(ref, form, RawResult(
+                    "crashed", f"the backend's worker could not be started again: {e}"))
 
     def _receive(self, k: int) -> None:
         queue = self._queues[k]
@@ -128,7 +157,9 @@ class CasePool:
             owed = [t for t, _, _ in queue]
             ticket = lost.ticket if lost.ticket in owed else owed[0]
             del self._owner[ticket]
-            self._done[ticket] = RawResult(lost.kind, message=lost.message, seconds=lost.seconds)
+            ref, form = next((r, f) for t, r, f in queue if t == ticket)
+            self._done[ticket] = self._record_lost(ref, form, RawResult(lost.kind, message=lost.message,
+                                                                        seconds=lost.seconds))
             rest = [entry for entry in queue if entry[0] != ticket]  # (their results died with the worker)
             queue.clear()
             if rest:
@@ -140,6 +171,28 @@ class CasePool:
             del self._owner[ticket]
             self._done[ticket] = result
 
-    def close(self) -> None:
+    def _record_lost(self, ref: CaseRef, form: str, raw: RawResult) -> CaseResult:
+        """The record of a case whose worker crashed or hung (or could not be started)."""
+        backend = (self.name, self.version)
+        try:
+            if self._sources is None:
+                self._sources = Sources()
+            if self._expectations is None:
+                self._expectations = expectations_for(self.expectations_path, self.version)
+            case = self._sources.resolve(ref)
+            return finish(case, form, raw, lookup(self._expectations, case, form), backend, self.repro)
+        except Exception as e:  # (the case file changed since collection, say): the record says which case
+            message = f"{raw.kind}: {raw.message} (and it could not be recorded in full: {type(e).__name__}: {e})"
+            case_id = ref.case_id if isinstance(ref, FileRef) else getattr(ref.case, "id", "?")
+            rec = {"type": "case", "id": case_id, "form": form, "status": raw.kind, "message": message[:2000],
+                   "backend": backend[0], "backend_version": backend[1]}
+            return CaseResult(raw.kind, message, record_mod.encode(rec), None, Outcome(raw.kind, message))
+
+    def close(self, wait_s: float = 2.0) -> None:
+        """Stop every worker: each may finish its current case within ``wait_s`` seconds (all together), then
+        it is killed with its process group (at once with 0); their folders are removed."""
         for w in self.workers:
-            w.close()
+            w.ask_to_stop()
+        deadline = time.monotonic() + wait_s
+        for w in self.workers:
+            w.close(max(0.0, deadline - time.monotonic()))

@@ -6,6 +6,8 @@ case (so no exotic-type feeding is needed), and runs it with the backend's own A
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import onnx
 
@@ -49,3 +51,48 @@ def values_of(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str,
     values = {i.name: from_tensor_proto(i) for i in model.graph.initializer}
     values.update(feeds)
     return values
+
+
+#: stand-ins a backend's ``repro`` is called with once, in its worker, to make a template of its repro script
+CODE_MARK = "__qdq_conformance_model_code__"
+MAX_OUTPUTS = 4
+
+
+def _output_mark(k: int) -> str:
+    return f"__qdq_conformance_output_{k}__"
+
+
+def templates_of(backend: Any) -> dict[int, str]:
+    """The backend's repro script with stand-ins for the model code and the output names, per number of outputs:
+    made in the backend's worker, so that the pytest process writes the repro of a case whose worker crashed or
+    hung without ever creating a backend (see :class:`TemplateRepro`)."""
+    repro = getattr(backend, "repro", None)
+    templates: dict[int, str] = {}
+    if repro is None:
+        return templates
+    for n in range(1, MAX_OUTPUTS + 1):
+        try:
+            text = repro(CODE_MARK, [_output_mark(k) for k in range(n)])
+        except Exception:  # a backend that cannot write its repro: the record gets the model code alone
+            continue
+        if isinstance(text, str) and text.count(CODE_MARK) == 1:
+            templates[n] = text
+    return templates
+
+
+class TemplateRepro:
+    """A backend's ``repro(model_code, output_names)``, from the templates its worker made (picklable, and needing
+    no backend). Raises LookupError when there is no template for that many outputs (the record then holds the
+    model code alone)."""
+
+    def __init__(self, templates: dict[int, str]) -> None:
+        self.templates = dict(templates)
+
+    def __call__(self, model_code: str, output_names: list[str]) -> str:
+        text = self.templates.get(len(output_names))
+        if text is None:
+            raise LookupError(f"no repro template for {len(output_names)} outputs")
+        for k, name in enumerate(output_names):
+            mark = _output_mark(k)
+            text = text.replace(repr(mark), repr(name)).replace(mark, name)
+        return text.replace(CODE_MARK, model_code)
