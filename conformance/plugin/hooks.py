@@ -14,7 +14,7 @@ from ..resources import cases_dir
 from ..runner import expectations as expectations_mod
 from ..runner.outcome import FAILING
 from ..runner.results import ResultsWriter, header
-from . import options, protocol
+from . import options, protocol, stopping
 from .items import CaseFailure, CaseFile, CaseItem, LoadErrorItem, SuiteFile, forms_of
 from .state import STATE, RunState
 from .terminal import RunTerminal
@@ -75,6 +75,8 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         backend = state.backend()
     except Exception as e:
+        wanted = not worker and (config.getoption("qdq_results") or config.getoption("qdq_report"))
+        stopping.record_failed_start(_results_path(config) if wanted else None, spec, str(e))
         raise pytest.UsageError(f"--backend={spec}: {e}") from None
     state.backend_name, state.backend_version = backend.name, backend.version
     exp = config.getoption("qdq_expectations")
@@ -104,6 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_Recorder(state), "qdq-conformance-recorder")
     if not worker:  # progress while the cases run, the summary at the very end (terminal.py)
         config.pluginmanager.register(RunTerminal(config, state), "qdq-conformance-terminal")
+    stopping.install(config)  # SIGINT / SIGTERM / SIGHUP stop the run, its results kept and marked interrupted
 
 
 def _results_path(config: pytest.Config) -> Path:

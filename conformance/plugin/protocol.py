@@ -52,7 +52,9 @@ def run(item: Any, xfail_mark: Any) -> None:
     ihook.pytest_runtest_logstart(nodeid=nodeid, location=location)
     keywords = {x: 1 for x in item.keywords}
     ihook.pytest_runtest_logreport(report=_empty(item, keywords, "setup"))
-    call = pytest.CallInfo.from_call(item.runtest, "call")
+    # A signal (pytest.exit) or Ctrl-C ends the session, as in pytest's own protocol: it is never the item's failure.
+    reraise = (pytest.exit.Exception,) if item.config.getoption("usepdb", False) else (pytest.exit.Exception, KeyboardInterrupt)
+    call = pytest.CallInfo.from_call(item.runtest, "call", reraise=reraise)
     report = ihook.pytest_runtest_makereport(item=item, call=call)
     if xfail_mark is not None:
         _apply_xfail(item.config, call, report, xfail_mark)

@@ -3,7 +3,8 @@ flushed at least every FLUSH_EVERY seconds, and when the run ends, however it en
 
 Line 1 is the header (``"type": "header"``: backend name and version, onnx / suite / Python versions,
 platform, start time); then one ``"type": "case"`` line per case; a final ``"type": "summary"`` line when the
-run ends normally. :func:`read` loads a file, complete or not.
+run ends (with ``"interrupted": true`` and the signal when a signal stopped it, with ``"error"`` when the backend
+could not be created; a run killed outright leaves none). :func:`read` loads a file, complete or not.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class ResultsWriter:
         self._header_written = False
         self._flushed = 0.0
         self.count = 0
+        self.summary_extra: dict[str, Any] = {}  # added to the summary line (how an interrupted run ended)
 
     def write(self, record: dict[str, Any], head: dict[str, Any]) -> None:
         self.write_line(json.dumps(record, sort_keys=True), head)
@@ -68,7 +70,7 @@ class ResultsWriter:
             return
         if not self._header_written:
             self._fh.write(json.dumps(head, sort_keys=True) + "\n")
-        self._fh.write(json.dumps({"type": "summary", **summary}, sort_keys=True) + "\n")
+        self._fh.write(json.dumps({"type": "summary", **summary, **self.summary_extra}, sort_keys=True) + "\n")
         self._fh.close()
         self._fh = None
 
