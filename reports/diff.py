@@ -40,9 +40,12 @@ class Diff:
     unchanged: int = 0
     new_cases: int = 0
     new_complete: bool = True  # the new run ended normally (its file has a summary line)
+    new_stopped: str = ""  # how the new run ended early, when its summary says so (a signal, a backend error)
 
     def incomplete(self) -> str | None:
         """Why the new run cannot pass a regression gate (empty, or interrupted / crashed), or None."""
+        if self.new_stopped:
+            return f"the new run {self.new_stopped}, so cases it did not reach are not known to pass"
         if self.new_cases == 0:
             return "the new results file has no case records (an empty run, or the wrong file)"
         if not self.new_complete:
@@ -81,7 +84,8 @@ def diff_records(old: tuple[dict[str, Any], list[dict[str, Any]], Any],
                  new: tuple[dict[str, Any], list[dict[str, Any]], Any]) -> Diff:
     old_cases = {_key(c): c for c in old[1]}
     new_cases = {_key(c): c for c in new[1]}
-    result = Diff(old[0], new[0], new_cases=len(new[1]), new_complete=new[2] is not None)
+    result = Diff(old[0], new[0], new_cases=len(new[1]), new_complete=new[2] is not None,
+                  new_stopped=_stopped(new[2]))
     for key in sorted(old_cases.keys() | new_cases.keys()):
         a, b = old_cases.get(key), new_cases.get(key)
         if a is None:
@@ -101,6 +105,17 @@ def diff_records(old: tuple[dict[str, Any], list[dict[str, Any]], Any],
     order = {c: i for i, c in enumerate(CATEGORIES)}
     result.changes.sort(key=lambda ch: (order[ch.category], ch.id, ch.form))
     return result
+
+
+def _stopped(summary: dict[str, Any] | None) -> str:
+    """How a run ended early, from its summary line ("" when it ended normally or left no summary)."""
+    if not summary:
+        return ""
+    if summary.get("interrupted"):
+        return f"was interrupted ({summary.get('signal') or 'signal'})"
+    if summary.get("error"):
+        return f"failed before its first case ({' '.join(str(summary['error']).split())[:200]})"
+    return ""
 
 
 def diff_files(old: Path, new: Path) -> Diff:
