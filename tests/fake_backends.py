@@ -40,3 +40,37 @@ class Misbehaving(OracleBackend):
 
 def make(**options):
     return Misbehaving()
+
+
+class Slow(OracleBackend):
+    """The oracle, but every case takes ``QDQ_TEST_CASE_SECONDS`` (default 0.5) while a child process of its own
+    runs (as a ``command:`` runner would), in a temporary folder: what a run must clean up when it is stopped."""
+
+    name = "slow"
+    version = "0.0-test"
+
+    def run(self, model, feeds):
+        import subprocess
+        import sys
+        import tempfile
+
+        seconds = float(os.environ.get("QDQ_TEST_CASE_SECONDS", "0.5"))
+        with tempfile.TemporaryDirectory(prefix="qdq-slow-") as tmp:
+            marker = os.environ.get("QDQ_TEST_MARKER", "")  # (in its command line: tests find it by that)
+            child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(600)  # {marker}"], cwd=tmp)
+            try:
+                child.wait(seconds)
+            except subprocess.TimeoutExpired:
+                pass
+            finally:
+                child.kill()
+                child.wait()
+        return super().run(model, feeds)
+
+
+def slow(**options):
+    return Slow()
+
+
+def crash_on_build(**options):
+    ctypes.string_at(0)  # a backend whose construction segfaults
