@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from pytest import Mark
 
-from ..runner.execute import CaseRef, FileRef, ObjRef, finish, lookup
-from ..runner.isolation import RawResult
+from ..runner.execute import CaseRef, FileRef, ObjRef
 from ..runner.outcome import FAILING, Outcome
 from .state import STATE
 
@@ -87,9 +86,6 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         state = self.config.stash[STATE]
         got = state.backend().get(self.ref, self.form, self.position)
-        if isinstance(got, RawResult):  # the worker crashed or hung on this very case: recorded here
-            got = finish(self.case, self.form, got, lookup(state.expectations, self.case, self.form),
-                         (state.backend_name, state.backend_version), _repro_of(state))
         self.user_properties.append(("qdq", got.record))
         self.user_properties.append(("qdq_outcome", got.note(self.case.id, self.form)))
         if got.status == "unsupported":
@@ -190,16 +186,6 @@ class SuiteFile(pytest.File):
 def forms_of(cfg: pytest.Config) -> tuple[str, ...]:
     form = cfg.getoption("qdq_form")
     return ("runtime", "initializer") if form == "both" else (form,)
-
-
-def _repro_of(state: Any) -> Any:
-    """The backend's repro writer, from a backend built here (None when it cannot be built here)."""
-    from ..backends.registry import create
-
-    try:
-        return create(state.backend_spec, state.backend_options).repro
-    except Exception:
-        return None
 
 
 def _describe(item: CaseItem, outcome: Outcome) -> str:
