@@ -136,6 +136,7 @@ def test_a_signal_stops_the_run_keeping_its_results(run, sig, capsys):
     assert took < 30, took  # about a second on an idle machine (the rest of the corpus would take 4 s more)
     assert f"interrupted by {sig}" in r.output and "Traceback" not in r.output
     assert "FAILED" not in r.output and "KeyboardInterrupt" not in r.output
+    assert r.output.rstrip().splitlines()[-1].startswith("exit status 2: interrupted (Ctrl-C, SIGTERM or SIGHUP")
     r.assert_nothing_left()
     head, cases, summary = read(r.results)
     assert head["backend"] == "slow" and len(cases) >= on_disk

@@ -51,9 +51,11 @@ EXIT_STATUS: dict[int, str] = {
     1: "unexpected failures: a case failed, errored, crashed, timed out or accepted an invalid model with no "
        "expectation saying so (under --strict-expectations: ended other than its expectation says), or a case "
        "file could not be loaded",
-    2: "interrupted (Ctrl-C); `qdq-conformance run`: its command line could not be parsed",
+    2: "interrupted (Ctrl-C, SIGTERM or SIGHUP: the finished results are kept, their summary marked interrupted); "
+       "`qdq-conformance run`: its command line could not be parsed",
     3: "internal error in the runner or a pytest plugin",
-    4: "usage error: an unknown backend or option, or an expectation file that cannot be read",
+    4: "usage error: an unknown backend or option, a backend that cannot be created, or an expectation file that "
+       "cannot be read",
     5: "no case selected (-k, -m, --form or --suite matched nothing)",
     6: "more warnings than pytest's --max-warnings allows",
 }
