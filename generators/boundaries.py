@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -51,9 +52,16 @@ class Targets:
 
 
 def positive_codes(t: ElementType) -> np.ndarray:
-    """The finite positive values of a float type, ascending."""
-    v = to_float64(bit_patterns(t))
-    return np.unique(v[np.isfinite(v) & (v > 0)])
+    """The finite positive values of a float type, ascending (read-only, computed once per type)."""
+    return _positive_codes(t.name)
+
+
+@cache
+def _positive_codes(name: str) -> np.ndarray:
+    v = to_float64(bit_patterns(TYPES[name]))
+    codes = np.unique(v[np.isfinite(v) & (v > 0)])
+    codes.flags.writeable = False
+    return codes
 
 
 def overflow_threshold(t: ElementType) -> float:
@@ -190,12 +198,9 @@ def place(name: str, ctx: Ctx, spec: opspecs.OpSpec, shape: tuple[int, ...] | No
     granularity's x shape (None: as many values as the recipe has)."""
     if ctx.kind != "Q" or scale is None:
         return None
-    t = TARGETS[name](ctx)
+    t = _targets(name, ctx.x.name, ctx.y.name)
     if t is None:
         return None
-    if ctx.x.is_integer:  # no inf or NaN in an integer x: drop them
-        keep = ~(t.literal & ~np.isfinite(t.r))
-        t = Targets(t.r[keep], t.off[keep], t.literal[keep])
     x_shape = shape if shape is not None else (len(t.r),)
     dummy = np.zeros(x_shape, ctx.x.dtype)
     plan = plan_quantize_linear(spec, [dummy, scale, zp], attrs)
@@ -203,6 +208,16 @@ def place(name: str, ctx: Ctx, spec: opspecs.OpSpec, shape: tuple[int, ...] | No
     s = broadcast(scale, x_shape, plan.granularity)
     z = broadcast(zp, x_shape, plan.granularity) if zp is not None else None
     return realize(t, ctx.x, s, z, plan.precision, x_shape)
+
+
+@cache
+def _targets(name: str, x: str, y: str) -> Targets | None:
+    """The targets of a recipe for one x and target type (they depend on nothing else), computed once."""
+    t = TARGETS[name](Ctx("Q", TYPES[x], None, TYPES[y]))
+    if t is not None and TYPES[x].is_integer:  # no inf or NaN in an integer x: drop them
+        keep = ~(t.literal & ~np.isfinite(t.r))
+        t = Targets(t.r[keep], t.off[keep], t.literal[keep])
+    return t
 
 
 def fit(t: Targets, n: int) -> Targets:
@@ -227,7 +242,8 @@ def realize(t: Targets, x_t: ElementType, s: np.ndarray, z: np.ndarray | None, p
         qp = np.where(np.isfinite(qp), step(np.where(np.isfinite(qp), qp, 0.0), precision, t.off), qp)
         want = np.where(t.literal, t.r, qp * s64)
     base = to_float64(_to_x(want, x_t))
-    cands = np.stack([base, _x_step(base, x_t, -1), _x_step(base, x_t, 1)])  # (3, n), x's own neighbours
+    both = _x_step(np.concatenate([base, base]), x_t, np.repeat(np.array([-1, 1]), n))
+    cands = np.concatenate([base, both]).reshape(3, n)  # x and its own neighbours below and above
     typed = _to_x(cands.reshape(-1), x_t)
     scale_arr = np.broadcast_to(np.asarray(s), shape).reshape(-1)
     with np.errstate(all="ignore"):
@@ -239,10 +255,10 @@ def realize(t: Targets, x_t: ElementType, s: np.ndarray, z: np.ndarray | None, p
     return typed.reshape(3, n)[choice, np.arange(n)].reshape(shape)
 
 
-def _x_step(v: np.ndarray, x_t: ElementType, d: int) -> np.ndarray:
+def _x_step(v: np.ndarray, x_t: ElementType, d: np.ndarray) -> np.ndarray:
     if x_t.is_integer:
         return v + d
-    return _neighbour(v, x_t, np.full(v.shape, d))
+    return _neighbour(v, x_t, d)
 
 
 def _to_x(v: np.ndarray, x_t: ElementType) -> np.ndarray:
@@ -264,8 +280,15 @@ INEXACT = (0.1, 0.3, 0.7, 1.1, 3.3, 0.0123, 17.7, 0.05)
 
 def scale_values(name: str, t: ElementType, n: int) -> np.ndarray | None:
     """``n`` scale values of type ``t`` for the scale recipe ``name`` (None: the recipe cannot apply)."""
+    got = _scale_values(name, t.name, n)
+    return None if got is None else got.copy()
+
+
+@cache
+def _scale_values(name: str, type_name: str, n: int) -> np.ndarray | None:
     from .values import to_type
 
+    t = TYPES[type_name]
     if t.is_integer:
         table = {"scale-one": [1.0], "scale-pow2": [2.0, 4.0, 1.0], "scale-inexact": [3.0, 7.0, 5.0],
                  "scale-huge": [2.0**20 + 1, 3e6], "scale-tiny": None, "scale-subnormal": None}
