@@ -160,3 +160,43 @@ def _scale_not_rounded() -> Sequence[Patch]:
         d = arith.to_float64(arith.to_precision(_exact_difference(x, z), out))
         return arith.cast_float(arith.round_to(d * arith.to_float64(s), out), out)
     return _dq(fn)
+
+
+@mutant("dq-overflow-saturates", "clamps a product beyond the output type's range to +-max instead of letting it "
+        "overflow to +-inf (a saturating float conversion)", OUTPUT + " (IEEE rounding of the product: overflow gives "
+        "inf)",
+        witness=W("DequantizeLinear", 21, "int32 100000 times a float16 scale 1: beyond float16's 65504, so +inf",
+                  a([100000, -100000], I32), a(1, np.float16)))
+def _overflow_saturates() -> Sequence[Patch]:
+    from ..reference import arith, ops
+
+    original = ops.dequantize
+
+    def dequantize(x: np.ndarray, *args: object, **kw: object) -> np.ndarray:
+        y = original(x, *args, **kw)  # type: ignore[arg-type]
+        out = kw["out"]
+        over = np.isinf(y.astype(np.float32)) & np.isfinite(arith.to_float64(x))
+        if not over.any():
+            return y
+        big = np.copysign(out.max_finite, y.astype(np.float32))  # type: ignore[attr-defined]
+        return np.where(over, big, y.astype(np.float32)).astype(y.dtype)
+    return function_patch(ops, "dequantize", dequantize)
+
+
+@mutant("bfloat16-conversion-truncates", "converts float32 values to bfloat16 by dropping the low 16 bits (round "
+        "toward zero) instead of rounding to nearest even, for the scale and the operands", OUTPUT,
+        witness=W("DequantizeLinear", 23, "float32 scale 0.6288445 to bfloat16 is 0.62890625 (nearest), not 0.625 "
+                  "(truncated)", a([1], U8), a(0.6288445, F32), output_dtype=TensorProto.BFLOAT16))
+def _bf16_truncates() -> Sequence[Patch]:
+    from ..reference import arith
+
+    original = arith.to_precision
+
+    def to_precision(x: np.ndarray, p: ElementType) -> np.ndarray:
+        if p is not arith.BF16 or x.dtype == p.dtype:
+            return original(x, p)
+        with np.errstate(all="ignore"):
+            f = np.asarray(arith.to_float64(np.asarray(x)), np.float32)
+        bits = f.view(np.uint32) & np.uint32(0xFFFF0000)
+        return np.where(np.isnan(f), f, bits.view(np.float32)).astype(p.dtype)
+    return function_patch(arith, "to_precision", to_precision)

@@ -193,3 +193,22 @@ def _zp_in_narrow() -> Sequence[Patch]:
         v = np.clip(v, narrow(out.int_min), narrow(out.int_max))
         return wrap(v, out.int_min, out.int_max)
     return [*function_patch(ops, "quantize", quantize), *_ints(fn)]
+
+
+@mutant("neg-inf-to-upper-bound", "saturates a -inf quotient to the upper bound (an unsigned compare or an abs() "
+        "in the saturation of infinities)", SATURATION,
+        witness=W("QuantizeLinear", 21, "-inf saturates to the lower bound 0", a([-np.inf], F32), a(1, F32),
+                  a(0, U8)))
+def _neg_inf_up() -> Sequence[Patch]:
+    return _ints(lambda q, z, out: np.where(q == -np.inf, float(out.int_max or 0), _saturated(q, z, out)))
+
+
+@mutant("neg-overflow-to-upper-bound", "saturates finite values below the range to the upper bound (an unsigned "
+        "compare in the saturation)", SATURATION,
+        witness=W("QuantizeLinear", 21, "-1000 saturates to the lower bound -128", a([-1000], F32), a(1, F32),
+                  a(0, I8)))
+def _neg_overflow_up() -> Sequence[Patch]:
+    def fn(q: np.ndarray, z: np.ndarray, out: ElementType) -> np.ndarray:
+        below = np.isfinite(q) & (np.rint(q) + z < (out.int_min or 0))
+        return np.where(below, float(out.int_max or 0), _saturated(q, z, out))
+    return _ints(fn)
