@@ -7,6 +7,7 @@ kernel's :func:`qdq_conformance.reference.dynamic.dynamic_quantize`, with one st
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,7 @@ RANGE = "Data range is adjusted to include 0."
 
 
 def body(x: np.ndarray, *, include_zero: bool = True,
-         round_zp: Callable[[np.ndarray], np.ndarray] = np.rint) -> list[np.ndarray]:
+         round_zp: Callable[[Any], Any] = np.rint) -> list[np.ndarray]:
     """(y, y_scale, y_zero_point) as the function body computes them, with the steps the arguments name."""
     from ..reference.granularity import Granularity
     from ..reference.quantize import quantize
