@@ -102,7 +102,8 @@ def score(cases: Iterable[Any], mutants: Sequence[Mutant], *, forms: Sequence[st
     _MUTANTS.clear()
     _MUTANTS.update((m.id, m) for m in mutants)
     jobs = min(jobs or min(usable_cores(), 4), max(len(mutants), 1))
-    work = [(m.id, tuple(forms)) for m in mutants]
+    # The mutants no case should kill scan every case: hand them out first, so the workers finish together.
+    work = [(m.id, tuple(forms)) for m in sorted(mutants, key=lambda m: m.kind == "defect")]
     verdicts: dict[str, Verdict] = {}
     if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
