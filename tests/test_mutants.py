@@ -212,3 +212,19 @@ def test_docs_list_every_mutant():
     text = (Path(__file__).resolve().parents[1] / "docs" / "mutants.md").read_text(encoding="utf-8")
     missing = [m.id for m in MUTANTS if f"| `{m.id}` |" not in text]
     assert not missing, f"docs/mutants.md does not list {missing}"
+
+
+def test_a_mutant_that_cannot_patch_the_kernel_is_reported():
+    from qdq_conformance.mutants.base import Mutant
+    from qdq_conformance.mutants.cli import summary
+    from qdq_conformance.mutants.score import score
+
+    def patches():
+        return [*REGISTRY["truncate"].patches(), (quantize, "no_such_helper", None)]
+
+    broken = Mutant("renamed-helper", "patches a helper the kernel no longer has", "-", patches,
+                    REGISTRY["truncate"].witness)
+    (verdict,) = score([], [broken], jobs=1)
+    assert verdict.status == "broken" and "no_such_helper" in verdict.message
+    s = summary([verdict], {"renamed-helper": "defect"})
+    assert s["broken"] == ["renamed-helper"] and not s["surviving"]

@@ -137,6 +137,8 @@ class MutantBackend:
         self.mutant = m
         self.name = f"mutant:{m.id}"
         self._patches = list(m.patches())
+        for target, name, _ in self._patches:  # fail now, naming it, if the kernel no longer has what is patched
+            _get(target, name)
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         from ..backends.base import Rejected

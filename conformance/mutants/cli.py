@@ -15,7 +15,8 @@ from .base import Mutant
 from .score import Verdict, score
 
 EXIT = {0: "every mutant that should be killed was killed, and no equivalent or catalogued-reading mutant was",
-        1: "a mutant survived, or a mutant shown equivalent (or a catalogued reading) was killed",
+        1: "a mutant survived, a mutant shown equivalent (or a catalogued reading) was killed, or a mutant could not "
+           "patch the kernel",
         2: "bad arguments, or a case file could not be loaded"}
 
 
@@ -65,14 +66,17 @@ def summary(verdicts: list[Verdict], kinds: dict[str, str]) -> dict[str, Any]:
     counted = [v for v in verdicts if kinds[v.mutant] == "defect"]
     killed = [v for v in counted if v.killed]
     return {"mutants": len(verdicts), "counted": len(counted), "killed": len(killed),
-            "surviving": [v.mutant for v in counted if not v.killed],
+            "surviving": [v.mutant for v in counted if not v.killed and v.status != "broken"],
             "equivalent": [v.mutant for v in verdicts if kinds[v.mutant] == "equivalent"],
             "readings": [v.mutant for v in verdicts if kinds[v.mutant] == "reading"],
             "contradictions": [v.mutant for v in verdicts if kinds[v.mutant] != "defect" and v.killed],
+            "broken": [v.mutant for v in verdicts if v.status == "broken"],
             "score": len(killed) / len(counted) if counted else 1.0}
 
 
 def _line(v: Verdict, m: Mutant) -> str:
+    if v.status == "broken":
+        return f"{'BROKEN':10} {m.id:36} {v.message}"
     if v.killed:
         tag = "KILLED?!" if m.kind != "defect" else "killed"
         return f"{tag:10} {m.id:36} by {v.case} ({v.form}: {v.outcome})"
@@ -132,4 +136,4 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {mid} is documented as {kinds[mid]} but a normative case killed it", file=sys.stderr)
     if errors:
         return 2
-    return 0 if args.exit_zero or not (s["surviving"] or s["contradictions"]) else 1
+    return 0 if args.exit_zero or not (s["surviving"] or s["contradictions"] or s["broken"]) else 1

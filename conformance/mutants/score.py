@@ -31,7 +31,7 @@ from .base import Mutant, MutantBackend
 @dataclass
 class Verdict:
     mutant: str
-    status: str  # killed | surviving | equivalent | reading (the last two: not killed, as expected)
+    status: str  # killed | surviving | equivalent | reading (not killed, as expected) | broken (cannot patch)
     case: str | None = None  # the first normative case that failed the mutant
     form: str | None = None
     outcome: str | None = None  # the failed case's status (failed, error, ...)
@@ -63,7 +63,10 @@ def _model(k: int, form: str) -> Any:
 def judge(m: Mutant, forms: Sequence[str] = ("runtime",)) -> Verdict:
     """Run mutant ``m`` over the normative cases (in ``forms``) until one fails it."""
     t0 = time.perf_counter()
-    backend = MutantBackend(m)
+    try:
+        backend = MutantBackend(m)
+    except (AttributeError, KeyError, TypeError) as e:  # the kernel no longer has what the mutant patches
+        return Verdict(m.id, "broken", message=f"cannot patch the kernel: {type(e).__name__}: {e}")
     run = 0
     for form in forms:
         for k, case in enumerate(_CASES):
