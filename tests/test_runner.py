@@ -21,10 +21,10 @@ def run_pytest(*args, cwd=ROOT):
 
 def pytest_final_line(stdout):
     """pytest's own final line ("2 failed, 3 passed ... in 1.2s"): the one just above the run's summary, which
-    comes last."""
+    comes last; without the '=' padding, whose width depends on the length of the duration."""
     lines = stdout.strip().splitlines()
     k = max(i for i, ln in enumerate(lines) if ln.startswith("=") and "qdq-conformance:" in ln)
-    return lines[k - 1]
+    return lines[k - 1].strip("= ")
 
 
 def read_results(path):
