@@ -63,7 +63,7 @@ class Mutant:
     witness: Callable[[], Witness] | None = None
     #: why no input the spec allows tells this mutant from the kernel, for a proved equivalent one
     equivalent: str | None = None
-    #: "entry:reading" when the shortcut is a reading of the ambiguity catalogue: wherever it changes the answer
+    #: "entry:reading" when the shortcut is a reading of the ambiguity catalogue; wherever it changes the answer
     #: the case is implementation-defined (generators/status.py), so no normative case can kill it
     reading: str | None = None
 
