@@ -18,6 +18,12 @@ from qdq_conformance.runner.results import read
 FAILING = ("failed", "error", "crashed", "timeout", "invalid-accepted")
 
 
+def md(text: object) -> str:
+    """Text from a results file made inert in Markdown: no raw HTML, no table cell breaks, no links."""
+    s = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([|\[\]\\])", r"\\\1", s)
+
+
 def _summary(text: str, limit: int = 700) -> str:
     """The reason whole when it is short; else its sentences up to ``limit`` characters."""
     text = " ".join((text or "").split())
@@ -43,8 +49,8 @@ def _findings(cases: list[dict[str, Any]], top: int) -> list[str]:
         else:
             msg = re.sub(r"\b\d+\b", "N", (c.get("message") or "").splitlines()[0] if c.get("message") else "")
             unexplained[f"{c.get('operator')}: {msg[:160]}"] += 1
-    lines = [f"{text} ({n} cases)" for text, n in by_reason.most_common(top)]
-    lines += [f"Not yet explained by an expectation entry: {text} ({n} cases)"
+    lines = [f"{md(text)} ({n} cases)" for text, n in by_reason.most_common(top)]
+    lines += [f"Not yet explained by an expectation entry: {md(text)} ({n} cases)"
               for text, n in unexplained.most_common(max(0, top - len(lines)) or 2)]
     return lines
 
@@ -65,13 +71,13 @@ def render_markdown(results: list[tuple[dict[str, Any], list[dict[str, Any]], An
         judged = cnt["passed"] + bad
         score = f"{100 * cnt['passed'] / judged:.1f}%" if judged else "-"
         forms = ",".join(sorted({c.get("form") or "" for c in cases}))
-        out.append(f"| {head.get('backend')} | {head.get('backend_version')} | {forms} | {cnt['passed']} | {bad} | "
+        out.append(f"| {md(head.get('backend'))} | {md(head.get('backend_version'))} | {md(forms)} | {cnt['passed']} | {bad} | "
                    f"{cnt['unsupported']} | {cnt['implementation-defined']} | {score} |")
     out.append("")
     keys = sorted({f"{c.get('domain')}::{c.get('operator')}-{c.get('version')}" for _, cases, _ in results
                    for c in cases})
     out += ["## Per operator version (passed / failed / unsupported)", ""]
-    out.append("| operator version | " + " | ".join(h.get("backend", "?") for h, _, _ in results) + " |")
+    out.append("| operator version | " + " | ".join(md(h.get("backend", "?")) for h, _, _ in results) + " |")
     out.append("|---|" + "---|" * len(results))
     tables = []
     for _, cases, _ in results:
@@ -85,11 +91,11 @@ def render_markdown(results: list[tuple[dict[str, Any], list[dict[str, Any]], An
             cnt = t.get(key)
             cells.append("-" if not cnt else f"{cnt['passed']} / {sum(cnt[s] for s in FAILING)} / "
                                              f"{cnt['unsupported']}")
-        out.append(f"| {key} | " + " | ".join(cells) + " |")
+        out.append(f"| {md(key)} | " + " | ".join(cells) + " |")
     out.append("")
     out += ["## Findings", ""]
     for head, cases, _ in results:
-        out.append(f"### {head.get('backend')} {head.get('backend_version')}")
+        out.append(f"### {md(head.get('backend'))} {md(head.get('backend_version'))}")
         out.append("")
         found = _findings(cases, top)
         out += [f"- {line}" for line in found] or ["- No failing case."]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,12 @@ def readings_table(cases: list[dict[str, Any]]) -> dict[str, list[tuple[str, int
     return {a: v.most_common() for a, v in sorted(table.items())}
 
 
+def safe_link(link: object) -> str | None:
+    """An http(s) URL from a results file, or None: a report never renders another scheme (javascript:, data:)
+    as a link."""
+    return link if isinstance(link, str) and re.fullmatch(r"https?://[^\s\"'<>]+", link) else None
+
+
 def expectations_table(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per expectation entry that matched a case (met / unexpected counts), plus one row for failing
     cases no entry covers; rows with unexpected results first."""
@@ -115,7 +122,7 @@ def expectations_table(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
         e = c.get("expectation")
         if e:
             row = rows.setdefault(e.get("line"), {"line": e.get("line"), "status": e.get("status"),
-                                                  "reason": e.get("reason"), "link": e.get("link"),
+                                                  "reason": e.get("reason"), "link": safe_link(e.get("link")),
                                                   "cases": 0, "met": 0, "unexpected": 0, "example": c["id"]})
             row["cases"] += 1
             row["met" if c["status"] == e.get("status") else "unexpected"] += 1

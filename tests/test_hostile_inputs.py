@@ -3,6 +3,7 @@ no traceback, and nothing written where it must not be."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from qdq_conformance.cli import main
@@ -33,3 +34,45 @@ def test_generate_never_writes_outside_out(tmp_path, capsys):
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.parent != cases]
     assert written == [] or all(Path(out) in p.parents for p in written)
     assert not list(tmp_path.rglob("model.onnx"))
+
+
+def test_an_expectation_link_must_be_http(tmp_path):
+    import pytest
+
+    from qdq_conformance.runner.expectations import ExpectationError, load
+
+    path = tmp_path / "x.yaml"
+    path.write_text('backend: x\nentries:\n  - cases: "a-*"\n    status: failed\n    reason: r\n'
+                    '    link: "javascript:alert(1)"\n')
+    with pytest.raises(ExpectationError, match=r"x.yaml:3: link must be an http\(s\) URL"):
+        load(path, "1.0")
+
+
+def _hostile_results(tmp_path: Path) -> Path:
+    import json
+
+    from qdq_conformance.runner.results import header
+
+    case = {"type": "case", "id": "quantizelinear-21-x", "form": "runtime", "status": "failed",
+            "operator": "QuantizeLinear<img src=x onerror=alert(1)>", "version": 21, "domain": "ai.onnx",
+            "message": "<script>alert(1)</script>",
+            "expectation": {"status": "failed", "reason": "a | b [click](javascript:alert(2)) <b>x</b>",
+                            "link": "javascript:alert(3)", "line": 3}}
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("\n".join(json.dumps(o) for o in (header("evil<b>", "1|0"), case,
+                                                      {"type": "summary", "counts": {}})) + "\n")
+    return path
+
+
+def test_reports_render_no_script_links_and_escape_markdown(tmp_path):
+    from qdq_conformance.reports.compliance import render_files as render_markdown
+    from qdq_conformance.reports.render import render_files
+
+    results = _hostile_results(tmp_path)
+    html = render_files([results], tmp_path / "r.html").read_text()
+    assert 'href="javascript:' not in html and "<script>alert" not in html and "<img src=x" not in html
+    text = render_markdown([results], tmp_path / "c.md").read_text()
+    assert "<script>" not in text and "<b>" not in text and "<img" not in text
+    assert re.search(r"(?<!\\)\]\(javascript:", text) is None  # an escaped bracket opens no link
+    assert "\\[click\\]" in text and "a \\| b" in text
+    assert "| evil&lt;b&gt; | 1\\|0 |" in text

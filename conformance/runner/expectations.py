@@ -287,6 +287,9 @@ def _entry(raw: dict[str, Any], where: str, file_measured: tuple[str, ...]) -> E
     forms = [forms] if isinstance(forms, str) else forms
     if not set(forms) <= {"runtime", "initializer"}:
         raise ExpectationError(f"{where}: forms must be runtime and/or initializer")
+    link = raw.get("link")
+    if link is not None and not (isinstance(link, str) and re.fullmatch(r"https?://[^\s\"'<>]+", link)):
+        raise ExpectationError(f"{where}: link must be an http(s) URL")
     measured = _versions(raw["measured"], where) if "measured" in raw else file_measured
     known = {version_key(v) for v in file_measured}
     if file_measured and not {version_key(v) for v in measured} <= known:
