@@ -2,7 +2,8 @@
 
 Runs, side by side in one process: expansion alone (load + validate + oracle), export of half of the case
 files, and export of the whole default corpus; prints seconds, cases, bytes written, and the cost per case
-of the half and the whole (equal per-case costs mean linear growth). Target (issue 3): the default corpus
+of the half and the whole (equal per-case costs mean linear growth). `generate` runs with its default (one
+worker per core) and with one worker. Target (issue 3): the default corpus
 generates and exports in <= 60 s on 2 cores and fits in <= 100 MB.
 
     python benchmarks/bench_corpus.py [--dir DIR] [--form runtime|both]
@@ -39,14 +40,17 @@ def main() -> None:
     t_expand = time.perf_counter() - t0
     print(f"expand only: {len(corpus.cases)} cases from {len(files)} files in {t_expand:.1f} s")
 
-    # What a user runs: `qdq-conformance generate`, expansion and export together.
-    out = base / "generate"
-    t0 = time.perf_counter()
-    manifest, errors = generate(files, out, forms)
-    t_total = time.perf_counter() - t0
-    assert not errors, errors
-    size = _bytes(out)
-    print(f"generate (expand + export): {manifest['case_count']} cases, {t_total:.1f} s, {size / 1e6:.1f} MB")
+    # What a user runs: `qdq-conformance generate`, expansion and export together, with its default of one
+    # worker per core, and with one worker beside it.
+    for label, jobs in (("default jobs", None), ("-j 1", 1)):
+        out = base / f"generate-{jobs}"
+        t0 = time.perf_counter()
+        manifest, errors = generate(files, out, forms, jobs=jobs)
+        t_total = time.perf_counter() - t0
+        assert not errors, errors
+        size = _bytes(out)
+        print(f"generate ({label}, expand + export): {manifest['case_count']} cases, {t_total:.1f} s, "
+              f"{size / 1e6:.1f} MB")
     rows = []
     # Linearity: the same mix of cases (every second one) against all of them, export only.
     for label, subset in (("half", corpus.cases[::2]), ("all", corpus.cases)):

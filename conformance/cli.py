@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description=(_cmd_generate.__doc__ or "").strip())
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                   help="worker processes (default: 1; parallel writers contend for the file system)")
+                   help="worker processes (default: one per core)")
     p.add_argument("--form", choices=("runtime", "initializer", "both"), default="runtime",
                    help="graph form: inputs fed at run time, scale / zero point as initializers, or both "
                         "(default: %(default)s)")

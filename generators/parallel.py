@@ -7,6 +7,7 @@ ids are unique across files and writes the manifest. Output is identical to a si
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -28,11 +29,19 @@ def _job(path: str, out: str, forms: Sequence[str], tiers: Sequence[str], select
     return entries, templates, None
 
 
+def _cores() -> int:
+    """The cores this process may use."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequence[str] = ("default",),
              select: Sequence[str] = (), jobs: int | None = None,
              progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, Any], list[str]]:
-    """Expand and export every case file; returns (manifest, errors)."""
-    jobs = jobs or 1
+    """Expand and export every case file; returns (manifest, errors). ``jobs``: worker processes (default: one
+    per core the process may use)."""
+    jobs = jobs or _cores()
     out.mkdir(parents=True, exist_ok=True)
     entries: list[dict[str, Any]] = []
     templates: dict[str, Any] = {}

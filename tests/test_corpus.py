@@ -240,3 +240,18 @@ def test_normative_cases_whose_answer_depends_on_an_ambiguity_are_implementation
     assert (c.status, c.ambiguity) == ("implementation-defined", "dq-precision")
     # int8 codes into float16 are exact either way: normative.
     assert by_id["dequantizelinear-21-per-axis-types-int8-float16-axis2-r3"].status == "normative"
+
+
+def test_generate_in_parallel_writes_the_same_bytes_as_one_worker(tmp_path):
+    from qdq_conformance.generators.corpus import case_files
+    from qdq_conformance.generators.parallel import generate
+
+    files = [p for p in case_files() if p.stem in ("mutant_killers", "dequantize_edges")]
+    assert len(files) >= 2
+    trees = []
+    for jobs in (1, 2):
+        out = tmp_path / f"j{jobs}"
+        _, errors = generate(files, out, ("runtime",), jobs=jobs)
+        assert not errors
+        trees.append({p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()})
+    assert trees[0] == trees[1] and len(trees[0]) > 10
