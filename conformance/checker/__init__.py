@@ -1,7 +1,8 @@
 """The spec-checker: validates every quantization node of a model against its opset's spec.
 
-``check_file(path) -> ModelReport`` (raises :class:`Unreadable`), ``check_model(model, base_dir)`` for a model
-already in memory. Findings carry the same rule ids as the reference kernel's :class:`SpecViolation`.
+``check_file(path) -> ModelReport``, ``check_model(model, base_dir)`` for a model already in memory; both raise
+:class:`Unreadable` (one line: the problem and the tensor, function or input it is in) for input that cannot be read
+or interpreted, and nothing else. Findings carry the same rule ids as the reference kernel's :class:`SpecViolation`.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import onnx.shape_inference
 from ..opspecs import import_version
 from ..rules import RULES
 from . import nodes
+from .errors import Unreadable
 from .graph import walk
-from .loading import Unreadable, read_model
+from .loading import read_model
 
 __all__ = ["ModelReport", "NodeFinding", "Unreadable", "check_file", "check_model"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -11,6 +12,9 @@ from ..rules import RULES
 from . import ModelReport, Unreadable, check_file
 
 SEVERITIES = ("error", "warning", "note")
+#: the longest message an unreadable input's line quotes (a hostile file can make one huge)
+MAX_MESSAGE = 1000
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,6 +23,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     p.add_argument("--rules", action="store_true", help="list every rule (id, severity, summary, spec sentence)")
     p.add_argument("--no-notes", action="store_true", help="hide notes (what could not be determined)")
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """``text`` printable on one line: control characters escaped, undecodable bytes of a file name (surrogate
+    escapes) shown as backslash escapes; cut to ``limit`` characters with ``...``."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return text if limit is None or len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _plural(n: int, word: str) -> str:
@@ -31,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{r.id}  {r.severity:7}  {r.summary}\n                  spec: {r.spec}")
         return 0
     if not args.models:
+        if args.json:
+            print(json.dumps({"models": [], "unreadable": [], "error": "give at least one MODEL (or --rules)",
+                              "summary": {"models": 0, "exit_status": 2}}, indent=1))
         print("error: give at least one MODEL (or --rules)", file=sys.stderr)
         return 2
     reports: list[ModelReport] = []
@@ -39,7 +54,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             reports.append(check_file(Path(name)))
         except Unreadable as e:
-            unreadable.append((name, str(e)))
+            unreadable.append((name, one_line(str(e), MAX_MESSAGE)))
+        except Exception as e:  # noqa: BLE001 - a checker bug must not hide the other models' findings
+            unreadable.append((name, one_line(f"internal error in the checker ({type(e).__name__}: {e}); "
+                                              "please report it with the model", MAX_MESSAGE)))
     shown = [f for r in reports for f in r.findings if not (args.no_notes and f.severity == "note")]
     counts = {s: sum(r.count(s) for r in reports) for s in SEVERITIES}
     nodes = sum(r.nodes_checked for r in reports)
@@ -54,9 +72,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=1))
         return status
     for f in shown:
-        print(f.line())
+        print(one_line(f.line()))
     for p, msg in unreadable:
-        print(f"{p}: cannot check: {msg}", file=sys.stderr)
+        print(one_line(f"{p}: cannot check: {msg}"), file=sys.stderr)
     summary = (f"{_plural(len(reports), 'model')}, {_plural(nodes, 'quantization node')}: "
                f"{_plural(counts['error'], 'error')}, {_plural(counts['warning'], 'warning')}, "
                f"{_plural(counts['note'], 'note')}")

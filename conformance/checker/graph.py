@@ -7,15 +7,17 @@ Subgraphs see their enclosing graphs' names; a local function sees only its own 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, TensorProto, numpy_helper
+from onnx import AttributeProto, TensorProto
 
 from ..opspecs import AI_ONNX, import_table, normalize_domain
+from .errors import Unreadable
+from .tensors import decode, decode_chunks, element_count, read_external, storage_bytes
 
 
 @dataclass
@@ -28,29 +30,30 @@ class Facts:
     tensor: TensorProto | None = None
     source: str = ""
 
-    def value(self, base_dir: Path) -> np.ndarray | None:
-        """The constant's value (reads external data for this tensor only); None if not a constant."""
+    def values(self, base_dir: Path) -> Iterator[np.ndarray] | None:
+        """The constant's values, flat, in chunks (external data is read for this tensor only, in bounded
+        reads); None if not a constant. Data that does not fit the tensor's dims raises Unreadable."""
         if self.tensor is None:
             return None
         t = self.tensor
         if t.data_location == TensorProto.EXTERNAL:
-            inline = TensorProto()
-            inline.CopyFrom(t)
-            del inline.external_data[:]
-            inline.data_location = TensorProto.DEFAULT
-            inline.raw_data = read_external(t, base_dir)
-            t = inline
-        return numpy_helper.to_array(t)
+            return decode_chunks(t, read_external(t, base_dir))
+        return _slices(decode(t))
+
+    def nbytes(self) -> int:
+        """The bytes the constant's data takes (0 when unknown)."""
+        if self.tensor is None:
+            return 0
+        try:
+            span = storage_bytes(self.tensor.data_type, element_count(tuple(self.tensor.dims), ""))
+        except Unreadable:
+            return 0
+        return span[0] if span else 0
 
 
-def read_external(t: TensorProto, base_dir: Path) -> bytes:
-    """Exactly the bytes of one externally stored tensor (the loader has checked the file and its size)."""
-    info = {e.key: e.value for e in t.external_data}
-    offset = int(info.get("offset", 0) or 0)
-    length = info.get("length")
-    with open(base_dir / info["location"], "rb") as fh:
-        fh.seek(offset)
-        return fh.read(int(length)) if length is not None else fh.read()
+def _slices(a: np.ndarray, size: int = 2**20) -> Iterator[np.ndarray]:
+    for start in range(0, a.size, size):
+        yield a[start:start + size]
 
 
 def _from_value_info(vi: onnx.ValueInfoProto, source: str) -> Facts | None:
@@ -60,7 +63,7 @@ def _from_value_info(vi: onnx.ValueInfoProto, source: str) -> Facts | None:
     elem = tt.elem_type or None
     shape: tuple[int | None, ...] | None = None
     if tt.HasField("shape"):
-        shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+        shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None for d in tt.shape.dim)
     return Facts(elem, shape, None, source)
 
 
@@ -83,11 +86,24 @@ def _constant_facts(node: onnx.NodeProto) -> Facts | None:
 
 
 class Scope:
-    """Name -> Facts for one graph, falling back to the enclosing graph's scope."""
+    """Name -> Facts for one graph, falling back to the enclosing graph's scope; and the names the graph
+    defines (inputs, initializers, node outputs), whether or not anything is known about them."""
 
     def __init__(self, parent: Scope | None = None) -> None:
         self.parent = parent
         self.facts: dict[str, Facts] = {}
+        self.defined: set[str] = set()
+
+    def define(self, names: Iterable[str]) -> None:
+        self.defined.update(n for n in names if n)
+
+    def is_defined(self, name: str) -> bool:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.defined or name in scope.facts:
+                return True
+            scope = scope.parent
+        return False
 
     def add(self, name: str, facts: Facts | None, override: bool = False) -> None:
         if name and facts is not None and (override or name not in self.facts):
@@ -104,6 +120,7 @@ class Scope:
 
 def _add_constants(scope: Scope, nodes) -> None:  # noqa: ANN001 - repeated NodeProto
     for n in nodes:
+        scope.define(n.output)
         if n.op_type == "Constant" and normalize_domain(n.domain) == AI_ONNX and n.output:
             scope.add(n.output[0], _constant_facts(n), override=True)
 
@@ -112,6 +129,7 @@ def graph_scope(graph: onnx.GraphProto, parent: Scope | None) -> Scope:
     scope = Scope(parent)
     for t in graph.initializer:
         scope.add(t.name, _from_tensor(t, "initializer"), override=True)
+    scope.define([vi.name for vi in graph.input] + [t.values.name for t in graph.sparse_initializer])
     _add_constants(scope, graph.node)
     for vi in graph.input:
         scope.add(vi.name, _from_value_info(vi, "graph input"))
@@ -155,6 +173,7 @@ def walk(model: onnx.ModelProto) -> Iterator[Site]:
     yield from _walk_nodes(model.graph.node, "main", _opsets(model.opset_import), graph_scope(model.graph, None))
     for f in model.functions:
         scope = Scope()
+        scope.define(f.input)
         _add_constants(scope, f.node)
         for vi in getattr(f, "value_info", []):
             scope.add(vi.name, _from_value_info(vi, "value_info"))

@@ -9,6 +9,7 @@ could not be determined.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from ..reference.ops import PLANS, Plan, check_attributes
 from ..rules import RULES
 from ..types import ElementType, by_proto
 from .graph import Facts, Site
+from .tensors import MAX_ELEMENTS, MAX_VALUE_BYTES
 
 CHECKED = frozenset(OPERATORS)
 GRANULARITY_RULES = frozenset({"QDQ005", "QDQ006", "QDQ007", "QDQ008"})
@@ -63,8 +65,9 @@ def _attributes(site: Site) -> tuple[dict[str, int], list[Finding]]:
             bad.append(Finding("QDQ020", f"attribute {a.name} refers to the function's attribute "
                                          f"{a.ref_attr_name!r}; its value was not checked", a.name))
         else:
-            bad.append(Finding("QDQ010", f"attribute {a.name} must be an int, got "
-                                         f"{AttributeProto.AttributeType.Name(a.type)}", a.name))
+            kind = AttributeProto.AttributeType.Name(a.type) if a.type in AttributeProto.AttributeType.values() \
+                else f"attribute type {a.type}"
+            bad.append(Finding("QDQ010", f"attribute {a.name} must be an int, got {kind}", a.name))
     return attrs, bad
 
 
@@ -72,8 +75,8 @@ def _fill(x: tuple[int | None, ...], scale: tuple[int, ...], attrs: dict[str, in
     """x's shape with unknown dimensions replaced by values the scale's shape implies; a note when the
     block_size range then cannot be checked."""
     rank = len(x)
-    axis = attrs.get("axis", 1)
-    axis = axis % rank if rank and -rank <= axis < rank else None
+    given = attrs.get("axis", 1)
+    axis = given % rank if rank and -rank <= given < rank else None
     block = attrs.get("block_size", 0)
     out: list[int] = []
     note = ""
@@ -111,6 +114,10 @@ def _structural(spec: OpSpec, site: Site, attrs: dict[str, int]) -> tuple[Plan |
             facts.append(None)
             continue
         f = site.scope.get(name)
+        if f is None and not site.scope.is_defined(name):
+            findings.append(Finding("QDQ011", f"{formal.name} ({name!r}) is not defined: no initializer, graph "
+                                              "input, node output or enclosing graph has that name", formal.name))
+            return None, findings
         if f is None or f.elem is None:
             findings.append(Finding("QDQ020", f"the type of {formal.name} ({name!r}) could not be determined; "
                                               "type and shape rules were not checked", formal.name))
@@ -146,10 +153,15 @@ def _structural(spec: OpSpec, site: Site, attrs: dict[str, int]) -> tuple[Plan |
         else:
             assert f.shape is not None
             shape = tuple(1 if v is None else v for v in f.shape)
+        if any(d < 0 for d in shape) or math.prod(shape) > MAX_ELEMENTS:
+            findings.append(Finding("QDQ020", f"the shape of {spec.inputs[k].name} {list(shape)} is too large to "
+                                              "check; granularity, axis and block_size were not checked",
+                                    spec.inputs[k].name))
+            return None, findings
         arrays.append(_stand_in(t, shape))
-    if not shapes_known and spec.name != "DynamicQuantizeLinear":
-        unknown = [spec.inputs[k].name for k, f in enumerate(facts) if f is not None and
-                   (f.shape is None or (k > 0 and None in f.shape))]
+    unknown = [spec.inputs[k].name for k, f in enumerate(facts) if f is not None and
+               (f.shape is None or (k > 0 and None in f.shape))]
+    if unknown and spec.name != "DynamicQuantizeLinear":
         findings.append(Finding("QDQ020", f"the shape of {', '.join(unknown)} could not be determined; "
                                           "granularity, axis and block_size were not checked", unknown[0]))
     if note:
@@ -163,31 +175,53 @@ def _structural(spec: OpSpec, site: Site, attrs: dict[str, int]) -> tuple[Plan |
     return plan, findings
 
 
-def _scale_findings(site: Site, name: str, formal: str, base_dir: Path) -> list[Finding]:
-    """QDQ014 where the scale is a constant: every value finite and positive."""
+def _constant(site: Site, name: str, formal: str) -> tuple[Facts | None, ElementType | None, list[Finding]]:
+    """The constant feeding ``name`` and its element type, when it has one the registry knows; a note instead
+    when its data is too large to read."""
     facts = site.scope.get(name) if name else None
-    scale = facts.value(base_dir) if facts is not None else None
-    if scale is None or not scale.size:
+    if facts is None or facts.tensor is None or facts.elem is None:
+        return None, None, []
+    try:
+        et = by_proto(facts.elem)
+    except KeyError:
+        return None, None, []  # QDQ002 already says the type is wrong
+    size = facts.nbytes()
+    if size > MAX_VALUE_BYTES:
+        return None, None, [Finding("QDQ020", f"{name!r} holds {size} bytes; values of a tensor over "
+                                              f"{MAX_VALUE_BYTES >> 20} MiB are not read, so they were not checked",
+                                    formal)]
+    return facts, et, []
+
+
+def _scale_findings(site: Site, name: str, formal: str, base_dir: Path) -> list[Finding]:
+    """QDQ014 where the scale is a constant: a zero or non-finite value (a negative scale is allowed: the spec's
+    formulas carry its sign, and symmetric quantizers use it)."""
+    facts, et, notes = _constant(site, name, formal)
+    if facts is None or et is None:
+        return notes
+    bad = total = 0
+    first: tuple[int, float] | None = None
+    for chunk in facts.values(base_dir) or ():
+        as64 = np.asarray(chunk, dtype=np.float64)
+        wrong = ~np.isfinite(as64) | (as64 == 0)
+        if first is None and wrong.any():
+            k = int(np.flatnonzero(wrong)[0])
+            first = (total + k, float(as64[k]))
+        bad += int(wrong.sum())
+        total += as64.size
+    if first is None:
         return []
-    as64 = np.asarray(scale, dtype=np.float64).reshape(-1)
-    bad = ~(np.isfinite(as64) & (as64 > 0))
-    if not bad.any():
-        return []
-    first = int(np.flatnonzero(bad)[0])
-    return [Finding("QDQ014", f"{int(bad.sum())} of {scale.size} scale values are not finite and positive "
-                              f"(first: index {first} = {as64[first]})", formal)]
+    return [Finding("QDQ014", f"{bad} of {total} scale values are zero or not finite (first: index {first[0]} = "
+                              f"{first[1]})", formal)]
 
 
 def _zero_point_findings(spec: OpSpec, site: Site, name: str, formal: str, base_dir: Path) -> list[Finding]:
     """QDQ015-QDQ017 where the zero point is a constant."""
-    facts = site.scope.get(name) if name else None
-    if facts is None or facts.tensor is None or facts.elem is None:
-        return []
-    try:
-        et = by_proto(facts.elem)
-    except KeyError:
-        return []  # QDQ002 already says the type is wrong
+    facts, et, notes = _constant(site, name, formal)
+    if facts is None or et is None:
+        return notes
     t = facts.tensor
+    assert t is not None
     if et.is_integer and et.bits >= 8 and t.int32_data and t.data_location != TensorProto.EXTERNAL:
         # int32_data holds 8- and 16-bit values unpacked, so a value out of the type's range can be stored
         stored = np.asarray(t.int32_data, dtype=np.int64)
@@ -195,25 +229,26 @@ def _zero_point_findings(spec: OpSpec, site: Site, name: str, formal: str, base_
         if outside.size:
             return [Finding("QDQ015", f"zero point holds {int(outside[0])}, outside {et.name}'s range "
                                       f"[{et.int_min}, {et.int_max}]", formal)]
-    zp = facts.value(base_dir)
-    if zp is None:
+    shown: list[str] = []
+    for chunk in facts.values(base_dir) or ():
+        values = np.asarray(chunk).astype(np.float64)
+        shown += [str(v) for v in values[values != 0][:5 - len(shown)]]
+        if len(shown) >= 5:
+            break
+    if not shown:
         return []
-    values = np.asarray(zp).astype(np.float64).reshape(-1)
-    nonzero = values[values != 0]
-    if not nonzero.size:
-        return []
-    shown = ", ".join(str(v) for v in nonzero[:4]) + (", ..." if nonzero.size > 4 else "")
+    listed = ", ".join(shown[:4]) + (", ..." if len(shown) > 4 else "")
     if et.name.startswith(_SATURATING):
-        return [Finding("QDQ016", f"{et.name} zero point is not zero ({shown})", formal)]
+        return [Finding("QDQ016", f"{et.name} zero point is not zero ({listed})", formal)]
     if "Dequantize" in spec.name and et.name == "int32":
-        return [Finding("QDQ017", f"int32 x with a non-zero zero point ({shown})", formal)]
+        return [Finding("QDQ017", f"int32 x with a non-zero zero point ({listed})", formal)]
     return []
 
 
 def _value_checks(spec: OpSpec, site: Site, base_dir: Path) -> list[Finding]:
     if spec.name == "DynamicQuantizeLinear":
         return []
-    names = list(site.node.input) + ["", ""]
+    names = list(site.node.input) + ["", "", ""]
     return (_scale_findings(site, names[1], spec.inputs[1].name, base_dir)
             + _zero_point_findings(spec, site, names[2], spec.inputs[2].name, base_dir))
 
