@@ -6,6 +6,8 @@ import ctypes
 import os
 import time
 
+import numpy as np
+
 from qdq_conformance.backends.base import Unsupported
 from qdq_conformance.backends.builtin import OracleBackend
 
@@ -26,8 +28,6 @@ class Misbehaving(OracleBackend):
         if "saturation-inf" in name and "uint8" in name:
             time.sleep(3600)
         if "block-size" in name:
-            import numpy as np
-
             return [np.zeros([d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim], np.float32)]
         if "saturation-huge" in name:
             raise Unsupported("saturation is not implemented here")
@@ -74,3 +74,129 @@ def slow(**options):
 
 def crash_on_build(**options):
     ctypes.string_at(0)  # a backend whose construction segfaults
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("this message cannot be printed")
+
+
+class _NotAnException(BaseException):
+    """Raised by a backend: not an Exception, not SystemExit, not KeyboardInterrupt."""
+
+
+#: terminal escapes, a NUL and invalid UTF-8: what a broken native library may print or put in a message
+GARBAGE = b"\x1b[2J\x1b[31mGARBAGE-MARK\x00\xff\xfe\r\n"
+
+
+def _huge(outputs):
+    return [np.zeros(50_000_000, np.int8)] + outputs[1:]  # 50 MB for a 16-element output
+
+
+def _mutate_inputs(backend, model, feeds):
+    for value in feeds.values():  # (what a runtime that converts in place does to the arrays it is handed)
+        value.reshape(-1).view(np.uint8)[:] = 0x7F
+    outputs = OracleBackend.run(backend, model, feeds)
+    return [o.astype(np.float64) for o in outputs]  # fails: the record then holds inputs, expected and repro
+
+
+def _mutate_model(backend, model, feeds):
+    outputs = OracleBackend.run(backend, model, feeds)
+    for init in model.graph.initializer:
+        init.raw_data = b"\x00" * len(init.raw_data)
+    model.graph.node[0].op_type = "Identity"
+    return [o.astype(np.float64) for o in outputs]
+
+
+def _print_garbage(backend, model, feeds):
+    import sys
+
+    os.write(1, GARBAGE)
+    os.write(2, GARBAGE)
+    print(GARBAGE.decode("latin-1"))
+    print(GARBAGE.decode("latin-1"), file=sys.stderr)
+    return OracleBackend.run(backend, model, feeds)
+
+
+def _garbage_then_abort(backend, model, feeds):
+    os.write(2, GARBAGE * 3)
+    os.abort()
+
+
+def _raise(make):
+    def run(backend, model, feeds):
+        raise make()
+
+    return run
+
+
+def _returns(make_outputs):
+    def run(backend, model, feeds):
+        return make_outputs(OracleBackend.run(backend, model, feeds))
+
+    return run
+
+
+#: misbehaviour -> run(backend, model, feeds); a case whose template id is a key gets that misbehaviour
+HOSTILE = {
+    "wrong-dtype": _returns(lambda out: [o.astype(np.float64) for o in out]),
+    "object-array": _returns(lambda out: [o.astype(object) for o in out]),
+    "wrong-shape": _returns(lambda out: [o.reshape(-1)[:-1] for o in out]),
+    "list-output": _returns(lambda out: [o.tolist() for o in out]),
+    "none-output": _returns(lambda out: [None for _ in out]),
+    "returns-none": _returns(lambda out: None),
+    "fewer-outputs": _returns(lambda out: []),
+    "extra-outputs": _returns(lambda out: out + out),
+    "returns-string": _returns(lambda out: "y = [1, 2, 3]"),
+    "single-array": _returns(lambda out: out[0]),
+    "huge-output": _returns(_huge),
+    "unprintable-error": _raise(_Unprintable),
+    "huge-error": _raise(lambda: RuntimeError("\x1b[2J" + "x" * 1_000_000)),
+    "system-exit": _raise(lambda: SystemExit(3)),
+    "keyboard-interrupt": _raise(KeyboardInterrupt),
+    "base-exception": _raise(lambda: _NotAnException("not an Exception")),
+    "mutates-inputs": _mutate_inputs,
+    "mutates-model": _mutate_model,
+    "prints-garbage": _print_garbage,
+    "garbage-then-abort": _garbage_then_abort,
+}
+
+
+class Hostile(OracleBackend):
+    """The oracle, misbehaving as HOSTILE[mode] says: ``mode`` fixed, or (None) the template id of each case,
+    read from the model's graph name (``quantizelinear-13-wrong-dtype-float-int8`` -> ``wrong-dtype``)."""
+
+    name = "hostile"
+    version = "0.0-test"
+
+    def __init__(self, mode: str | None = None) -> None:
+        super().__init__()
+        self.mode = mode
+
+    def run(self, model, feeds):
+        mode = self.mode or next((m for m in HOSTILE if f"-{m}-" in model.graph.name), None)
+        if mode is None:
+            return super().run(model, feeds)
+        return HOSTILE[mode](self, model, feeds)
+
+
+def hostile(**options):
+    """``python:tests.fake_backends:hostile``: each case misbehaves as its template id says."""
+    return Hostile()
+
+
+def _single(mode):
+    def factory(**options):
+        return Hostile(mode)
+
+    factory.__doc__ = f"``python:tests.fake_backends:{mode.replace('-', '_')}``: every case {mode}"
+    return factory
+
+
+# one backend per misbehaviour, every case misbehaving alike: python:tests.fake_backends:wrong_dtype, ...
+globals().update({mode.replace("-", "_"): _single(mode) for mode in HOSTILE})
+
+
+def not_a_backend(**options):
+    """A factory that returns something without a run method."""
+    return {"name": "dict"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ import onnx
 from . import record as record_mod
 from .isolation import RawResult
 from .outcome import FAILING, Outcome, classify
+from .outputs import exception_text, printable, take
 
 #: statuses whose Outcome (mismatches, actual values) the pytest process needs to describe the failure
 _DESCRIBED = (*FAILING, "implementation-defined")
@@ -93,22 +94,32 @@ class Sources:
         return case
 
 
-def call_backend(backend: Any, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> RawResult:
-    """Run ``backend`` once; its declines and errors become the RawResult kinds."""
+def call_backend(backend: Any, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray],
+                 contained: bool = False) -> RawResult:
+    """Run ``backend`` once; its declines and errors become the RawResult kinds. The backend gets copies of the
+    feeds: one that writes into its inputs (in place, in native code) changes neither the case nor its record.
+    ``contained``: this is a worker process, where even SystemExit and KeyboardInterrupt come from the backend
+    (the worker ignores SIGINT, and SIGTERM ends it without an exception)."""
     from ..backends.base import NotApplicable, Rejected, Unsupported
 
     t0 = time.perf_counter()
     try:
-        outputs = backend.run(model, feeds)
-        return RawResult("ok", [np.asarray(o) for o in outputs], seconds=time.perf_counter() - t0)
+        returned = backend.run(model, {k: np.array(v) for k, v in feeds.items()})
+        outputs, instead = take(returned)
+        return RawResult("ok", outputs, seconds=time.perf_counter() - t0, returned=instead)
     except NotApplicable as e:
-        kind, message = "not-applicable", str(e)
+        kind, message = "not-applicable", exception_text(e)
     except Unsupported as e:
-        kind, message = "unsupported", str(e)
+        kind, message = "unsupported", exception_text(e)
     except Rejected as e:
-        kind, message = "rejected", str(e)
+        kind, message = "rejected", exception_text(e)
     except Exception as e:
-        kind, message = "error", f"{type(e).__name__}: {e}\n{_trace(e)}"
+        kind, message = "error", f"{type(e).__name__}: {exception_text(e)}\n{_trace(e)}"
+    except BaseException as e:
+        if not contained:
+            raise
+        said = exception_text(e)
+        kind, message = "error", f"the backend raised {type(e).__name__}{': ' + said if said else ''}\n{_trace(e)}"
     return RawResult(kind, message=message, seconds=time.perf_counter() - t0)
 
 
@@ -121,19 +132,24 @@ def _trace(e: BaseException, limit: int = 6) -> str:
         lines.append(f'  File "{f.filename}", line {f.lineno}, in {f.name}')
         if f.line:
             lines.append(f"    {f.line.strip()}")
-    return "\n".join(lines)
+    return printable("\n".join(lines))
 
 
 def finish(case: Any, form: str, raw: RawResult, entry: record_mod.Expected | None, backend: tuple[str, str],
            repro: Any = None, model: onnx.ModelProto | None = None,
-           feeds: dict[str, np.ndarray] | None = None) -> CaseResult:
+           feeds: dict[str, np.ndarray] | None = None, names: Sequence[str] = ()) -> CaseResult:
     """Classify ``raw`` against the case's rule and write its record (``model`` and ``feeds``: the case's, when
-    already built)."""
+    already at hand and unchanged; ``names``: its output names)."""
     outcome = classify(raw, status=case.status, expected=case.expected, ulp=case.ulp,
-                       readings=getattr(case, "readings", None) or ())
-    rec = record_mod.build(case, form, outcome, entry, backend, model if model is not None else case.model(form),
+                       readings=getattr(case, "readings", None) or (), names=names)
+    rec = record_mod.build(case, form, outcome, entry, backend, model,
                            feeds if feeds is not None else case.feeds(form), repro)
     kept = outcome if outcome.status in _DESCRIBED else None
+    if kept is not None and kept.actual:
+        # The pytest process shows the values at the first mismatching indices only: the other outputs (a huge
+        # one of the wrong shape, say) need not travel.
+        needed = {k for k, m in kept.mismatches if m.indices}
+        kept.actual = [a if k in needed else None for k, a in enumerate(kept.actual)]
     return CaseResult(outcome.status, outcome.message, record_mod.encode(rec), entry, kept)
 
 
@@ -148,15 +164,17 @@ def run_case(backend: Any, ref: CaseRef, form: str, sources: Sources, expectatio
     try:
         case = sources.resolve(ref)
         model, feeds = case.model(form), case.feeds(form)
-        raw = call_backend(backend, model, feeds)
+        names = [o.name for o in model.graph.output]
+        raw = call_backend(backend, model, feeds, contained=True)
+        # (the record builds the model again when it needs it: the backend may have changed the one it was given)
         return finish(case, form, raw, lookup(expectations, case, form), (backend.name, backend.version),
-                      getattr(backend, "repro", None), model, feeds)
+                      getattr(backend, "repro", None), None, feeds, names)
     except Exception as e:  # the harness itself failed on this case: say so, as an error of this case only
-        message = f"the runner could not run this case: {type(e).__name__}: {e}"
+        message = f"the runner could not run this case: {type(e).__name__}: {exception_text(e)}"
         outcome = Outcome("error", message)
         try:
             rec = record_mod.build(case, form, outcome, None, (backend.name, backend.version), None,
-                                   case.model(form), case.feeds(form))
+                                   case.feeds(form), None)
         except Exception:  # not even the case could be read: the record says which one, and why
             case_id = ref.case_id if isinstance(ref, FileRef) else getattr(ref.case, "id", "?")
             rec = {"type": "case", "id": case_id, "form": form, "status": "error", "message": message[:2000],

@@ -33,6 +33,7 @@ import numpy as np
 import onnx
 
 from . import lifecycle
+from .outputs import exception_text, printable
 from .repro import TemplateRepro, templates_of
 
 #: how much lower the workers' scheduling priority is than the pytest process's
@@ -42,9 +43,11 @@ WORKER_NICENESS = 5
 @dataclass
 class RawResult:
     kind: str  # ok | unsupported | not-applicable | rejected | error | crashed | timeout
-    outputs: list[np.ndarray] = field(default_factory=list)
+    #: ok: each output an array (of a registry or plain numeric dtype) or what came back instead (outputs.Opaque)
+    outputs: list[Any] = field(default_factory=list)
     message: str = ""
     seconds: float = 0.0
+    returned: str | None = None  # ok: what the backend returned when it was not a list of outputs ("None", ...)
 
 
 #: the pytest process's ends of its workers' pipes: a forked worker closes its copies, so that each worker sees
@@ -136,10 +139,15 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
 
     try:
         backend = create(spec, options)
+        if not callable(getattr(backend, "run", None)):
+            raise TypeError(f"the factory returned a {type(backend).__name__}, which has no run(model, feeds) method")
+        # (the records and the expectations want text, whatever a third-party backend holds)
+        backend_name, backend_version = str(getattr(backend, "name", spec)), str(getattr(backend, "version", "unknown"))
+        templates = templates_of(backend)
     except Exception as e:
-        conn.send(("fatal", f"{type(e).__name__}: {e}"))
+        conn.send(("fatal", f"{type(e).__name__}: {exception_text(e, 2000)}"))
         return
-    conn.send(("hello", backend.name, backend.version, templates_of(backend)))
+    conn.send(("hello", backend_name, backend_version, templates))
     sources = execute.Sources()
     expectations = None
     beacon = beacon or Beacon()
@@ -154,7 +162,7 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
             return
         if kind == "run":
             beacon.begin(DIRECT)
-            raw = execute.call_backend(backend, onnx.load_model_from_string(msg[1]), msg[2])
+            raw = execute.call_backend(backend, onnx.load_model_from_string(msg[1]), msg[2], contained=True)
             beacon.end()
             conn.send(("raw", raw))
         elif kind == "expectations":
@@ -228,7 +236,7 @@ class IsolatedBackend:
                 text = fh.read().decode("utf-8", "replace")
         except OSError:
             return ""
-        return "\n".join(text.strip().splitlines()[-lines:])
+        return printable("\n".join(text.strip().splitlines()[-lines:]))
 
     def spawn(self) -> None:
         """Start the worker process without waiting for it (``start`` waits): several start side by side."""

@@ -16,11 +16,19 @@ from typing import Any
 import numpy as np
 
 from ..compare import Mismatch, compare
-from ..types import by_dtype
 from .isolation import RawResult
+from .outputs import Opaque, describe, expected_outputs
 
 FAILING = ("failed", "error", "crashed", "timeout", "invalid-accepted")
 STATUSES = ("passed", "unsupported", "implementation-defined", *FAILING)
+
+
+@dataclass
+class Structural(Mismatch):
+    """Outputs of the wrong kind, element type, shape or count (nothing compared element by element); ``subject``
+    names the output ("output y"), empty for the list of outputs as a whole."""
+
+    subject: str = ""
 
 
 @dataclass
@@ -28,7 +36,7 @@ class Outcome:
     status: str
     message: str = ""
     seconds: float = 0.0
-    actual: list[np.ndarray] | None = None
+    actual: list[Any] | None = None  # arrays, or outputs.Opaque for what was not one (None: not needed)
     mismatches: list[tuple[int, Mismatch]] = field(default_factory=list)
     behaviour: str | None = None  # implementation-defined: what the backend did
     reading: str | None = None  # implementation-defined: "entry:reading" the backend follows (None: none)
@@ -43,22 +51,32 @@ class Outcome:
         }
 
 
-def _check_outputs(expected: Sequence[np.ndarray], actual: list[np.ndarray], ulp: int,
-                   judged: Sequence[np.ndarray | None] | None = None) -> list[tuple[int, Mismatch]]:
-    """Mismatches per output; ``judged`` masks the elements compared (a reading that leaves some free)."""
-    if len(actual) != len(expected):
-        return [(0, Mismatch(f"{len(actual)} outputs, expected {len(expected)}"))]
-    out = []
+def explain(mismatches: Sequence[tuple[int, Mismatch]]) -> str:
+    """One clause per mismatch: ``output 0: values differ ...``, ``output y: expected int8 [2,3], got ...``."""
+    return "; ".join((f"{m.subject}: {m}" if m.subject else str(m)) if isinstance(m, Structural)
+                     else f"output {k}: {m}" for k, m in mismatches)
+
+
+def _check_outputs(expected: Sequence[np.ndarray], raw: RawResult, ulp: int,
+                   judged: Sequence[np.ndarray | None] | None = None,
+                   names: Sequence[str] = ()) -> list[tuple[int, Mismatch]]:
+    """Mismatches per output; ``judged`` masks the elements compared (a reading that leaves some free);
+    ``names``: the outputs' names, for the messages."""
+    actual = raw.outputs
+    if raw.returned is not None or len(actual) != len(expected):
+        got = raw.returned if raw.returned is not None else \
+            f"{len(actual)}" + (f" ({', '.join(describe(a) for a in actual[:4])})" if actual else "")
+        return [(0, Structural(f"expected {expected_outputs(expected, names)}, got {got}"))]
+    out: list[tuple[int, Mismatch]] = []
     for k, (e, a) in enumerate(zip(expected, actual, strict=True)):
+        if isinstance(a, Opaque) or a.dtype != e.dtype or a.shape != e.shape:
+            name = names[k] if k < len(names) else str(k)
+            out.append((k, Structural(f"expected {describe(e)}, got {describe(a)}", subject=f"output {name}")))
+            continue
         mask = judged[k] if judged is not None else None
-        if mask is not None and a.dtype == e.dtype and a.shape == e.shape:
+        if mask is not None:
             a = a.copy()
             a[~mask] = e[~mask]  # free elements: anything goes
-        try:
-            by_dtype(a.dtype)
-        except KeyError:
-            out.append((k, Mismatch(f"element type differs: expected {by_dtype(e.dtype).name}, got numpy {a.dtype}")))
-            continue
         m = compare(e, a, ulp)
         if m:
             out.append((k, m))
@@ -66,9 +84,10 @@ def _check_outputs(expected: Sequence[np.ndarray], actual: list[np.ndarray], ulp
 
 
 def classify(raw: RawResult, *, status: str, expected: list[np.ndarray] | None, ulp: int = 0,
-             readings: Sequence[Any] = ()) -> Outcome:
+             readings: Sequence[Any] = (), names: Sequence[str] = ()) -> Outcome:
     """The outcome of one case: ``status`` is the case's (normative, implementation-defined or invalid);
-    ``readings``: an implementation-defined case's catalogued readings (``reference.readings.Reading``)."""
+    ``readings``: an implementation-defined case's catalogued readings (``reference.readings.Reading``);
+    ``names``: the model's output names (for the messages)."""
     base = {"seconds": raw.seconds}
     if raw.kind in ("crashed", "timeout"):
         return Outcome(raw.kind, raw.message, **base)
@@ -80,15 +99,15 @@ def classify(raw: RawResult, *, status: str, expected: list[np.ndarray] | None, 
                            **base)
         return Outcome("passed", f"rejected ({raw.kind}): {raw.message}", **base)
     if status == "implementation-defined" and readings:
-        return _judge(raw, readings, ulp, raw.seconds)
+        return _judge(raw, readings, ulp, raw.seconds, names)
     if status == "implementation-defined":  # no readings (an exported suite's case): recorded, not judged
         if raw.kind != "ok":
             return Outcome("implementation-defined", raw.message, behaviour=f"{raw.kind}: {raw.message}"[:300],
                            **base)
         assert expected is not None
-        mismatches = _check_outputs(expected, raw.outputs, ulp)
+        mismatches = _check_outputs(expected, raw, ulp, names=names)
         behaviour = "agrees with the kernel's reading" if not mismatches else \
-            "differs from the kernel's reading: " + "; ".join(str(m) for _, m in mismatches)
+            "differs from the kernel's reading: " + explain(mismatches)
         return Outcome("implementation-defined", behaviour, actual=raw.outputs, mismatches=mismatches,
                        behaviour=behaviour, **base)
     if raw.kind == "unsupported":
@@ -98,10 +117,9 @@ def classify(raw: RawResult, *, status: str, expected: list[np.ndarray] | None, 
     if raw.kind == "error":
         return Outcome("error", raw.message, **base)
     assert expected is not None
-    mismatches = _check_outputs(expected, raw.outputs, ulp)
+    mismatches = _check_outputs(expected, raw, ulp, names=names)
     if mismatches:
-        return Outcome("failed", "; ".join(f"output {k}: {m}" for k, m in mismatches), actual=raw.outputs,
-                       mismatches=mismatches, **base)
+        return Outcome("failed", explain(mismatches), actual=raw.outputs, mismatches=mismatches, **base)
     return Outcome("passed", "", actual=raw.outputs, **base)
 
 
@@ -109,7 +127,7 @@ def _names(readings: Sequence[Any]) -> str:
     return ", ".join(f"{r.ambiguity}:{r.name}" for r in readings)
 
 
-def _judge(raw: RawResult, readings: Sequence[Any], ulp: int, seconds: float) -> Outcome:
+def _judge(raw: RawResult, readings: Sequence[Any], ulp: int, seconds: float, names: Sequence[str] = ()) -> Outcome:
     """An implementation-defined case against its catalogued readings: the first reading the backend's answer
     matches (the kernel's first) is the one it follows; none matching is a failure (a rejection: an error)."""
     if raw.kind == "unsupported":
@@ -123,7 +141,7 @@ def _judge(raw: RawResult, readings: Sequence[Any], ulp: int, seconds: float) ->
         return Outcome("error", f"{raw.kind}: {raw.message}; no catalogued reading rejects this model (readings: "
                        f"{_names(readings)})", seconds)
     for r in readings:
-        if r.outputs is not None and not _check_outputs(r.outputs, raw.outputs, ulp, r.judged):
+        if r.outputs is not None and not _check_outputs(r.outputs, raw, ulp, r.judged):
             name = f"{r.ambiguity}:{r.name}"
             free = r.judged is not None and any(m is not None and not m.all() for m in r.judged)
             note = " (the elements this reading leaves free are not judged)" if free else ""
@@ -131,8 +149,7 @@ def _judge(raw: RawResult, readings: Sequence[Any], ulp: int, seconds: float) ->
                            behaviour=f"follows {name}", reading=name)
     kernel = next(r for r in readings if r.outputs is not None) if any(r.outputs is not None for r in readings) \
         else None
-    mismatches = [] if kernel is None else _check_outputs(kernel.outputs, raw.outputs, ulp, kernel.judged)
-    vs = "" if kernel is None else f"; against {kernel.ambiguity}:{kernel.name} (the kernel's): " + "; ".join(
-        f"output {k}: {m}" for k, m in mismatches)
+    mismatches = [] if kernel is None else _check_outputs(kernel.outputs, raw, ulp, kernel.judged, names)
+    vs = "" if kernel is None else f"; against {kernel.ambiguity}:{kernel.name} (the kernel's): " + explain(mismatches)
     return Outcome("failed", f"matches none of the catalogued readings ({_names(readings)}){vs}", seconds,
                    actual=raw.outputs, mismatches=mismatches, behaviour="follows no catalogued reading")

@@ -11,18 +11,25 @@ import numpy as np
 import onnx
 
 from .outcome import FAILING, Outcome
+from .outputs import registered
 from .repro import model_code, values_of
 
 #: An expectation as it travels with a result: (status, reason, link, line in the expectations file).
 Expected = tuple[str, str, "str | None", int]
 
 
-def preview(a: np.ndarray | None, limit: int = 64) -> dict[str, Any] | None:
-    if a is None:
+def preview(a: Any, limit: int = 64) -> dict[str, Any] | None:
+    """The first ``limit`` values of an array and their bit patterns (None for what is not an array: the
+    message says what came back instead)."""
+    if not isinstance(a, np.ndarray):
         return None
     from ..types import by_dtype, code_of
 
-    flat = a.reshape(-1)[:limit]
+    flat = a.reshape(-1)[:limit] if a.flags.c_contiguous else np.asarray(a.flat[:limit])
+    if not registered(a.dtype):  # a plain numpy array a backend returned (float64 for an int8 output, say)
+        codes = flat.view(f"u{a.itemsize}").tolist() if a.dtype.kind in "biuf" and a.itemsize in (1, 2, 4, 8) else []
+        return {"type": str(a.dtype), "shape": list(a.shape), "values": [str(v) for v in flat.tolist()],
+                "codes": [int(c) for c in codes], "truncated": a.size > limit}
     t = by_dtype(a.dtype)
     values = [str(v) for v in (flat.astype(np.float64) if t.is_float else flat.astype(np.int64)).tolist()]
     return {"type": t.name, "shape": list(a.shape), "values": values,
@@ -37,10 +44,11 @@ def spec_text(case: Any) -> dict[str, Any]:
 
 
 def build(case: Any, form: str, outcome: Outcome, entry: Expected | None, backend: tuple[str, str],
-          model: onnx.ModelProto, feeds: dict[str, np.ndarray],
+          model: onnx.ModelProto | None, feeds: dict[str, np.ndarray],
           repro: Callable[[str, list[str]], str] | None) -> dict[str, Any]:
     """The record of ``case`` in ``form`` on ``backend`` (name, version); ``repro(model_code, output_names)`` is
-    the backend's own repro script, or None to give the model code alone."""
+    the backend's own repro script, or None to give the model code alone; ``model``: the case's model in ``form``
+    (None: built when the record needs it)."""
     meta = case.metadata()
     rec: dict[str, Any] = {
         "type": "case", "id": case.id, "form": form, "status": outcome.status,
@@ -60,6 +68,8 @@ def build(case: Any, form: str, outcome: Outcome, entry: Expected | None, backen
     }
     _label_mismatches(case, rec)
     if outcome.status not in ("passed", "unsupported") or meta["status"] == "implementation-defined":
+        if model is None:
+            model = case.model(form)
         values = values_of(model, feeds)
         rec["inputs"] = {k: preview(v) for k, v in values.items()}
         rec["expected"] = [preview(e) for e in (case.expected or [])]
