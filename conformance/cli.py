@@ -143,8 +143,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     """Render results files as an HTML report (one file) or a scoreboard (several)."""
     from .reports.render import render_files
-    from .runner.results import ResultsError
+    from .runner.results import ResultsError, unwritable
 
+    why = unwritable(Path(args.output))
+    if why:
+        print(f"error: -o {args.output}: {why}", file=sys.stderr)
+        return 2
     try:
         out = render_files([Path(p) for p in args.results], Path(args.output))
     except ResultsError as e:
@@ -160,8 +164,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_diff(args: argparse.Namespace) -> int:
     """Compare two results files: cases that regressed, were fixed, changed, appeared or disappeared."""
     from .reports.diff import diff_files, render_html, render_text
-    from .runner.results import ResultsError
+    from .runner.results import ResultsError, unwritable
 
+    why = unwritable(Path(args.output)) if args.output else None
+    if why:
+        print(f"error: -o {args.output}: {why}", file=sys.stderr)
+        return 2
     try:
         d = diff_files(Path(args.old), Path(args.new))
     except ResultsError as e:
@@ -169,7 +177,11 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         return 2
     print(render_text(d, limit=args.limit or 10**9))
     if args.output:
-        print(f"wrote {render_html(d, Path(args.output))}")
+        try:
+            print(f"wrote {render_html(d, Path(args.output))}")
+        except OSError as e:
+            print(f"error: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
+            return 2
     if args.exit_zero:
         return 0
     return 1 if d.counts()["regressed"] or d.incomplete() else 0
@@ -232,6 +244,13 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(text: str) -> int:
+    """A whole number, 0 or more (argparse's type)."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qdq-conformance",
@@ -268,18 +287,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments, after --")
     p.set_defaults(func=_cmd_run)
     p = sub.add_parser("report", help=(_cmd_report.__doc__ or "").strip(),
-                       description=(_cmd_report.__doc__ or "").strip())
+                       description=(_cmd_report.__doc__ or "").strip() + " Exit status 2 (one line naming the file "
+                       "and the line) when a file cannot be read or is not a results file, or the output cannot "
+                       "be written.")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results file(s) written by --results")
     p.add_argument("-o", "--output", required=True, metavar="PATH", help="HTML file to write")
     p.set_defaults(func=_cmd_report)
     p = sub.add_parser("diff", help=(_cmd_diff.__doc__ or "").strip(),
                        description=(_cmd_diff.__doc__ or "").strip() + " Exit status 1 when a case regressed "
                        "(it was not a failure and now is) or the new run is empty or did not finish (no summary "
-                       "line), 2 when a file cannot be read or is not a results file.")
+                       "line), 2 (one line) when a file cannot be read or is not a results file, or -o cannot be "
+                       "written.")
     p.add_argument("old", metavar="OLD", help="results file of the earlier run (--results)")
     p.add_argument("new", metavar="NEW", help="results file of the later run")
     p.add_argument("-o", "--output", metavar="PATH", help="also write the diff as an HTML page")
-    p.add_argument("--limit", type=int, default=50, metavar="N",
+    p.add_argument("--limit", type=_count, default=50, metavar="N",
                    help="cases listed per category in the text output (default: %(default)s; 0: all)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when cases regressed")
     p.set_defaults(func=_cmd_diff)
@@ -297,7 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description=(_cmd_build_quark.__doc__ or "").strip() + " Sources: an installed amd-quark, "
                        "--source (its custom_ops folder or a wheel), or else the amd-quark wheel downloaded with "
                        "`pip download --no-deps` (never installed; onnx and onnxruntime stay as they are). "
-                       "Cache: $QDQ_CACHE_DIR or ~/.cache/onnx-qdq-conformance/quark.")
+                       "Cache: $QDQ_CACHE_DIR or ~/.cache/onnx-qdq-conformance/quark. Exit status 1 (one line "
+                       "saying why) when the library cannot be built: a source that is not one, no compiler, a "
+                       "failed compilation, a cache that cannot be written.")
     p.add_argument("--source", metavar="PATH", help="amd-quark's custom_ops folder or an amd_quark-*.whl")
     p.add_argument("--quark-version", metavar="V", help="amd-quark release to download when no source is given "
                    "(default: the tested one)")

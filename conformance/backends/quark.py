@@ -61,11 +61,16 @@ def installed_sources() -> Path | None:
 
 def _from_wheel(wheel: Path, dest: Path) -> Path:
     prefix = "quark/onnx/operators/custom_ops/"
-    with zipfile.ZipFile(wheel) as z:
-        members = [m for m in z.namelist() if m.startswith(prefix)]
-        if not members:
-            raise BuildError(f"{wheel.name} holds no {prefix} (not an amd-quark wheel?)")
-        z.extractall(dest, members)
+    try:
+        with zipfile.ZipFile(wheel) as z:
+            members = [m for m in z.namelist() if m.startswith(prefix)]
+            if not members:
+                raise BuildError(f"{wheel}: holds no {prefix} (not an amd-quark wheel?)")
+            z.extractall(dest, members)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:
+        raise BuildError(f"{wheel}: not a wheel (a zip archive): {e}") from None
+    except FileNotFoundError:
+        raise BuildError(f"{wheel}: no such file") from None
     return dest / prefix
 
 
@@ -94,7 +99,21 @@ def _digest(src: Path, compiler: str, flags: list[str]) -> str:
 
 def build(source: Path | None = None, version: str = DEFAULT_QUARK_VERSION, force: bool = False,
           log=print) -> Path:  # noqa: ANN001 - a print-like callable
-    """Compile (or find in the cache) the CPU custom-op library; return its path."""
+    """Compile (or find in the cache) the CPU custom-op library; return its path. Whatever stops it (a source
+    that is not one, a compiler that fails or is missing, a cache that cannot be written) is a BuildError whose
+    message is one line."""
+    if source is not None and not source.exists():
+        raise BuildError(f"{source}: no such file or folder (--source takes amd-quark's custom_ops folder or a wheel)")
+    if source is not None and not source.is_dir() and source.suffix != ".whl":
+        raise BuildError(f"{source}: neither a folder nor a .whl (--source takes amd-quark's custom_ops folder or "
+                         "a wheel)")
+    try:
+        return _build(source, version, force, log)
+    except OSError as e:
+        raise BuildError(f"{e.filename or 'the build'}: {e.strerror or e}") from None
+
+
+def _build(source: Path | None, version: str, force: bool, log) -> Path:  # noqa: ANN001 - a print-like callable
     compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
     if not compiler:
         raise BuildError("no C++ compiler found (install g++, e.g. apt-get install g++, or set CXX)")
@@ -120,7 +139,9 @@ def build(source: Path | None = None, version: str = DEFAULT_QUARK_VERSION, forc
         log(f"compiling {len(SOURCES)} sources from {src} with {compiler} (about 15 s)")
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode:
-            raise BuildError(f"{compiler} failed:\n{r.stderr.strip()[-2000:]}")
+            said = [ln.strip() for ln in r.stderr.splitlines() if ln.strip()]
+            first = next((ln for ln in said if "error" in ln.lower()), said[0] if said else "")
+            raise BuildError(f"{compiler} failed (exit status {r.returncode})" + (f": {first[:500]}" if first else ""))
         (out_dir / (LIBRARY + ".tmp")).replace(lib)
         (out_dir / "BUILD").write_text(" ".join(cmd) + "\n")
     (cache_dir() / "latest").write_text(str(lib) + "\n")

@@ -61,6 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     spec = config.getoption("qdq_backend")
     if not spec:
         return
+    options.check(config)  # (usage errors known before a backend starts: one line, exit status 4)
     _register_markers(config)
     suite = config.getoption("qdq_suite")
     if config.args_source != pytest.Config.ArgsSource.ARGS:

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from ..runner.results import unwritable
 
 
 @dataclass(frozen=True)
@@ -98,11 +103,14 @@ def backend_options(config: pytest.Config) -> dict[str, Any]:
             "ort_optimization": config.getoption("qdq_ort_optimization")}
 
 
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def worker_count(config: pytest.Config) -> int:
     """--workers as a number: ``auto`` is the usable cores (at most 4: one pytest process cannot keep more busy),
-    and 1 in a pytest-xdist worker, whose siblings already use the other cores."""
-    import os
-
+    and 1 in a pytest-xdist worker, whose siblings already use the other cores. More than four per usable core
+    (at least 8) is refused: each is a process with the backend loaded, and thousands exhaust the machine."""
     value = str(config.getoption("qdq_workers"))
     if value != "auto":
         try:
@@ -111,8 +119,57 @@ def worker_count(config: pytest.Config) -> int:
             raise pytest.UsageError(f"--workers: expected a number or 'auto', got {value!r}") from None
         if n < 1:
             raise pytest.UsageError(f"--workers: expected at least 1, got {n}")
+        most = max(8, 4 * _cores())
+        if n > most:
+            raise pytest.UsageError(f"--workers: at most {most} here ({_cores()} usable cores), got {n}")
         return n
     if hasattr(config, "workerinput"):
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, 4))
+    return max(1, min(_cores(), 4))
+
+
+def results_path(config: pytest.Config) -> Path | None:
+    """--results, or next to --report (report.html -> report.jsonl: a report is always rendered from a file);
+    None when neither is given."""
+    if config.getoption("qdq_results"):
+        return Path(config.getoption("qdq_results"))
+    report = config.getoption("qdq_report")
+    return Path(report).with_suffix(".jsonl") if report else None
+
+
+def check(config: pytest.Config) -> None:
+    """The usage errors a run can know of before it starts a backend or runs a case, each one line (exit
+    status 4): a time limit that is not a positive number of seconds, an expectation file that is not a file,
+    a results file or report that cannot be written (tried, not guessed: permission bits say nothing to root)."""
+    timeout = config.getoption("qdq_case_timeout")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise pytest.UsageError(f"--case-timeout: expected a positive number of seconds, got {timeout:g}")
+    exp = config.getoption("qdq_expectations")
+    if exp and exp != "none":
+        why = _not_a_file(Path(exp))
+        if why:
+            raise pytest.UsageError(f"--expectations {exp}: {why}")
+    if hasattr(config, "workerinput"):  # (a pytest-xdist worker writes neither)
+        return
+    report = config.getoption("qdq_report")
+    results = results_path(config)
+    if report and results is not None and Path(report).absolute() == results.absolute():
+        raise pytest.UsageError(f"--report {report}: the same file as --results")
+    checks = [(f"--report {report}", Path(report))] if report else []
+    if results is not None:
+        given = config.getoption("qdq_results")
+        checks.append((f"--results {given}" if given else f"--report {report} (its results file {results})", results))
+    for what, path in checks:
+        why = unwritable(path)
+        if why:
+            raise pytest.UsageError(f"{what}: {why}")
+
+
+def _not_a_file(path: Path) -> str | None:
+    try:
+        if path.is_file():
+            with path.open("rb"):
+                return None
+        return "is a directory" if path.is_dir() else "no such file"
+    except OSError as e:
+        return f"cannot read: {e.strerror or e}"

@@ -234,6 +234,9 @@ def summary_lines(status: dict[str, Any] | None, tally: dict[str, int] | None) -
     if not status:
         return []
     lines = [applicability_message(status)]
+    if tally:  # (read back from a results file: a field it lacks counts 0)
+        tally = {k: tally.get(k) or 0 for k in ("held", "stale", "changed", "in_force", "new_failures",
+                                                "unexpected_passes")}
     if tally and status.get("mode") != "none" and status.get("path"):
         parts = [f"{tally['held']} held", f"{tally['stale']} stale"]
         if tally.get("changed"):
@@ -274,18 +277,22 @@ def _versions(value: Any, where: str) -> tuple[str, ...]:
     return out
 
 
-def _entry(raw: dict[str, Any], where: str, file_measured: tuple[str, ...]) -> Entry:
+def _entry(raw: Any, where: str, file_measured: tuple[str, ...]) -> Entry:
+    if not isinstance(raw, dict):
+        raise ExpectationError(f"{where}: an entry must be a mapping (cases, status, reason ...)")
     unknown = set(raw) - {"cases", "status", "reason", "link", "forms", "measured", "__line__"}
     if unknown:
-        raise ExpectationError(f"{where}: unknown key(s) {sorted(unknown)}")
-    if raw.get("status") not in _STATUSES:
+        raise ExpectationError(f"{where}: unknown key(s) {sorted(map(str, unknown))}")
+    if not isinstance(raw.get("status"), str) or raw["status"] not in _STATUSES:
         raise ExpectationError(f"{where}: status must be one of {sorted(_STATUSES)}")
     if not raw.get("reason") or not raw.get("cases"):
         raise ExpectationError(f"{where}: every entry needs 'cases' and a 'reason'")
     patterns = raw["cases"] if isinstance(raw["cases"], list) else [raw["cases"]]
+    if not all(isinstance(p, (str, int, float)) for p in patterns):
+        raise ExpectationError(f"{where}: cases must be case-id patterns (text)")
     forms = raw.get("forms") or []
     forms = [forms] if isinstance(forms, str) else forms
-    if not set(forms) <= {"runtime", "initializer"}:
+    if not isinstance(forms, list) or not all(f in ("runtime", "initializer") for f in forms):
         raise ExpectationError(f"{where}: forms must be runtime and/or initializer")
     link = raw.get("link")
     if link is not None and not (isinstance(link, str) and re.fullmatch(r"https?://[^\s\"'<>]+", link)):
@@ -320,15 +327,20 @@ def load(path: Path, backend_version: str | None = None, backend: str | None = N
     error naming its line."""
     try:
         doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_loader_with_lines())  # noqa: S506 - SafeLoader
-    except yaml.YAMLError as e:
-        raise ExpectationError(f"{path}: invalid YAML: {e}") from None
+    except OSError as e:
+        raise ExpectationError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ExpectationError(f"{path}: not a text file (UTF-8)") from None
+    except (yaml.YAMLError, RecursionError) as e:
+        raise ExpectationError(f"{path}: invalid YAML: {' '.join(str(e).split())[:300]}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("entries", []), list):
         raise ExpectationError(f"{path}: expected a mapping with an 'entries' list")
     if "versions" in doc:
         raise ExpectationError(f"{path}: 'versions' (a glob) is replaced by 'measured', the backend versions the "
                                "entries were recorded on, e.g. measured: [\"1.31.1\"]")
     file_measured = _versions(doc["measured"], f"{path}:measured") if doc.get("measured") is not None else ()
-    every = [_entry(raw, f"{path}:{raw.get('__line__', 0)}", file_measured) for raw in doc.get("entries") or []]
+    every = [_entry(raw, f"{path}:{raw.get('__line__', 0)}" if isinstance(raw, dict) else f"{path}: entry {k}",
+                    file_measured) for k, raw in enumerate(doc.get("entries") or [], 1)]
     recorded = {v for e in every for v in e.measured} | set(file_measured)
     applied, mode = resolve(recorded, backend_version)
     key = version_key(applied) if applied else None

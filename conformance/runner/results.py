@@ -9,12 +9,15 @@ could not be created; a run killed outright leaves none). :func:`read` loads a f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
+import stat
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, Union
 
 import onnx
 
@@ -37,6 +40,31 @@ def header(backend: str, backend_version: str, extra: dict[str, Any] | None = No
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **(extra or {}),
     }
+
+
+def unwritable(path: Path) -> str | None:
+    """Why ``path`` cannot be written (None: it can), found by trying (permission bits say nothing to root); a
+    file created to find out is removed. Said before a run (or a report) begins, not after it ends."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        return "is a directory"
+    if mode is not None and not stat.S_ISREG(mode):
+        return None  # a device or a pipe (/dev/null, a FIFO a reader waits on): opening it here could block
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except (FileExistsError, NotADirectoryError) as e:  # (a file where a folder of the path should be)
+        return f"cannot write: {e.filename or path.parent} is not a directory"
+    except OSError as e:
+        return f"cannot write: {e.strerror or e}"
+    if mode is None:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    return None
 
 
 class ResultsWriter:
@@ -82,6 +110,79 @@ class ResultsError(Exception):
 FORMAT_PREFIX = "onnx-qdq-conformance-results/"
 
 
+@dataclass(frozen=True)
+class Obj:
+    """A JSON object whose fields follow ``FIELDS[kind]``."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class Each:
+    """A JSON list (``container`` list) or object (dict) whose every element or value follows ``spec``."""
+
+    container: type
+    spec: Spec
+    nullable: bool = True
+
+
+Spec = Union[tuple[type, ...], Obj, Each]  # noqa: UP007 - a runtime alias (Python 3.10)
+_TEXT, _INT, _NUMBER = (str,), (int,), (int, float)
+_PREVIEW, _TEXTS = Obj("preview"), Each(list, _TEXT, nullable=False)
+#: What the reports, the diff and the compliance table read of each record type, and the JSON types each field may
+#: hold (null always may, unless an Each says otherwise for its elements): a record that breaks it is an error
+#: naming its line and field, where the reader's code would have failed with a traceback.
+FIELDS: dict[str, dict[str, Spec]] = {
+    "header": {"backend": _TEXT, "backend_version": _TEXT, "started": _TEXT, "expectations": _TEXT,
+               "expectations_status": Obj("expectations_status")},
+    "case": {**dict.fromkeys(("form", "message", "operator", "domain", "family", "granularity", "behaviour",
+                              "reading", "case_status", "ambiguity", "repro", "comparison", "rule"), _TEXT),
+             "version": (int, str), "duration": _NUMBER, "types": Each(dict, _TEXT), "spec": (dict,),
+             "expectation": Obj("expectation"), "mismatches": Each(list, Obj("mismatch"), nullable=False),
+             "inputs": Each(dict, _PREVIEW), "expected": Each(list, _PREVIEW), "actual": Each(list, _PREVIEW),
+             "readings": Each(dict, Each(list, _PREVIEW)), "attributes": (dict,)},
+    "summary": {"expectations": Obj("tally"), "duration_s": _NUMBER, "counts": (dict,),
+                "stale_expectations": Each(list, Obj("stale"), nullable=False)},
+    "expectation": {"status": _TEXT, "reason": _TEXT, "line": _INT},
+    "expectations_status": {"backend": _TEXT, "running": _TEXT, "path": _TEXT, "recorded": _TEXTS, "in_force": _INT,
+                            "total": _INT, "applied": _TEXT, "mode": _TEXT},
+    "tally": dict.fromkeys(("in_force", "held", "stale", "changed", "new_failures", "unexpected_passes"), _INT),
+    "stale": {"line": _INT},
+    "preview": {"type": _TEXT, "shape": Each(list, _INT, nullable=False), "values": _TEXTS,
+                "codes": Each(list, _INT, nullable=False), "truncated": (bool,)},
+    "mismatch": {"output": _INT, "reason": _TEXT, "count": _INT, "total": _INT, "first_indices": (list,),
+                 "labels": (list,), "max_ulp": _INT},
+}
+_NAMES = {dict: "an object", list: "a list", str: "text", int: "a whole number", float: "a number",
+          bool: "true or false", type(None): "null"}
+
+
+def _json_type(value: Any) -> str:
+    return _NAMES.get(type(value), type(value).__name__)
+
+
+def check(value: Any, spec: Spec, where: str) -> None:
+    """Raise ResultsError naming ``where`` when ``value`` (not null) does not follow ``spec``."""
+    if isinstance(spec, tuple):
+        if not isinstance(value, spec):
+            raise ResultsError(f"{where} must be {' or '.join(_NAMES[t] for t in spec)}, not {_json_type(value)}")
+    elif isinstance(spec, Obj):
+        if not isinstance(value, dict):
+            raise ResultsError(f"{where} must be an object, not {_json_type(value)}")
+        for key, sub in FIELDS[spec.kind].items():
+            item = value.get(key)
+            if item is not None:
+                check(item, sub, f"{where}.{key}")
+    else:
+        if not isinstance(value, spec.container):
+            raise ResultsError(f"{where} must be {_NAMES[spec.container]}, not {_json_type(value)}")
+        for k, item in value.items() if isinstance(value, dict) else enumerate(value):
+            if item is not None:
+                check(item, spec.spec, f"{where}[{json.dumps(k)}]")
+            elif not spec.nullable:
+                raise ResultsError(f"{where}[{json.dumps(k)}] must not be null")
+
+
 def read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
     """(header, case records, summary or None) of a results file.
 
@@ -109,9 +210,10 @@ def read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, An
                 break  # an interrupted run: everything before this line is intact
             raise ResultsError(f"{path}:{n}: not a JSON line") from None
         if n == 1:
-            if not isinstance(obj, dict) or obj.get("type") != "header" or \
-                    not str(obj.get("format", "")).startswith(FORMAT_PREFIX):
+            fmt = obj.get("format") if isinstance(obj, dict) and obj.get("type") == "header" else None
+            if not isinstance(fmt, str) or not fmt.startswith(FORMAT_PREFIX):
                 raise ResultsError(f"{path}:1: not a results file (line 1 is not a {FORMAT_PREFIX}* header)")
+            _check_record(obj, "header", f"{path}:1")
             head = obj
             continue
         if not isinstance(obj, dict):
@@ -120,11 +222,21 @@ def read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, An
         if kind == "case":
             if not isinstance(obj.get("id"), str) or not isinstance(obj.get("status"), str):
                 raise ResultsError(f"{path}:{n}: a case record needs a string 'id' and 'status'")
+            _check_record(obj, "case", f"{path}:{n}")
             cases.append(obj)
         elif kind == "summary":
+            _check_record(obj, "summary", f"{path}:{n}")
             summary = obj
         elif kind == "header":
             raise ResultsError(f"{path}:{n}: a second header (two results files concatenated?)")
         else:
-            raise ResultsError(f"{path}:{n}: unknown record type {str(kind)[:40]!r}")
+            what = repr(kind[:40]) if isinstance(kind, str) else _json_type(kind)
+            raise ResultsError(f"{path}:{n}: unknown record type {what}")
     return head, cases, summary
+
+
+def _check_record(obj: dict[str, Any], kind: str, where: str) -> None:
+    for key, spec in FIELDS[kind].items():
+        value = obj.get(key)
+        if value is not None:
+            check(value, spec, f"{where}: {key}")
