@@ -90,6 +90,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from qdq_conformance.generators.corpus import CASES_DIR, case_files
+    from qdq_conformance.generators.export import OutFolderError
     from qdq_conformance.generators.parallel import generate
 
     from .progress import Progress
@@ -97,8 +98,12 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     forms = ("runtime", "initializer") if args.form == "both" else (args.form,)
     tiers = ("default", "large") if args.tier == "all" else (args.tier,)
     files = case_files(Path(args.cases) if args.cases else CASES_DIR)
-    manifest, errors = generate(files, Path(args.out), forms, tiers, args.select, args.jobs,
-                                progress=Progress("generate (case files)"))
+    try:
+        manifest, errors = generate(files, Path(args.out), forms, tiers, args.select, args.jobs,
+                                    progress=Progress("generate (case files)"))
+    except (OutFolderError, OSError) as e:  # --out cannot be written (one line; nothing replaced)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     for err in errors:
         print(f"error: {err}", file=sys.stderr)
     if not manifest["case_count"]:
@@ -262,7 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=fn)
     p = sub.add_parser("generate", help=(_cmd_generate.__doc__ or "").strip(),
                        description=(_cmd_generate.__doc__ or "").strip())
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder: new, empty, or made by an earlier "
+                   "generate, whose cases (those its manifest.json lists) are replaced; anything else is refused")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="worker processes (default: one per core)")
     p.add_argument("--form", choices=("runtime", "initializer", "both"), default="runtime",

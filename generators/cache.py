@@ -70,17 +70,21 @@ def _gc_paused() -> Iterator[None]:
 def load_file_cached(path: Path, tiers: Sequence[str]) -> list[ConcreteCase]:
     """``corpus.load_file(path, tiers)``, from the cache when an entry for exactly this input exists."""
     from .corpus import load_file
+    from .loader import read_case_file
 
     if not enabled():
         return load_file(path, tiers)
-    data = path.read_bytes()
+    data = read_case_file(path)  # (raises CaseFileError: unreadable, or over the size limit)
     key = hashlib.sha256(fingerprint().encode() + b"\0" + ",".join(tiers).encode() + b"\0" + data).hexdigest()
     folder = cache_root() / "corpus"
     entry = folder / f"{path.stem}-{key[:24]}.pkl"
     try:
         with entry.open("rb") as fh, _gc_paused():
-            return pickle.load(fh)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
+            cached: list[ConcreteCase] = pickle.load(fh)
+        for case in cached:
+            case.file = str(path)  # the same bytes may have been cached from a file of the same name elsewhere
+        return cached
+    except Exception:  # (missing, truncated, or from other code: any entry that cannot be read is recomputed)
         pass
     cases = load_file(path, tiers)  # raises CaseFileError, which is never cached
     for case in cases:

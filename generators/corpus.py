@@ -1,6 +1,7 @@
 """The corpus: every case file under a folder, loaded, validated and expanded.
 
-A malformed file is reported (file, line, key) and skipped; the other files still load.
+A malformed file is reported (file, line, key) and skipped; the other files still load. Case ids are unique
+across the files: a file that repeats an id an earlier file produced is an error naming both.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from qdq_conformance.resources import cases_dir
 
@@ -33,10 +35,12 @@ def case_files(root: Path = CASES_DIR) -> list[Path]:
 
 def load_file(path: Path, tiers: Sequence[str] | None = None) -> list[ConcreteCase]:
     """The concrete cases of one case file (raises CaseFileError); only templates of ``tiers`` (default: all)
-    are expanded, so unselected large-tier cases cost nothing."""
+    are expanded, so unselected large-tier cases cost nothing. Two templates of the file that give one case id
+    are an error naming both lines."""
     doc = load_yaml(path)
     validate(doc, path)
     seen: dict[str, int] = {}
+    ids: dict[str, tuple[str, int]] = {}
     cases: list[ConcreteCase] = []
     for item in doc["cases"]:
         tpl = Template(item, str(path))
@@ -47,36 +51,58 @@ def load_file(path: Path, tiers: Sequence[str] | None = None) -> list[ConcreteCa
         if tiers is not None and item.get("tier", "default") not in tiers:
             continue
         try:
-            cases.extend(expand(tpl))
+            expanded = expand(tpl)
         except CaseFileError:
             raise
         except Exception as e:  # a generator defect must still name the case that triggered it
             raise CaseFileError(path, tpl.line(), item["id"], f"generator error: {type(e).__name__}: {e}") from e
+        claim_ids(ids, path, expanded)
+        cases.extend(expanded)
     return cases
+
+
+class Claim(Protocol):
+    """What the id check needs of a case."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def template(self) -> str: ...
+
+
+def claim_ids(claimed: dict[str, tuple[str, int]], path: Path | str, cases: Sequence[Claim]) -> None:
+    """Record the ids of ``cases`` (one file's, or one template's, from ``path``) in ``claimed`` (id -> file,
+    line); when one is already claimed, claim none and raise CaseFileError naming both files and lines."""
+    new: dict[str, tuple[str, int]] = {}
+    for c in cases:
+        first = claimed.get(c.id) or new.get(c.id)
+        if first == (str(path), c.line):
+            raise CaseFileError(path, c.line, c.template, f"the template gives case id {c.id} twice (a value "
+                                "repeated in one of its lists?)")
+        if first is not None:
+            raise CaseFileError(path, c.line, c.template, f"case id {c.id} is also produced by "
+                                f"{first[0]}:{first[1]} (case ids must be unique across the case files)")
+        new[c.id] = (str(path), c.line)
+    claimed.update(new)
 
 
 def load(paths: Iterable[Path] | None = None, *, tiers: Sequence[str] = ("default",),
          select: Sequence[str] = ()) -> Corpus:
     """Load every case file (default: all of ``cases/``), keep the tiers asked for and ids matching ``select``
-    (glob patterns; all when empty). Errors are collected, not raised."""
+    (glob patterns; all when empty). Errors are collected, not raised: a file that cannot be loaded, or that
+    produces a case id an earlier file produced, costs its own cases only."""
     corpus = Corpus()
+    claimed: dict[str, tuple[str, int]] = {}
     for path in (list(paths) if paths is not None else case_files()):
         corpus.files.append(path)
         try:
             cases = load_file(path, tiers)
+            claim_ids(claimed, path, cases)
         except CaseFileError as e:
             corpus.errors.append(e)
             continue
         corpus.cases.extend(c for c in cases if c.tier in tiers and
                             (not select or any(fnmatch.fnmatchcase(c.id, pat) for pat in select)))
-    first: dict[str, ConcreteCase] = {}
-    unique = []
-    for c in corpus.cases:
-        if c.id in first:
-            corpus.errors.append(CaseFileError(c.file, c.line, c.template, f"case id {c.id} is also produced by "
-                                               f"{first[c.id].file}:{first[c.id].line}"))
-            continue
-        first[c.id] = c
-        unique.append(c)
-    corpus.cases = unique
     return corpus

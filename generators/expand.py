@@ -8,7 +8,7 @@ granularity variants (x shapes) x attribute values. Each concrete case gets a st
 from __future__ import annotations
 
 import itertools
-import re
+import math
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,9 +27,20 @@ from qdq_conformance.types import TYPES, ElementType, by_dtype, by_name
 from .boundaries import SCALE_RECIPES, TARGETS, place, scale_values
 from .case import Clause, ConcreteCase
 from .granularity import GVar, variants
+from .limits import check_cases, check_elements, check_id
 from .loader import CaseFileError, line_of
 from .status import decide
-from .values import X_RECIPES, Ctx, parse_literal, random_values, to_type, zero_point_value
+from .values import (
+    X_RECIPES,
+    ZP_RECIPES,
+    Ctx,
+    default_scale,
+    default_zp,
+    parse_literal,
+    random_values,
+    to_type,
+    zero_point_value,
+)
 
 CATEGORIES = {
     "any": lambda t: True,
@@ -57,7 +68,8 @@ class Template:
         return line_of(self.data, key) or 1
 
     def error(self, key: str, message: str) -> CaseFileError:
-        return CaseFileError(self.file, self.line(key if key in self.data else None), f"{self.data['id']}.{key}"
+        top = key.split(".", 1)[0]  # (the line of ``inputs`` for ``inputs.x.shape``)
+        return CaseFileError(self.file, self.line(top if top in self.data else None), f"{self.data['id']}.{key}"
                              if key else self.data["id"], message)
 
     @property
@@ -145,6 +157,7 @@ def _value(tpl: Template, source: dict[str, Any], t: ElementType, shape: tuple[i
            key: str) -> np.ndarray:
     if "shape" in source:
         shape = tuple(source["shape"])
+        check_elements(tpl, f"inputs.{key}.shape", shape)
     if "type" in source:
         t = by_name(source["type"])
     n = int(np.prod(shape)) if shape else 1
@@ -157,7 +170,7 @@ def _value(tpl: Template, source: dict[str, Any], t: ElementType, shape: tuple[i
             arr = random_values(r["seed"], n, ctx, r.get("span", 1.2), r.get("low"), r.get("high"), role)
         else:
             name = source["recipe"]
-            if role == "zero_point":
+            if role == "zero_point" and name in ZP_RECIPES:
                 v = zero_point_value(name, t)
                 if v is None:
                     raise _Skip()
@@ -168,33 +181,10 @@ def _value(tpl: Template, source: dict[str, Any], t: ElementType, shape: tuple[i
                     raise _Skip()
                 arr = got
             else:
-                raise tpl.error(f"inputs.{key}", f"recipe {name!r} is for x, not {key}")
+                raise tpl.error(f"inputs.{key}", f"recipe {name!r} is not one for {key}")
+        return arr.reshape(shape)
     except ValueError as e:
         raise tpl.error(f"inputs.{key}", str(e)) from None
-    return arr.reshape(shape)
-
-
-def _default_scale(t: ElementType, shape: tuple[int, ...], seed: int) -> np.ndarray:
-    n = int(np.prod(shape)) if shape else 1
-    if not shape:
-        v = np.array([2.0 if t.is_integer else 0.5])
-    elif t.is_integer:
-        v = np.random.default_rng(seed).integers(1, 5, n).astype(np.float64)
-    else:
-        v = np.exp2(np.random.default_rng(seed).integers(-3, 2, n)) * (1 if t.name == "float8e8m0" else 0.75)
-    return to_type(np.resize(v, n), t).reshape(shape)
-
-
-def _default_zp(t: ElementType, shape: tuple[int, ...], seed: int) -> np.ndarray:
-    n = int(np.prod(shape)) if shape else 1
-    if not t.is_integer:
-        return to_type(np.zeros(n), t).reshape(shape)
-    if not shape:
-        v = 0.0 if t.bits > 16 else zero_point_value("mid", t)
-        return to_type(np.array([v]), t).reshape(shape)
-    assert t.int_min is not None and t.int_max is not None
-    lo, hi = (0, 0) if t.bits > 16 else (t.int_min, t.int_max)
-    return np.random.default_rng(seed).integers(lo, hi + 1, n).astype(np.int64).astype(t.dtype).reshape(shape)
 
 
 def _build(b: _Build) -> ConcreteCase:
@@ -202,6 +192,8 @@ def _build(b: _Build) -> ConcreteCase:
     inputs_src = data.get("inputs", {})
     base_id = _case_id(b)
     g = b.gvar
+    if g.x_shape is not None:
+        check_elements(tpl, "shape", g.x_shape)
     attrs = dict(g.attrs)
     attrs.update(b.attrs)  # the template's own attributes win (an invalid case may break the granularity's)
     scale_shape = g.scale_shape
@@ -211,11 +203,11 @@ def _build(b: _Build) -> ConcreteCase:
         assert b.scale is not None
         zt = b.y if b.kind == "Q" else b.x
         scale = (_value(tpl, inputs_src["scale"], b.scale, scale_shape, Ctx(b.kind, b.x, b.scale, b.y), "scale",
-                        "scale") if "scale" in inputs_src else _default_scale(b.scale, scale_shape, _seed(base_id, 1)))
+                        "scale") if "scale" in inputs_src else default_scale(b.scale, scale_shape, _seed(base_id, 1)))
         if b.zp_mode == "given":
             zp = (_value(tpl, inputs_src["zero_point"], zt, scale_shape, Ctx(b.kind, b.x, b.scale, b.y),
                          "zero_point", "zero_point") if "zero_point" in inputs_src
-                  else _default_zp(zt, scale_shape, _seed(base_id, 2)))
+                  else default_zp(zt, scale_shape, _seed(base_id, 2)))
         scale_value = float(np.asarray(scale, dtype=np.float32).reshape(-1)[0]) if scale.size else 1.0
         zp_value = float(np.asarray(zp, dtype=np.float32).reshape(-1)[0]) if zp is not None and zp.size else 0.0
     ctx = Ctx(b.kind, b.x, b.scale, b.y, scale_value, zp_value)
@@ -325,11 +317,6 @@ def _check_golden(tpl: Template, case_id: str, outputs: list[np.ndarray], spec: 
                             f"oracle gives {outputs[k].tolist()}")
 
 
-#: the alphabet and length of a concrete case id: it names the case's folder and files in an exported suite
-MAX_ID_LENGTH = 160
-SAFE_ID = re.compile(rf"[a-z0-9][a-z0-9-]{{0,{MAX_ID_LENGTH - 1}}}")
-
-
 def _case_id(b: _Build) -> str:
     prefix = {opspecs.AI_ONNX: "", opspecs.MS: "ms-", opspecs.QUARK: "quark-"}[b.spec.domain]
     parts = [f"{prefix}{b.spec.name.lower()}-{b.spec.version}-{b.tpl.data['id']}"]
@@ -343,9 +330,7 @@ def _case_id(b: _Build) -> str:
     parts += [lbl for lbl in b.gvar.labels if lbl]
     parts += [f"{k.replace('_', '')}{v}" for k, v in sorted(b.attrs.items())]
     case_id = "-".join(parts)
-    if not SAFE_ID.fullmatch(case_id):
-        raise b.tpl.error("id", f"the case id {case_id[:80]!r} must be at most {MAX_ID_LENGTH} characters of "
-                          "a-z, 0-9 and '-' (it names folders and files): shorten the template id or an attribute")
+    check_id(b.tpl, case_id)
     return case_id
 
 
@@ -365,11 +350,30 @@ def expand(tpl: Template) -> list[ConcreteCase]:
         raise tpl.error("rule", "an invalid case must name the rule it breaks, and only an invalid case does")
     op = data["operator"]
     kind = "DQL" if op == "DynamicQuantizeLinear" else "DQ" if "Dequantize" in op else "Q"
+    for count, _ in enumerate(_candidates(tpl, kind), 1):  # counted first: an oversized template costs nothing
+        check_cases(tpl, count)
+    cases: list[ConcreteCase] = []
+    for b in _candidates(tpl, kind):
+        try:
+            cases.append(_build(b))
+        except _Skip:
+            continue
+    if not cases:
+        raise tpl.error("versions", "the template expands to no case (check versions, types, granularity)")
+    return cases
+
+
+def _candidates(tpl: Template, kind: str) -> Iterator[_Build]:
+    """Every variant of the template, in order (a recipe that does not apply drops some when built)."""
+    data = tpl.data
     zp_modes = data.get("zero_point", "given")
     zp_modes = zp_modes if isinstance(zp_modes, list) else [zp_modes]
-    cases: list[ConcreteCase] = []
+    attrs = data.get("attributes", {})
+    check_cases(tpl, math.prod(len(v) if isinstance(v, list) else 1 for v in attrs.values()))
     for version in _versions(tpl):
-        spec = opspecs.get(tpl.domain, op, version)
+        spec = opspecs.get(tpl.domain, data["operator"], version)
+        if data["status"] != "invalid" and any(k not in spec.attributes for k in attrs):
+            continue  # (every attribute set has the same keys)
         for combo in _combos(tpl, spec):
             if kind == "DQL":
                 x, scale, y = TYPES[combo[0]], None, TYPES[combo[1]]
@@ -383,14 +387,5 @@ def expand(tpl: Template) -> list[ConcreteCase]:
                 if zp_mode == "output_dtype" and (kind != "Q" or "output_dtype" not in spec.attributes):
                     continue
                 for gvar in variants(tpl, spec, kind):
-                    for attrs in _attribute_sets(tpl, y):
-                        if status != "invalid" and any(k not in spec.attributes for k in attrs):
-                            continue
-                        b = _Build(tpl, spec, kind, x, scale, y, zp_mode, gvar, attrs)
-                        try:
-                            cases.append(_build(b))
-                        except _Skip:
-                            continue
-    if not cases:
-        raise tpl.error("versions", "the template expands to no case (check versions, types, granularity)")
-    return cases
+                    for attr_set in _attribute_sets(tpl, y):
+                        yield _Build(tpl, spec, kind, x, scale, y, zp_mode, gvar, attr_set)

@@ -1,7 +1,10 @@
 """Loading case files: safe YAML with the line of every key, and errors that name file, line and key.
 
 Case files are data, never code: they are parsed with PyYAML's SafeLoader, so ``!!python/...`` tags and every
-other executable construct fail; that failure (like a syntax error) is reported with its file and line.
+other executable construct fail; that failure (like a syntax error) is reported with its file and line. Only plain
+data loads (mappings with string keys, lists, strings, numbers, booleans, null; an unquoted date stays a string),
+and a file is bounded before it can cost much: its size, its nesting depth and the number of nodes it holds once
+every alias is expanded (an alias counts as the nodes it repeats, so an alias bomb stops at the limit).
 """
 
 from __future__ import annotations
@@ -12,17 +15,20 @@ from typing import Any
 
 import yaml
 
+from qdq_conformance.errors import CaseFileError
 
-class CaseFileError(Exception):
-    """A malformed case file: names the file, the line and the key."""
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "CaseFileError", "LineDict", "LineList", "Located",
+           "line_of", "load_yaml", "read_case_file"]
 
-    def __init__(self, file: str | Path, line: int | None, key: str, message: str) -> None:
-        self.file = str(file)
-        self.line = line
-        self.key = key
-        self.message = message
-        where = f"{self.file}:{line}" if line else self.file
-        super().__init__(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+#: the largest case file, in bytes (the corpus's largest is under 30 KB; PyYAML reads about 1 MB in 3 s)
+MAX_FILE_BYTES = 1 << 18
+#: the deepest nesting of mappings and lists (the corpus nests 7 deep)
+MAX_DEPTH = 32
+#: the most nodes (mappings, lists, scalars) a file may hold, each alias counted as the nodes it repeats
+#: (the corpus's largest file holds about 1,000; PyYAML composes about 15,000 a second)
+MAX_NODES = 20_000
+
+_SCALARS = (str, int, float, bool, type(None))
 
 
 class LineDict(dict):
@@ -37,7 +43,53 @@ class LineList(list):
 
 
 class _Loader(yaml.SafeLoader):
-    pass
+    """SafeLoader that keeps lines, counts nodes (aliases expanded) and nesting as it composes, and turns every
+    problem of a value into a CaseFileError with the value's line."""
+
+    def __init__(self, text: str, name: str) -> None:
+        super().__init__(text)
+        self.name = name
+        self._depth = 0
+        self._nodes = 0
+        self._sizes: dict[int, int] = {}  # id(node) -> the nodes it holds, aliases expanded
+
+    def _error(self, mark: Any, message: str) -> CaseFileError:
+        return CaseFileError(self.name, mark.line + 1 if mark is not None else None, "", message)
+
+    def _count(self, n: int, mark: Any) -> None:
+        self._nodes += n
+        if self._nodes > MAX_NODES:
+            raise self._error(mark, f"more than {MAX_NODES:,} YAML nodes (aliases count as the nodes they repeat); "
+                              "the limit keeps a case file from costing minutes and gigabytes")
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            target = self.anchors.get(event.anchor)
+            if target is not None:
+                size = self._sizes.get(id(target))
+                if size is None:
+                    raise self._error(event.start_mark, f"alias *{event.anchor} refers to a node that contains it "
+                                      "(a recursive alias)")
+                self._count(size, event.start_mark)
+            return super().compose_node(parent, index)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise self._error(self.peek_event().start_mark, f"nested more than {MAX_DEPTH} levels deep")
+        before = self._nodes
+        node = super().compose_node(parent, index)
+        self._depth -= 1
+        self._count(1, node.start_mark)
+        self._sizes[id(node)] = self._nodes - before
+        return node
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (CaseFileError, yaml.YAMLError):
+            raise
+        except (ValueError, TypeError, OverflowError, ArithmeticError) as e:  # e.g. an integer of 5,000 digits
+            raise self._error(node.start_mark, f"cannot read this value: {e}") from None
 
 
 def _map(loader: _Loader, node: yaml.MappingNode) -> LineDict:
@@ -47,7 +99,8 @@ def _map(loader: _Loader, node: yaml.MappingNode) -> LineDict:
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, str):
-            raise CaseFileError(loader.name, key_node.start_mark.line + 1, str(key), "keys must be strings")
+            shown = repr(key) if isinstance(key, _SCALARS) else f"a {type(key).__name__}"
+            raise CaseFileError(loader.name, key_node.start_mark.line + 1, shown, "keys must be strings")
         if key in d:
             raise CaseFileError(loader.name, key_node.start_mark.line + 1, key, "duplicate key")
         d[key] = loader.construct_object(value_node, deep=True)
@@ -61,21 +114,61 @@ def _seq(loader: _Loader, node: yaml.SequenceNode) -> LineList:
     return items
 
 
+def _as_text(loader: _Loader, node: yaml.ScalarNode) -> str:
+    return loader.construct_scalar(node)
+
+
+def _not_plain(loader: _Loader, node: yaml.Node) -> None:
+    raise CaseFileError(loader.name, node.start_mark.line + 1, "", f"not plain data ({node.tag}); case files hold "
+                        "mappings, lists, strings, numbers, booleans and null only")
+
+
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _seq)
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _as_text)  # an unquoted date is its text
+for _tag in ("binary", "set", "omap", "pairs"):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _not_plain)
+
+
+def read_case_file(path: str | Path) -> bytes:
+    """The bytes of one case file, at most MAX_FILE_BYTES of them (CaseFileError otherwise, or when unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise CaseFileError(path, None, "", f"cannot read: {e.strerror or e}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise CaseFileError(path, None, "", f"larger than {MAX_FILE_BYTES:,} bytes, the limit for one case file")
+    return data
+
+
+def _decode(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise CaseFileError(path, line, "", f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+                            "case files are UTF-8") from None
 
 
 def load_yaml(path: str | Path, text: str | None = None) -> Any:
-    """Parse one case file; any YAML problem becomes a CaseFileError with its line."""
+    """Parse one case file; any problem (unreadable, too large, not UTF-8, invalid YAML, not plain data, over a
+    limit) becomes a CaseFileError with its line."""
     path = Path(path)
     if text is None:
-        text = path.read_text(encoding="utf-8")
-    loader = _Loader(text)
-    loader.name = str(path)
+        text = _decode(path, read_case_file(path))
+    elif len(text) > MAX_FILE_BYTES:
+        raise CaseFileError(path, None, "", f"larger than {MAX_FILE_BYTES:,} bytes, the limit for one case file")
+    loader: _Loader | None = None
     try:
+        loader = _Loader(text, str(path))
         return loader.get_single_data()
     except CaseFileError:
         raise
+    except yaml.reader.ReaderError as e:
+        line = text.count("\n", 0, e.position) + 1 if isinstance(e.position, int) else None
+        ch = f"#x{e.character:04x}" if isinstance(e.character, int) else repr(e.character)
+        raise CaseFileError(path, line, "", f"invalid YAML: character {ch} is not allowed ({e.reason})") from None
     except yaml.constructor.ConstructorError as e:
         line = e.problem_mark.line + 1 if e.problem_mark else None
         raise CaseFileError(path, line, "", f"not plain data ({e.problem}); case files may not contain tags "
@@ -83,9 +176,10 @@ def load_yaml(path: str | Path, text: str | None = None) -> Any:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise CaseFileError(path, mark.line + 1 if mark else None, "", f"invalid YAML: "
-                            f"{getattr(e, 'problem', e)}") from None
+                            f"{getattr(e, 'problem', None) or e}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def line_of(obj: Any, key: str | None = None) -> int | None:

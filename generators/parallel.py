@@ -1,7 +1,10 @@
 """Generating and exporting the corpus with one worker process per core, one case file at a time.
 
-Each worker expands a case file and writes its cases; the parent gathers the manifest entries, checks that
-ids are unique across files and writes the manifest. Output is identical to a single-process run.
+Each worker expands a case file and writes its cases into a staging folder of its own inside ``out``; the parent
+gathers the results in file order, refuses a file that repeats a case id an earlier file produced (naming both),
+then replaces what a previous generate made in ``out`` (the folders its manifest lists, nothing else) with the
+staged cases and writes the manifest. Output is identical to a single-process run, and nothing is written outside
+``out``.
 """
 
 from __future__ import annotations
@@ -11,22 +14,45 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from .corpus import load_file
-from .export import write_cases, write_manifest
+from qdq_conformance.errors import one_line
+
+from .corpus import claim_ids, load_file
+from .export import (
+    STAGING,
+    build_manifest,
+    owned_folders,
+    remove,
+    replace_folders,
+    write_cases,
+    write_manifest,
+)
 from .loader import CaseFileError
 
 
-def _job(path: str, out: str, forms: Sequence[str], tiers: Sequence[str], select: Sequence[str]
-         ) -> tuple[list[dict[str, Any]], dict[str, Any], str | None]:
+class _Claim(NamedTuple):
+    """What the id check needs of a case (the parent never holds the cases themselves)."""
+
+    id: str
+    line: int
+    template: str
+
+
+_Result = tuple[list[dict[str, Any]], dict[str, Any], "str | None", list[_Claim]]
+
+
+def _job(path: str, staging: str, forms: Sequence[str], tiers: Sequence[str], select: Sequence[str]) -> _Result:
     try:
-        cases = [c for c in load_file(Path(path), tiers) if c.tier in tiers and
+        loaded = load_file(Path(path), tiers)
+        cases = [c for c in loaded if c.tier in tiers and
                  (not select or any(fnmatch.fnmatchcase(c.id, p) for p in select))]
+        entries, templates = write_cases(cases, Path(staging), forms)
     except CaseFileError as e:
-        return [], {}, str(e)
-    entries, templates = write_cases(cases, Path(out), forms)
-    return entries, templates, None
+        return [], {}, str(e), []
+    except Exception as e:  # a generator defect or a full disk costs this file only, in one line
+        return [], {}, one_line(f"{path}: internal error while generating: {type(e).__name__}: {e}", 1200), []
+    return entries, templates, None, [_Claim(c.id, c.line, c.template) for c in loaded]
 
 
 def _cores() -> int:
@@ -39,28 +65,58 @@ def _cores() -> int:
 def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequence[str] = ("default",),
              select: Sequence[str] = (), jobs: int | None = None,
              progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, Any], list[str]]:
-    """Expand and export every case file; returns (manifest, errors). ``jobs``: worker processes (default: one
-    per core the process may use)."""
+    """Expand and export every case file into ``out``; returns (manifest, errors). ``jobs``: worker processes
+    (default: one per core the process may use). Raises OutFolderError (before writing anything) when ``out``
+    holds anything a previous generate did not make. When no case is selected, ``out`` keeps what it held."""
     jobs = jobs or _cores()
-    out.mkdir(parents=True, exist_ok=True)
-    entries: list[dict[str, Any]] = []
-    templates: dict[str, Any] = {}
-    errors: list[str] = []
-    # Largest files first, so that the last job to start is a short one.
-    ordered = sorted(files, key=lambda p: -p.stat().st_size)
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(_job, str(p), str(out), tuple(forms), tuple(tiers), tuple(select)) for p in ordered]
-        for k, fut in enumerate(as_completed(futures), 1):
-            e, t, err = fut.result()
+    old = owned_folders(out)
+    staging = out / STAGING
+    remove(staging)  # (left by a generate that was killed)
+    staging.mkdir(parents=True)
+    try:
+        results = _run_jobs(files, staging, forms, tiers, select, jobs, progress)
+        entries: list[dict[str, Any]] = []
+        templates: dict[str, Any] = {}
+        errors: list[str] = []
+        moves: list[tuple[Path, str]] = []
+        claimed: dict[str, tuple[str, int]] = {}
+        for k, path in enumerate(files):  # in file order: the earlier file keeps a repeated id
+            e, t, err, claims = results[k]
+            if err is None:
+                try:
+                    claim_ids(claimed, path, claims)
+                except CaseFileError as dup:
+                    err = str(dup)
+            if err is not None:
+                errors.append(err)
+                continue
             entries.extend(e)
             templates.update(t)
-            if err:
-                errors.append(err)
+            moves += [(staging / str(k) / name, name) for entry in e for name in entry["folders"].values()]
+        if not entries:
+            return build_manifest(entries, templates, forms), errors
+        replace_folders(out, moves, old)
+        return write_manifest(out, entries, templates, forms), errors
+    finally:
+        remove(staging)
+
+
+def _run_jobs(files: Sequence[Path], staging: Path, forms: Sequence[str], tiers: Sequence[str],
+              select: Sequence[str], jobs: int, progress: Callable[[int, int], None] | None) -> dict[int, _Result]:
+    def size(k: int) -> int:
+        try:
+            return files[k].stat().st_size
+        except OSError:
+            return 0
+
+    # Largest files first, so that the last job to start is a short one.
+    order = sorted(range(len(files)), key=lambda k: -size(k))
+    results: dict[int, _Result] = {}
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(_job, str(files[k]), str(staging / str(k)), tuple(forms), tuple(tiers),
+                               tuple(select)): k for k in order}
+        for n, fut in enumerate(as_completed(futures), 1):
+            results[futures[fut]] = fut.result()
             if progress is not None:
-                progress(k, len(futures))
-    seen: dict[str, str] = {}
-    for e in entries:
-        if e["id"] in seen:
-            errors.append(f"case id {e['id']} is produced by both {seen[e['id']]} and {e['template']}")
-        seen[e["id"]] = e["template"]
-    return write_manifest(out, entries, templates, forms), errors
+                progress(n, len(futures))
+    return results

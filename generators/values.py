@@ -281,3 +281,29 @@ def random_values(seed: int, n: int, ctx: Ctx, span: float = 1.2, low: float | N
         assert t.int_min is not None and t.int_max is not None
         v = np.clip(v, t.int_min, t.int_max)
     return to_type(v, t)
+
+
+def default_scale(t: ElementType, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """A case's scale when its file gives none: 0.5 (2 for an integer scale), seeded vectors when per-axis."""
+    n = int(np.prod(shape)) if shape else 1
+    if not shape:
+        v = np.array([2.0 if t.is_integer else 0.5])
+    elif t.is_integer:
+        v = np.random.default_rng(seed).integers(1, 5, n).astype(np.float64)
+    else:
+        v = np.exp2(np.random.default_rng(seed).integers(-3, 2, n)) * (1 if t.name == "float8e8m0" else 0.75)
+    return to_type(np.resize(v, n), t).reshape(shape)
+
+
+def default_zp(t: ElementType, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """A case's zero point when its file gives none: the middle code, seeded codes when per-axis, zero for float
+    and 32-bit types."""
+    n = int(np.prod(shape)) if shape else 1
+    if not t.is_integer:
+        return to_type(np.zeros(n), t).reshape(shape)
+    if not shape:
+        v = 0.0 if t.bits > 16 else zero_point_value("mid", t)
+        return to_type(np.array([v]), t).reshape(shape)
+    assert t.int_min is not None and t.int_max is not None
+    lo, hi = (0, 0) if t.bits > 16 else (t.int_min, t.int_max)
+    return np.random.default_rng(seed).integers(lo, hi + 1, n).astype(np.int64).astype(t.dtype).reshape(shape)

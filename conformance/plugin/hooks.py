@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import time
 import warnings
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
         state.results = ResultsWriter(_results_path(config))
     config.stash[STATE] = state
     config.pluginmanager.register(_Recorder(state), "qdq-conformance-recorder")
+    config.pluginmanager.register(_LoadErrorsStay(), "qdq-conformance-load-errors")
     if not worker:  # progress while the cases run, the summary at the very end (terminal.py)
         config.pluginmanager.register(RunTerminal(config, state), "qdq-conformance-terminal")
     stopping.install(config)  # SIGINT / SIGTERM / SIGHUP stop the run, its results kept and marked interrupted
@@ -222,6 +224,26 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         gc.collect()
         gc.freeze()
     return True
+
+
+class _LoadErrorsStay:
+    """A case file that cannot be loaded is never deselected: whatever -k, -m, --deselect or another plugin
+    selects, its error item runs (first), fails the run and reaches the results file and the report."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> Generator[None, None, None]:
+        errors = [item for item in items if isinstance(item, LoadErrorItem)]
+        result = yield
+        if errors:
+            items[:] = errors + [item for item in items if not isinstance(item, LoadErrorItem)]
+        return result
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_deselected(self, items: list[pytest.Item]) -> Generator[None, None, None]:
+        # (the deselecting plugin is done with its list: the counts, pytest's "N deselected" included, leave
+        # out the error items put back above)
+        items[:] = [item for item in items if not isinstance(item, LoadErrorItem)]
+        return (yield)
 
 
 class _Recorder:

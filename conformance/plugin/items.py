@@ -122,14 +122,38 @@ class CaseItem(pytest.Item):
         return rel, line, domain
 
 
+#: case id -> (file, line) of every case collected so far in the session: a file that repeats one is a load error
+CLAIMED_IDS = pytest.StashKey[dict[str, tuple[str, int]]]()
+#: the graph form a case file's load error is recorded under (a results file's records are (id, form) pairs)
+LOAD_FORM = "load"
+
+
+def load_error_record(path: Path, error: Exception, backend: tuple[str, str]) -> dict[str, Any]:
+    """A case file that could not be loaded, as a results-file record: an ``error`` whose id names the file and
+    whose message is the one-line error (file, line, key, problem), so the report lists it among the cases."""
+    return {"type": "case", "id": f"case-file:{path.name}", "form": LOAD_FORM, "status": "error",
+            "message": str(error), "file": str(path), "line": getattr(error, "line", None),
+            "backend": backend[0], "backend_version": backend[1], "duration": 0.0,
+            "domain": "case-file", "operator": path.name, "version": LOAD_FORM, "case_status": "load-error",
+            "family": None, "granularity": None, "types": {}, "attributes": {}, "ambiguity": None, "rule": None,
+            "comparison": None, "spec": None, "expectation": None}
+
+
 class LoadErrorItem(pytest.Item):
-    """A case file that could not be loaded: one failing item, the rest of the run goes on."""
+    """A case file that could not be loaded: one failing item, the rest of the run goes on. Selection (-k, -m)
+    never deselects it (hooks.py), and the results file records it as an error naming the file and the problem."""
 
     def __init__(self, *, error: Exception, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.error = error
 
     def runtest(self) -> None:
+        state = self.config.stash.get(STATE, None)
+        if state is not None:
+            rec = load_error_record(self.path, self.error, (state.backend_name, state.backend_version))
+            self.user_properties.append(("qdq", json.dumps(rec, sort_keys=True)))
+            self.user_properties.append(("qdq_outcome", {"id": rec["id"], "form": LOAD_FORM, "status": "error",
+                                                         "expected": None, "line": None}))
         raise self.error
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
@@ -143,8 +167,9 @@ class CaseFile(pytest.File):
     item_relpath: str | None = None  # its items' path in their ``location``
 
     def collect(self) -> Iterator[pytest.Item]:
+        from qdq_conformance.errors import CaseFileError
         from qdq_conformance.generators.cache import load_file_cached
-        from qdq_conformance.generators.loader import CaseFileError
+        from qdq_conformance.generators.corpus import claim_ids
 
         cfg = self.config
         tier = cfg.getoption("qdq_tier")
@@ -152,8 +177,13 @@ class CaseFile(pytest.File):
         forms = forms_of(cfg)
         try:
             cases = load_file_cached(self.path, tiers)
+            claim_ids(cfg.stash.setdefault(CLAIMED_IDS, {}), self.path, cases)  # ids unique across the files
         except CaseFileError as e:
             yield LoadErrorItem.from_parent(self, name="load", error=e)
+            return
+        except Exception as e:  # a loader defect still costs this file only, in one line
+            error = CaseFileError(self.path, None, "", f"internal error while loading: {type(e).__name__}: {e}")
+            yield LoadErrorItem.from_parent(self, name="load", error=error)
             return
         state = cfg.stash.get(STATE, None)
         source = (str(self.path), tuple(tiers))
@@ -173,10 +203,16 @@ class SuiteFile(pytest.File):
     item_relpath: str | None = None
 
     def collect(self) -> Iterator[pytest.Item]:
+        from ..errors import CaseFileError
         from ..runner.suite import load_suite
 
         forms = forms_of(self.config)
-        _, cases = load_suite(self.path.parent)
+        try:
+            _, cases = load_suite(self.path.parent)
+        except Exception as e:  # a broken suite is one error item too, never the end of the run
+            error = CaseFileError(self.path, None, "", f"cannot read the suite: {type(e).__name__}: {e}")
+            yield LoadErrorItem.from_parent(self, name="load", error=error)
+            return
         for case in cases:
             if case.form in forms:
                 yield CaseItem.from_parent(self, name=f"{case.id}[{case.form}]", case=case, form=case.form,
