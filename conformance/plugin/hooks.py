@@ -15,7 +15,7 @@ from ..resources import cases_dir
 from ..runner import expectations as expectations_mod
 from ..runner.outcome import FAILING
 from ..runner.results import ResultsWriter, header
-from . import options, protocol, stopping
+from . import options, protocol, sharding, stopping
 from .items import CaseFailure, CaseFile, CaseItem, LoadErrorItem, SuiteFile, forms_of
 from .state import STATE, RunState
 from .terminal import RunTerminal
@@ -101,7 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "expectations": str(state.expectations.path) if state.expectations.path else None,
         "expectations_status": state.expectations.status(backend.name, backend.version),
         "strict_expectations": state.strict, "forms": config.getoption("qdq_form"),
-        "tier": config.getoption("qdq_tier"), "suite": suite})
+        "tier": config.getoption("qdq_tier"), "suite": suite, "shard": config.getoption("qdq_shard")})
     if not worker and (config.getoption("qdq_results") or config.getoption("qdq_report")):
         state.results = ResultsWriter(_results_path(config))
     config.stash[STATE] = state
@@ -166,6 +166,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if STATE not in config.stash:
         return
     state = config.stash[STATE]
+    shard = config.getoption("qdq_shard")
+    if shard is not None:
+        k, n = sharding.parse(shard)
+        kept = sharding.keep([getattr(getattr(item, "case", None), "id", None) for item in items], k, n)
+        dropped = [item for item, ok in zip(items, kept, strict=True) if not ok]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [item for item, ok in zip(items, kept, strict=True) if ok]
     # The collected corpus lives until the end of the run: move it out of the garbage collector's way, or every
     # collection (pytest runs gc.collect() several times at exit) walks tens of thousands of case objects.
     gc.collect()

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ..runner.results import unwritable
+from . import sharding
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,9 @@ OPTIONS: tuple[Option, ...] = (
                                          "'none' to use none)"}),
     Option(("--strict-expectations",), {"action": "store_true", "default": False,
                                         "help": "unexpected passes and failures of another kind fail the run"}),
+    Option(("--shard",), {"metavar": "K/N", "default": None,
+                          "help": "run only shard K of N of the selected cases (a stable partition by case id, "
+                                  "for CI matrix jobs; the results header names the shard)"}),
     Option(("--results",), {"metavar": "PATH", "default": None,
                             "help": "write results as JSON Lines, streamed as cases finish"}),
     Option(("--report",), {"metavar": "PATH", "default": None,
@@ -144,6 +148,12 @@ def check(config: pytest.Config) -> None:
     timeout = config.getoption("qdq_case_timeout")
     if not (math.isfinite(timeout) and timeout > 0):
         raise pytest.UsageError(f"--case-timeout: expected a positive number of seconds, got {timeout:g}")
+    shard = config.getoption("qdq_shard")
+    if shard is not None:
+        try:
+            sharding.parse(shard)
+        except ValueError as e:
+            raise pytest.UsageError(f"--shard: {e}") from None
     exp = config.getoption("qdq_expectations")
     if exp and exp != "none":
         why = _not_a_file(Path(exp))
