@@ -225,6 +225,18 @@ def test_a_broken_suite_manifest_is_one_error_item(tmp_path: Path) -> None:
     assert f"case file error: {suite / 'manifest.json'}: cannot read the suite: JSONDecodeError" in p.stdout
 
 
+def test_a_suite_manifest_naming_a_folder_outside_the_suite_is_refused(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (suite / "manifest.json").write_text(json.dumps({"cases": [
+        {"id": "x", "status": "normative", "outputs": [], "folders": {"runtime": "../elsewhere"}}]}))
+    p = _cli("run", "--backend=onnx-reference", "--suite", str(suite), "--expectations", "none", cwd=tmp_path,
+             env=_env(tmp_path))
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
+    assert "folder '../elsewhere' is outside the suite" in p.stdout
+
+
 # --- generate --out: replace only what generate made -------------------------------------------------------------
 
 @pytest.fixture()

@@ -61,10 +61,16 @@ class SuiteCase:
 
 
 def load_suite(root: Path) -> tuple[dict[str, Any], list[SuiteCase]]:
+    """The manifest and cases of an exported suite. ValueError when the manifest names a case folder outside
+    the suite (an absolute path, ``..``, a link leading out): nothing outside ``root`` is ever read."""
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    top = root.resolve()
     cases = []
     for entry in manifest["cases"]:
         template = manifest.get("templates", {}).get(entry.get("template", ""), {})
         for form, folder in sorted(entry["folders"].items()):
-            cases.append(SuiteCase(entry, template, root / folder, form))
+            path = root / str(folder)
+            if not path.resolve().is_relative_to(top):
+                raise ValueError(f"case {entry.get('id')!r}: folder {folder!r} is outside the suite")
+            cases.append(SuiteCase(entry, template, path, form))
     return manifest, cases
