@@ -120,6 +120,13 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _cmd_fuzz(args: argparse.Namespace) -> int:
+    """Search for failing cases the corpus does not hold (Hypothesis), shrink them and keep them as case files."""
+    from .fuzz.cli import run
+
+    return run(args)
+
+
 def _cmd_coverage(args: argparse.Namespace) -> int:
     """Per operator version: covered / allowed type combinations, granularities, edge families, and gaps."""
     from qdq_conformance.generators.coverage import coverage, render
@@ -358,6 +365,18 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in MUTANTS_EXIT.items()))
     add_mutants_arguments(p)
     p.set_defaults(func=_cmd_mutants)
+    from .fuzz.cli import EXIT as FUZZ_EXIT
+    from .fuzz.cli import add_arguments as add_fuzz_arguments
+
+    p = sub.add_parser("fuzz", help=(_cmd_fuzz.__doc__ or "").strip(),
+                       description=(_cmd_fuzz.__doc__ or "").strip() + " Examples run in the backend's worker "
+                       "process and are judged as corpus cases are (oracle, readings, expectations); failures are "
+                       "grouped by signature (operator version, types, zero point, granularity, attributes, form, "
+                       "kind of mismatch), one minimal example each, written to --out as case files with model, "
+                       "data and repro, and every example's result to --out/results.jsonl.",
+                       epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in FUZZ_EXIT.items()))
+    add_fuzz_arguments(p)
+    p.set_defaults(func=_cmd_fuzz)
     p = sub.add_parser("coverage", help=(_cmd_coverage.__doc__ or "").strip(),
                        description=(_cmd_coverage.__doc__ or "").strip())
     p.add_argument("--strict", action="store_true", help="exit 1 when any gap remains")

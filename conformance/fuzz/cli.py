@@ -1,0 +1,213 @@
+"""``qdq-conformance fuzz``: the command line (arguments, progress line, final table, exit status)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..progress import duration
+
+EXIT = {0: "no finding: every example passed, was unsupported or implementation-defined, or failed as an "
+           "expectation says",
+        1: "findings: at least one example failed unexpectedly (each kept as a case file under --out)",
+        2: "interrupted (Ctrl-C: what was found so far is kept), or bad arguments (no operator version matches "
+           "--ops / --versions / --types, a bad --budget), or --out or --corpus-results cannot be used",
+        4: "the backend cannot be created, or its expectation file cannot be read"}
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``10m``, ``1h``, ``1m30s`` -> seconds (argparse's type)."""
+    m = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
+    if not text.strip() or m is None or not any(m.groups()):
+        raise argparse.ArgumentTypeError(f"expected a duration such as 90s, 10m or 1h, got {text!r}")
+    h, mi, s = (float(g) if g else 0.0 for g in m.groups())
+    total = h * 3600 + mi * 60 + s
+    if total <= 0:
+        raise argparse.ArgumentTypeError("the budget must be more than 0 seconds")
+    return total
+
+
+def _positive(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 1 or more, got {text!r}")
+    return int(text)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", required=True, metavar="NAME",
+                   help="backend to fuzz, as for run: ort, onnx-reference, openvino, reference, mutant:ID, "
+                        "python:MODULE:FACTORY, ...")
+    p.add_argument("--budget", type=parse_duration, default=None, metavar="DURATION",
+                   help="time for the search, e.g. 90s, 10m, 1h (default: 10m, or none with --examples); the "
+                        "shrinking of a finding may run up to a minute past it")
+    p.add_argument("--examples", type=_positive, default=None, metavar="N",
+                   help="stop after N distinct examples (with a seed, the same N gives the same findings)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default: %(default)s)")
+    p.add_argument("--ops", nargs="+", default=[], metavar="OP",
+                   help="operators to fuzz: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, "
+                        "com.microsoft::QuantizeLinear, ... (default: every one)")
+    p.add_argument("--versions", nargs="+", type=int, default=[], metavar="V",
+                   help="operator versions to fuzz (default: every one)")
+    p.add_argument("--types", nargs="+", default=[], metavar="X/SCALE/Y",
+                   help="glob patterns on the type combination, e.g. 'float/float/uint8' or '*/float8*' "
+                        "(x/y for DynamicQuantizeLinear; default: every allowed one)")
+    p.add_argument("--granularity", nargs="+", default=[], metavar="KIND",
+                   choices=("per-tensor", "per-tensor-1d", "per-axis", "blocked"),
+                   help="granularities to draw (default: every one the version has)")
+    p.add_argument("--form", choices=("runtime", "initializer", "both"), default="runtime",
+                   help="graph form(s) each example runs in (default: %(default)s)")
+    p.add_argument("--out", default="fuzz-out", metavar="DIR",
+                   help="where findings, case files and results go (default: %(default)s/)")
+    p.add_argument("--expectations", default=None, metavar="PATH|none",
+                   help="expectation file (default: the backend's bundled one); a failure it expects is no finding")
+    p.add_argument("--case-timeout", type=float, default=30.0, metavar="S",
+                   help="per-example limit in the backend's worker (default: %(default)s s)")
+    p.add_argument("--corpus-results", metavar="PATH",
+                   help="a corpus run's results file for the same backend: each finding is marked as exposed by "
+                        "the corpus or NEW")
+    p.add_argument("--no-database", action="store_true",
+                   help="neither read nor write the Hypothesis database (<cache>/fuzz/hypothesis)")
+
+
+def _progress(search: Any, start: float, budget: float | None, total: int | None) -> str:
+    parts = [f"fuzz: {search.tried:,}" + (f"/{total:,}" if total else "") + " examples",
+             f"{len(search.findings)} finding(s)"]
+    if budget is not None:
+        parts.append(f"{duration(max(0.0, budget - (time.monotonic() - start)))} left")
+    return ", ".join(parts)
+
+
+def _config_digest(args: argparse.Namespace, forms: tuple[str, ...]) -> str:
+    return json.dumps({"backend": args.backend, "ops": sorted(args.ops), "versions": sorted(args.versions),
+                       "types": sorted(args.types), "granularity": sorted(args.granularity), "forms": forms},
+                      sort_keys=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from qdq_conformance import opspecs
+
+    from ..cachedir import cache_root
+    from ..runner import expectations as expectations_mod
+    from ..runner.isolation import BackendStartError
+    from ..runner.pool import CasePool
+    from ..runner.results import header
+    from . import export
+    from .search import Executor, Search
+    from .strategies import combinations, spec_keys
+
+    try:
+        import hypothesis  # noqa: F401
+    except ImportError:
+        print("error: qdq-conformance fuzz needs Hypothesis: pip install 'onnx-qdq-conformance[fuzz]'", file=sys.stderr)
+        return 2
+    keys = spec_keys(args.ops, args.versions)
+    keys = [k for k in keys if combinations(opspecs.get(*k), args.types)]
+    if not keys:
+        print("error: no operator version matches --ops / --versions / --types (see qdq-conformance specs)",
+              file=sys.stderr)
+        return 2
+    forms = ("runtime", "initializer") if args.form == "both" else (args.form,)
+    budget = args.budget if args.budget is not None else (None if args.examples else 600.0)
+    out = Path(args.out)
+    corpus: set[tuple[str, ...]] | None = None
+    if args.corpus_results:
+        from ..runner.results import ResultsError
+
+        try:
+            corpus = export.corpus_signatures(Path(args.corpus_results))
+        except ResultsError as e:
+            print(f"error: --corpus-results: {e}", file=sys.stderr)
+            return 2
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "cases").mkdir(exist_ok=True)
+        for old in (out / "cases").glob("fuzz-*.yaml"):  # the folder holds this run's findings only
+            old.unlink()
+    except OSError as e:
+        print(f"error: --out {out}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    pool = CasePool(args.backend, {}, args.case_timeout, size=1)
+    try:
+        pool.start()
+    except BackendStartError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 4
+    try:
+        try:
+            if args.expectations == "none":
+                exp = expectations_mod.Expectations()
+            elif args.expectations:
+                exp = expectations_mod.load(Path(args.expectations), pool.version, pool.name)
+            else:
+                exp = expectations_mod.find(pool.name, pool.version)
+        except expectations_mod.ExpectationError as e:
+            print(f"error: --expectations: {e}", file=sys.stderr)
+            return 4
+        pool.set_expectations(str(exp.path) if exp.path else None)
+        return _search(args, pool, keys, forms, budget, out, corpus, exp, cache_root(), export, Executor, Search,
+                       header)
+    finally:
+        pool.close()
+
+
+def _search(args: argparse.Namespace, pool: Any, keys: list[tuple[str, str, int]], forms: tuple[str, ...],
+            budget: float | None, out: Path, corpus: set[tuple[str, ...]] | None, exp: Any, cache: Path,
+            export: Any, executor_cls: Any, search_cls: Any, header: Any) -> int:
+    start = time.monotonic()
+    tty = sys.stderr.isatty()
+    last = [0.0]
+
+    def progress(search: Any) -> None:
+        now = time.monotonic()
+        if tty and now - last[0] >= 0.2:
+            last[0] = now
+            print("\r" + _progress(search, start, budget, args.examples) + "\x1b[K", end="", file=sys.stderr,
+                  flush=True)
+
+    database = None if args.no_database else cache / "fuzz" / "hypothesis"
+    search = search_cls(executor_cls(pool, forms), keys, tuple(args.types), tuple(args.granularity), seed=args.seed,
+                        examples=args.examples, deadline=None if budget is None else start + budget,
+                        shrink_deadline=None if budget is None else start + budget + min(60.0, 0.1 * budget),
+                        database=database, config=_config_digest(args, forms), on_progress=progress)
+    interrupted = False
+    try:
+        search.run()
+    except KeyboardInterrupt:
+        interrupted = True
+    if tty:
+        print("\r\x1b[K", end="", file=sys.stderr)
+    elapsed = time.monotonic() - start
+    rows = []
+    for f in sorted(search.findings.values(), key=lambda f: (-f.hits, f.signature)):
+        if f.description is None or f.case is None:
+            continue
+        row = export.write_finding(out, f, pool.name, pool.version)
+        row["in_corpus"] = None if corpus is None else export.finding_coarse(f.parts) in corpus
+        rows.append(row)
+    stats = {"backend": pool.name, "backend_version": pool.version, "seed": args.seed, "examples_tried": search.tried,
+             "examples_rejected": search.rejected, "backend_calls": search.executor.calls,
+             "findings": len(rows), "new_findings": None if corpus is None else sum(not r["in_corpus"] for r in rows),
+             "seconds": round(elapsed, 1), "interrupted": interrupted, "forms": list(forms),
+             "ops": args.ops, "versions": args.versions, "types": args.types, "granularity": args.granularity,
+             "expectations": str(exp.path) if exp.path else None}
+    (out / "findings.json").write_text(json.dumps({"summary": stats, "findings": rows}, indent=1) + "\n",
+                                       encoding="utf-8")
+    head = header(pool.name, pool.version, {"fuzz": {k: stats[k] for k in ("seed", "forms", "ops", "versions")},
+                                            "expectations": stats["expectations"],
+                                            "expectations_status": exp.status(pool.name, pool.version),
+                                            "forms": list(forms)})
+    n = export.write_results(out / "results.jsonl", head, search.executor.records_in_order(),
+                             {"duration_s": round(elapsed, 1), "fuzz": stats, "interrupted": interrupted})
+    print(export.table(rows))
+    new = f", {stats['new_findings']} not exposed by the corpus" if corpus is not None else ""
+    print(f"fuzz {pool.name} {pool.version}: {search.tried:,} examples tried ({search.rejected:,} rejected, "
+          f"{search.executor.calls:,} backend calls), {len(rows)} distinct finding(s){new}, {duration(elapsed)}; "
+          f"case files in {out / 'cases'}, results ({n:,} records) in {out / 'results.jsonl'}")
+    if interrupted:
+        return 2
+    return 1 if rows else 0

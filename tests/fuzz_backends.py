@@ -1,0 +1,34 @@
+"""Backends with one planted bug, for ``qdq-conformance fuzz``'s tests: the oracle, except where the bug is."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+from qdq_conformance.backends.builtin import OracleBackend
+
+
+class ZeroPointTwice(OracleBackend):
+    """ai.onnx QuantizeLinear from float to uint8 with a zero point input and a scalar scale adds the zero point
+    twice (then saturates); everything else is the oracle's."""
+
+    name = "planted-zp-twice"
+    version = "0.0-test"
+
+    def run(self, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        outputs = super().run(model, feeds)
+        node = model.graph.node[-1]
+        if node.op_type != "QuantizeLinear" or node.domain not in ("", "ai.onnx") or len(node.input) < 3 \
+                or not node.input[2]:
+            return outputs
+        values = {i.name: onnx.numpy_helper.to_array(i) for i in model.graph.initializer}
+        values.update(feeds)
+        x, scale, zp = (values[n] for n in node.input[:3])
+        y = outputs[0]
+        if y.dtype != np.uint8 or np.ndim(scale) != 0 or x.dtype != np.float32 or scale.dtype != np.float32:
+            return outputs
+        return [np.clip(y.astype(np.int64) + int(zp), 0, 255).astype(np.uint8)]
+
+
+def planted(**options: object) -> ZeroPointTwice:
+    return ZeroPointTwice()
