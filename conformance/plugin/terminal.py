@@ -54,8 +54,9 @@ EXIT_STATUS: dict[int, str] = {
     2: "interrupted (Ctrl-C, SIGTERM or SIGHUP: the finished results are kept, their summary marked interrupted); "
        "`qdq-conformance run`: its command line could not be parsed",
     3: "internal error in the runner or a pytest plugin",
-    4: "usage error: an unknown backend or option, a backend that cannot be created, or an expectation file that "
-       "cannot be read",
+    4: "usage error: an unknown backend or option, an option out of range (--case-timeout, --workers), a "
+       "--results or --report that cannot be written, a backend that cannot be created, or an expectation file "
+       "that cannot be read (said in one line before any case runs)",
     5: "no case selected (-k, -m, --form or --suite matched nothing)",
     6: "more warnings than pytest's --max-warnings allows",
 }
