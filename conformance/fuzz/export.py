@@ -102,13 +102,13 @@ def zero_point_mode(case_id: str) -> str:
     return "omitted" if "nozp" in parts else "output_dtype" if "outdtype" in parts else "given"
 
 
-def coarse(operator: str, types: str, zero_point: str, form: str, status: str) -> tuple[str, ...]:
-    return (operator, types, zero_point, form, status)
+def coarse(operator: str, types: str, zero_point: str, granularity: str, form: str, status: str) -> tuple[str, ...]:
+    return (operator, types, zero_point, granularity, form, status)
 
 
 def corpus_signatures(path: Path) -> set[tuple[str, ...]]:
-    """What a corpus run's results file exposes: (operator version, type pattern, zero-point mode, form, status)
-    of each of its failing cases, expected by an expectation or not."""
+    """What a corpus run's results file exposes: (operator version, type pattern, zero-point mode, granularity,
+    form, status) of each of its failing cases, expected by an expectation or not."""
     from ..runner.outcome import FAILING
     from ..runner.results import read
 
@@ -122,13 +122,14 @@ def corpus_signatures(path: Path) -> set[tuple[str, ...]]:
         if r.get("operator") == "DynamicQuantizeLinear":
             types = "/".join(str(t[k]) for k in ("x", "y") if t.get(k))
         out.add(coarse(f"{r.get('domain')}::{r.get('operator')}-{r.get('version')}", types,
-                       zero_point_mode(str(r.get("id"))), str(r.get("form")), str(r.get("status"))))
+                       zero_point_mode(str(r.get("id"))), str(r.get("granularity")), str(r.get("form")),
+                       str(r.get("status"))))
     return out
 
 
 def finding_coarse(parts: dict[str, str]) -> tuple[str, ...]:
-    return coarse(parts["operator"], parts["types"], parts["zero_point"], parts["form"],
-                  parts["mismatch"].split(":", 1)[0])
+    return coarse(parts["operator"], parts["types"], parts["zero_point"],
+                  parts["granularity"].replace("-default-axis", ""), parts["form"], parts["mismatch"].split(":", 1)[0])
 
 
 def write_results(path: Path, head: dict[str, Any], records: Iterable[str], summary: dict[str, Any]) -> int:

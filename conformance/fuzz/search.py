@@ -86,6 +86,9 @@ def signature_parts(case: Any, form: str, result: Any) -> dict[str, str]:
     if result.status == "failed" and outcome is not None:
         if outcome.mismatches and isinstance(outcome.mismatches[0][1], Structural):
             kind += ": wrong output type, shape or count"
+        elif outcome.mismatches and outcome.mismatches[0][0] > 0:  # (DynamicQuantizeLinear's y_scale, y_zero_point)
+            k = outcome.mismatches[0][0]
+            kind += f": values of {case.output_names[k] if k < len(case.output_names) else f'output {k}'}"
         elif outcome.mismatches and outcome.mismatches[0][1].indices:
             kind += f": values ({_x_class(case, tuple(outcome.mismatches[0][1].indices[0]))})"
         else:
@@ -233,7 +236,6 @@ class Search:
     def _given(self, max_examples: int, seed: int, phases: tuple[Any, ...], mode: dict[str, Any]) -> bool:
         """One Hypothesis run; True when it found (and shrank) a new signature."""
         from hypothesis import HealthCheck, Verbosity, given, settings
-        from hypothesis import seed as seed_
         from hypothesis.database import DirectoryBasedExampleDatabase
 
         from .strategies import descriptions
@@ -243,10 +245,13 @@ class Search:
 
         fuzz_example._hypothesis_internal_add_digest = self.config.encode()  # type: ignore[attr-defined]
         db = DirectoryBasedExampleDatabase(str(self.database)) if self.database is not None else None
-        test = seed_(seed)(settings(max_examples=max_examples, deadline=None, database=db, phases=phases,
+        test = (settings(max_examples=max_examples, deadline=None, database=db, phases=phases,
                                     derandomize=False, report_multiple_bugs=bool(mode["replay"]),
                                     suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
                                     print_blob=False)(given(descriptions(list(self.keys), tuple(self.types), tuple(self.granularities)))(fuzz_example)))
+        # What @seed(seed) does, without the database=None it also sets: the seed makes the search reproducible,
+        # the database carries what was found from one run to the next.
+        test._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
         from hypothesis.errors import HypothesisException, Unsatisfiable
         from hypothesis.reporting import with_reporter
 
