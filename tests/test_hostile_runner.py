@@ -8,7 +8,8 @@ one-line message, or one usage-error line) with a documented exit status, never 
 - Bad options of ``run``: exit status 4 and one line, before any case runs.
 - Bad arguments of ``report``, ``diff`` and ``build-quark``: one line, exit status 2 (1 for ``build-quark``).
 - Property tests: arbitrary bytes and arbitrary JSON lines given to the results reader end in a ResultsError or
-  in records that ``report``, ``diff`` and the compliance table render without an exception.
+  in records that ``report`` (against a baseline too), ``findings``, ``diff`` and the compliance table render
+  without an exception.
 """
 
 from __future__ import annotations
@@ -197,6 +198,10 @@ def _argv(tmp_path: Path, argv: list[str]) -> list[str]:
     _results(tmp_path, "types.jsonl", {**CASE, "types": ["int8"]})
     _results(tmp_path, "expectation.jsonl", {**CASE, "expectation": {"line": [3], "status": "failed"}})
     _results(tmp_path, "preview.jsonl", {**CASE, "actual": [{"type": "int8", "codes": [None]}]})
+    _results(tmp_path, "huge-number.jsonl", {**CASE, "duration": 10**400})
+    (tmp_path / "long-integer.jsonl").write_text(
+        json.dumps(header("fake", "1.0")) + '\n{"type": "case", "id": "a", "status": "passed", "duration": '
+        + "9" * 5000 + '}\n{"type": "summary"}\n')
     return [a.replace("{ok}", str(ok)).replace("{tmp}", str(tmp_path)) for a in argv]
 
 
@@ -210,6 +215,9 @@ BAD_COMMANDS: list[tuple[list[str], int, str]] = [
      "expectation.jsonl:2: expectation.line must be a whole number, not a list"),
     (["report", "{tmp}/preview.jsonl", "-o", "{tmp}/r.html"], 2,
      'preview.jsonl:2: actual[0].codes[0] must not be null'),
+    (["report", "{tmp}/huge-number.jsonl", "-o", "{tmp}/r.html"], 2,
+     "huge-number.jsonl:2: duration must be a number a float can hold"),
+    (["report", "{tmp}/long-integer.jsonl", "-o", "{tmp}/r.html"], 2, "long-integer.jsonl:2: not a JSON line"),
     (["report", "{ok}", "-o", "{tmp}/dir"], 2, "-o {tmp}/dir: is a directory"),
     (["report", "{ok}", "-o", "/proc/x/r.html"], 2, "-o /proc/x/r.html: cannot write: "),
     (["report", "{ok}", "{ok}", "-o", "{tmp}/binary.jsonl/board.html"], 2, "binary.jsonl is not a directory"),
@@ -275,7 +283,8 @@ _FIELDS = ("id", "status", "form", "message", "operator", "domain", "version", "
            "backend", "backend_version", "expectations_status", "recorded", "mode", "path", "in_force",
            "expectations", "new_failures", "held", "duration_s", "stale_expectations", "interrupted", "error", "y")
 #: JSON values whose objects use the records' own field names, so that nested records get exercised too
-_FIELDED = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+_FIELDED = st.recursive(st.none() | st.booleans() | st.integers() | st.sampled_from([10**400, -(10**400)])
+                        | st.floats() | st.text(max_size=6),
                         lambda inner: st.lists(inner, max_size=3)
                         | st.dictionaries(st.sampled_from(_FIELDS), inner, max_size=4), max_leaves=8)
 _RECORD = st.fixed_dictionaries({"type": st.sampled_from(["case", "summary", "header", "other"]),
@@ -322,3 +331,11 @@ def test_arbitrary_json_lines_are_refused_cleanly_or_rendered(tmp_path, head, li
     render_text(d)
     render_html(d, tmp_path / "diff.html")
     render_markdown([got])
+    from qdq_conformance.reports.overview import overview
+    from qdq_conformance.reports.overview import render_text as findings_text
+    from qdq_conformance.reports.overview import to_json as findings_json
+
+    ov = overview(got, got)
+    findings_text(got[0], ov, repro=True)
+    json.dumps(findings_json(got[0], ov), default=str)
+    render([got], tmp_path / "since.html", baseline=got)

@@ -126,8 +126,14 @@ class Each:
     nullable: bool = True
 
 
-Spec = Union[tuple[type, ...], Obj, Each]  # noqa: UP007 - a runtime alias (Python 3.10)
-_TEXT, _INT, _NUMBER = (str,), (int,), (int, float)
+@dataclass(frozen=True)
+class Number:
+    """A JSON number a float can hold (a report formats it as one)."""
+
+
+Spec = Union[tuple[type, ...], Obj, Each, Number]  # noqa: UP007 - a runtime alias (Python 3.10)
+_TEXT, _INT, _NUMBER = (str,), (int,), Number()
+_FLOAT_MAX = 2.0**1023
 _PREVIEW, _TEXTS = Obj("preview"), Each(list, _TEXT, nullable=False)
 #: What the reports, the diff and the compliance table read of each record type, and the JSON types each field may
 #: hold (null always may, unless an Each says otherwise for its elements): a record that breaks it is an error
@@ -166,6 +172,8 @@ def valid(value: Any, spec: Spec) -> bool:
     a record that fails it goes wrong)."""
     if type(spec) is tuple:
         return isinstance(value, spec)
+    if type(spec) is Number:
+        return isinstance(value, float) or (isinstance(value, int) and abs(value) < _FLOAT_MAX)
     if type(spec) is Obj:
         return isinstance(value, dict) and all(
             value.get(key) is None or valid(value[key], sub) for key, sub in FIELDS[spec.kind].items())
@@ -184,6 +192,10 @@ def check(value: Any, spec: Spec, where: str) -> None:
     if isinstance(spec, tuple):
         if not isinstance(value, spec):
             raise ResultsError(f"{where} must be {' or '.join(_NAMES[t] for t in spec)}, not {_json_type(value)}")
+    elif isinstance(spec, Number):
+        if not valid(value, spec):
+            raise ResultsError(f"{where} must be a number a float can hold, not {_json_type(value)}"
+                               + (" of that size" if isinstance(value, int) else ""))
     elif isinstance(spec, Obj):
         if not isinstance(value, dict):
             raise ResultsError(f"{where} must be an object, not {_json_type(value)}")
@@ -223,7 +235,7 @@ def read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, An
     for n, raw in enumerate(raw_lines, 1):
         try:
             obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        except (UnicodeDecodeError, ValueError, RecursionError):  # (ValueError: JSON's, or an integer too long)
             if n == last and n > 1:
                 break  # an interrupted run: everything before this line is intact
             raise ResultsError(f"{path}:{n}: not a JSON line") from None
