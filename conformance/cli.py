@@ -153,7 +153,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    """Render results files as an HTML report (one file) or a scoreboard (several)."""
+    """Render results files as an HTML report (one file: its verdict and findings first) or a scoreboard (several:
+    each backend's findings, the cases where they disagree)."""
     from .reports.render import render_files
     from .runner.results import ResultsError, unwritable
 
@@ -161,8 +162,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if why:
         print(f"error: -o {args.output}: {why}", file=sys.stderr)
         return 2
+    if args.baseline and len(args.results) > 1:
+        print("error: --baseline takes one results file (a report), not several", file=sys.stderr)
+        return 2
     try:
-        out = render_files([Path(p) for p in args.results], Path(args.output))
+        out = render_files([Path(p) for p in args.results], Path(args.output),
+                           Path(args.baseline) if args.baseline else None)
     except ResultsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -305,7 +310,13 @@ def build_parser() -> argparse.ArgumentParser:
                        "be written.")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results file(s) written by --results")
     p.add_argument("-o", "--output", required=True, metavar="PATH", help="HTML file to write")
+    p.add_argument("--baseline", metavar="OLD", help="an earlier results file: the report says what changed "
+                   "since (cases that regressed, were fixed, changed; findings new, gone, grown); one results file "
+                   "only")
     p.set_defaults(func=_cmd_report)
+    from .reports.overview import add_parser as add_findings_parser
+
+    add_findings_parser(sub)
     p = sub.add_parser("diff", help=(_cmd_diff.__doc__ or "").strip(),
                        description=(_cmd_diff.__doc__ or "").strip() + " Exit status 1 when a case regressed "
                        "(it was not a failure and now is) or the new run is empty or did not finish (no summary "

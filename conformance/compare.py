@@ -22,10 +22,15 @@ class Mismatch:
     def __str__(self) -> str:
         s = self.reason
         if self.count:
-            s += f": {self.count} of {self.total} elements differ, first at {self.indices[:5]}"
+            s += f": {self.count} of {self.total} elements differ, first at {format_indices(self.indices[:5])}"
         if self.max_ulp is not None:
             s += f", max ULP distance {self.max_ulp}"
         return s
+
+
+def format_indices(indices: list[tuple[int, ...]]) -> str:
+    """``[4], [7]`` for elements 4 and 7 of a 1-D output, ``[1, 2]`` for row 1, column 2 of a 2-D one."""
+    return ", ".join("[" + ", ".join(str(i) for i in index) + "]" for index in indices)
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:

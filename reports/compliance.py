@@ -1,9 +1,9 @@
 """The public compliance table: several results files summarised as Markdown.
 
 Per backend and operator version: passed / failed (failed, error, crashed, timeout, invalid-accepted) /
-unsupported / implementation-defined; then, per backend, its most important findings in a sentence each: the
-expectation entries covering the most failing cases (their reasons are written for people), or, for failures no
-entry explains, the most frequent messages.
+unsupported / implementation-defined; then, per backend, its findings: the failing cases grouped by signature as the
+report groups them (``findings.group``), under the expectation entries that explain them (their reasons are written
+for people, the entries covering the most failing cases first), then the findings no entry explains.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from qdq_conformance.runner.results import read
+
+from .findings import Finding, group, known_versions
 
 FAILING = ("failed", "error", "crashed", "timeout", "invalid-accepted")
 
@@ -37,21 +39,36 @@ def _summary(text: str, limit: int = 700) -> str:
     return text[:cut] if cut >= 120 else text[: limit - 3].rstrip() + "..."
 
 
-def _findings(cases: list[dict[str, Any]], top: int) -> list[str]:
-    by_reason: Counter = Counter()
-    unexplained: Counter = Counter()
-    for c in cases:
-        if c["status"] not in FAILING:
-            continue
-        e = c.get("expectation")
-        if e and e.get("reason"):
-            by_reason[_summary(e["reason"])] += 1
-        else:
-            msg = re.sub(r"\b\d+\b", "N", (c.get("message") or "").splitlines()[0] if c.get("message") else "")
-            unexplained[f"{c.get('operator')}: {msg[:160]}"] += 1
-    lines = [f"{md(text)} ({n} cases)" for text, n in by_reason.most_common(top)]
-    lines += [f"Not yet explained by an expectation entry: {md(text)} ({n} cases)"
-              for text, n in unexplained.most_common(max(0, top - len(lines)) or 2)]
+def _findings(cases: list[dict[str, Any]], top: int, per_entry: int = 3) -> list[str]:
+    """Per backend: the expectation entries covering the most failing case-forms, each with its reason (written
+    for people) and the findings (:func:`findings.group`) it explains; then the findings no entry explains."""
+    found = group(cases)
+    known = known_versions(cases)
+    by_entry: dict[Any, list[Finding]] = defaultdict(list)
+    reasons: dict[Any, str] = {}
+    for f in found:
+        if f.entries:
+            main = max(f.entries.values(), key=lambda e: e["cases"])  # a finding sits under its main entry
+            by_entry[main["line"]].append(f)
+            reasons[main["line"]] = main.get("reason") or ""
+    entries = sorted(by_entry.items(), key=lambda kv: -sum(f.expected for f in kv[1]))
+    lines = []
+    for line, fs in entries[:top]:
+        lines.append(f"{md(_summary(reasons[line]))} ({sum(f.expected for f in fs)} cases)")
+        lines += [f"  - {md(f.description(known))} ({f.expected} cases)" for f in fs[:per_entry]]
+        if len(fs) > per_entry:
+            rest = fs[per_entry:]
+            lines.append(f"  - and {len(rest)} more findings ({sum(f.expected for f in rest)} cases)")
+    if len(entries) > top:
+        rest_fs = [f for _, fs in entries[top:] for f in fs]
+        lines.append(f"{len(entries) - top} more expectation entries explain {sum(f.expected for f in rest_fs)} "
+                     f"more cases ({len(rest_fs)} findings).")
+    new = [f for f in found if f.new]
+    lines += [f"Not yet explained by an expectation entry: {md(f.description(known))} ({f.new} cases)"
+              for f in new[: max(2, top - len(entries))]]
+    if len(new) > max(2, top - len(entries)):
+        lines.append(f"... and {len(new) - max(2, top - len(entries))} more findings no entry explains "
+                     "(`qdq-conformance findings RESULTS` lists them).")
     return lines
 
 
@@ -98,7 +115,7 @@ def render_markdown(results: list[tuple[dict[str, Any], list[dict[str, Any]], An
         out.append(f"### {md(head.get('backend'))} {md(head.get('backend_version'))}")
         out.append("")
         found = _findings(cases, top)
-        out += [f"- {line}" for line in found] or ["- No failing case."]
+        out += [line if line.startswith("  - ") else f"- {line}" for line in found] or ["- No failing case."]
         out.append("")
     return "\n".join(out)
 

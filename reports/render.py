@@ -20,6 +20,9 @@ from qdq_conformance.resources import templates_dir
 from qdq_conformance.runner.expectations import needs_attention, summary_lines
 from qdq_conformance.runner.results import read
 
+from .findings import FAILING, Finding, index, is_expected, shorten
+from .overview import Overview, overview
+
 TEMPLATES = templates_dir()
 ORDER = ["failed", "error", "crashed", "timeout", "invalid-accepted", "unsupported", "implementation-defined",
          "passed"]
@@ -42,16 +45,39 @@ def unpack(data: str) -> Any:
     return json.loads(gzip.decompress(base64.b64decode(data)))
 
 
-def _compact(rec: dict[str, Any]) -> dict[str, Any]:
+def _compact(rec: dict[str, Any], finding: int | None) -> dict[str, Any]:
+    message = rec.get("message") or ""
     out = {"i": rec["id"], "f": rec.get("form"), "s": rec["status"], "o": rec.get("operator"),
            "d": rec.get("domain"), "v": rec.get("version"), "t": rec.get("types"), "fa": rec.get("family"),
-           "g": rec.get("granularity"), "c": rec.get("case_status"), "m": (rec.get("message") or "")[:300],
+           "g": rec.get("granularity"), "c": rec.get("case_status"), "m": shorten(message, 300, middle=False),
            "a": rec.get("ambiguity"), "e": rec.get("expectation"), "du": rec.get("duration")}
+    if finding is not None:
+        out["fi"] = finding
     if rec["status"] != "passed":
         out["x"] = {k: rec.get(k) for k in ("spec", "attributes", "inputs", "expected", "actual", "mismatches",
                                             "repro", "behaviour", "reading", "readings", "comparison", "rule")
                     if rec.get(k)}
+        if len(message) > 300:
+            out["x"]["message"] = message  # whole in the details; the list shows it cut at a word
     return out
+
+
+def _rank(rec: dict[str, Any], finding: int | None) -> tuple[int, int]:
+    """The case list's order: unexpected failures (by finding), unexpected passes, expected failures (by
+    finding), implementation-defined, unsupported, passed; run order within each."""
+    s = rec["status"]
+    if s in FAILING:
+        return (2 if is_expected(rec) else 0, finding or 0)
+    if s == "passed" and (rec.get("expectation") or {}).get("status") in FAILING:
+        return (1, 0)
+    return ({"implementation-defined": 3, "unsupported": 4}.get(s, 5), 0)
+
+
+def packed_cases(cases: list[dict[str, Any]], findings: list[Finding]) -> str:
+    where = index(findings)
+    keyed = [(c, where.get((c["id"], c.get("form") or "-"))) for c in cases]
+    keyed.sort(key=lambda cf: _rank(*cf))  # stable: run order within a rank
+    return pack([_compact(c, f) for c, f in keyed])
 
 
 def summarize(head: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -61,24 +87,27 @@ def summarize(head: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, An
     gmatrix: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for c in cases:
         key = f"{c.get('domain')}::{c.get('operator')}-{c.get('version')}"
-        per_version[key][c["status"]] += 1
         y = (c.get("types") or {}).get("y") or "?"
-        matrix[(key, y)][c["status"]] += 1
-        gmatrix[(key, c.get("granularity") or "?")][c["status"]] += 1
+        # "expected": failing cases an expectation entry covers (shown apart from unexpected failures)
+        statuses = (c["status"], "expected") if c["status"] in FAILING and is_expected(c) else (c["status"],)
+        for s in statuses:
+            per_version[key][s] += 1
+            matrix[(key, y)][s] += 1
+            gmatrix[(key, c.get("granularity") or "?")][s] += 1
     scores = []
     for key, cnt in sorted(per_version.items()):
         judged = sum(cnt[s] for s in ("passed", "failed", "error", "crashed", "timeout", "invalid-accepted"))
-        scores.append({"key": key, "counts": dict(cnt), "score": (100.0 * cnt["passed"] / judged) if judged else None})
+        scores.append({"key": key, "counts": dict(cnt), "score": (100.0 * cnt["passed"] / judged) if judged else None,
+                       "unexpected": sum(cnt[s] for s in FAILING) - cnt["expected"]})
     types = sorted({y for _, y in matrix})
-    return {"counts": {s: counts.get(s, 0) for s in ORDER}, "total": len(cases), "scores": scores, "types": types,
+    expected = {s: sum(1 for c in cases if c["status"] == s and is_expected(c)) for s in FAILING}
+    return {"counts": {s: counts.get(s, 0) for s in ORDER}, "expected": expected, "total": len(cases),
+            "scores": scores, "types": types,
             "matrix": {f"{k}|{y}": dict(v) for (k, y), v in matrix.items()},
             "granularities": sorted({g for _, g in gmatrix}),
             "gmatrix": {f"{k}|{g}": dict(v) for (k, g), v in gmatrix.items()},
             "readings": readings_table(cases),
             "expectations": expectations_table(cases)}
-
-
-FAILING = frozenset({"failed", "error", "crashed", "timeout", "invalid-accepted"})
 
 
 def followed(c: dict[str, Any]) -> tuple[str, str] | None:
@@ -135,18 +164,41 @@ def expectations_table(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows.values(), key=lambda r: (-r["unexpected"], r["line"] if r["line"] is not None else -1))
 
 
-def render(results: list[tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]], out: Path) -> Path:
-    """One report (one results file) or a scoreboard (several)."""
+Results = tuple[dict[str, Any], list[dict[str, Any]], "dict[str, Any] | None"]
+
+
+def finding_rows(ov: Overview, findings: list[Finding] | None = None) -> list[dict[str, Any]]:
+    """The findings table's rows (the report's and the scoreboard's); ``findings``: others than the run's (the
+    baseline's findings that are gone)."""
+    appeared = {f.key for f in ov.since.appeared} if ov.since else set()
+    grown = {f.key: n for f, n in ov.since.grown} if ov.since else {}
+    return [{"n": k, "id": f.id, "state": f.state, "count": f.count, "expected": f.expected, "what": f.what(),
+             "operator": f.operator.split("::")[-1], "domain": f.operator.split("::")[0],
+             "versions": f.version_span(ov.known), "where": f.where(), "types": f.types_text(),
+             "example": f.example["id"], "example_form": f.example.get("form"),
+             "since": "new since the baseline" if f.key in appeared else
+                      f"was {grown[f.key]:,}" if f.key in grown else "",
+             "entries": [{"line": e["line"], "reason": " ".join((e.get("reason") or "").split()),
+                          "link": safe_link(e.get("link")), "cases": e["cases"]}
+                         for e in sorted(f.entries.values(), key=lambda e: -e["cases"])]}
+            for k, f in enumerate(ov.findings if findings is None else findings)]
+
+
+def render(results: list[Results], out: Path, baseline: Results | None = None, baseline_name: str = "") -> Path:
+    """One report (one results file, optionally against a baseline run) or a scoreboard (several)."""
     env = _env()
     if len(results) == 1:
         head, cases, summary = results[0]
+        ov = overview(results[0], baseline, baseline_name)
         html = env.get_template("report.html.j2").render(
             head=head, summary=summarize(head, cases), run_summary=summary or {},
             expectation_lines=summary_lines(head.get("expectations_status"), (summary or {}).get("expectations")),
             expectations_attention=needs_attention(head.get("expectations_status")),
-            data=pack([_compact(c) for c in cases]), order=ORDER)
+            ov=ov, verdict=ov.verdict(), findings=pack(finding_rows(ov)), failing=FAILING,
+            gone=pack(finding_rows(ov, ov.since.gone)) if ov.since else "",
+            data=packed_cases(cases, ov.findings), order=ORDER)
     else:
-        html = env.get_template("scoreboard.html.j2").render(**scoreboard(results), order=ORDER)
+        html = env.get_template("scoreboard.html.j2").render(**scoreboard(results), order=ORDER, failing=FAILING)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
     return out
@@ -165,16 +217,23 @@ def scoreboard(results: list[tuple[dict[str, Any], list[dict[str, Any]], dict[st
         judged = {v for v in values if v not in ("unsupported", "-")}
         rows.append({"id": cid, "statuses": values, "disagree": len(judged) > 1})
     rows.sort(key=lambda r: (not r["disagree"], r["id"]))
-    totals = [summarize(h, cases)["counts"] for h, cases, _ in results]
+    sums = [summarize(h, cases) for h, cases, _ in results]
     per_backend = [readings_table(cases) for _, cases, _ in results]
     readings = {a: [dict(t.get(a, [])) for t in per_backend] for a in sorted({a for t in per_backend for a in t})}
-    return {"backends": backends, "data": pack(rows), "totals": totals, "readings": readings,
-            "disagreements": sum(r["disagree"] for r in rows), "total": len(rows)}
+    overviews = [overview(r) for r in results]
+    return {"backends": backends, "data": pack(rows), "totals": [s["counts"] for s in sums],
+            "expected": [s["expected"] for s in sums], "readings": readings,
+            "disagreements": sum(r["disagree"] for r in rows), "total": len(rows),
+            "per_backend": [{"name": name, "verdict": ov.verdict(), "stats": ov.stats(), "failing": ov.failing,
+                             "count": len(ov.findings), "findings": pack(finding_rows(ov))}
+                            for name, ov in zip(backends, overviews, strict=True)]}
 
 
 def render_results_file(path: Path, out: Path) -> Path:
     return render([read(path)], out)
 
 
-def render_files(paths: list[Path], out: Path) -> Path:
-    return render([read(p) for p in paths], out)
+def render_files(paths: list[Path], out: Path, baseline: Path | None = None) -> Path:
+    """``baseline``: an earlier results file the report (one results file) compares against."""
+    return render([read(p) for p in paths], out, read(baseline) if baseline else None,
+                  str(baseline) if baseline else "")

@@ -1,13 +1,18 @@
-"""The HTML report in real headless Chromium: counts match the results file, filters work, hostile text stays text.
+"""The HTML report in real headless Chromium: counts match the results file, filters work, hostile text stays text;
+the verdict and the findings come first, expected failures look different from unexpected ones, and nothing
+scrolls sideways at 1,400 px.
 
 Skipped when no Chromium is installed, unless QDQ_REQUIRE_BROWSER=1 (as .ci/run sets), which turns the skip into
-a failure. QDQ_SCREENSHOT_DIR keeps the screenshot it takes.
+a failure. QDQ_SCREENSHOT_DIR keeps the screenshot it takes; with QDQ_README_RESULTS (a results file of a real
+run, e.g. ``qdq-conformance run --backend ort --results ort.jsonl``) it also writes the README's two screenshots,
+report-ort.png and report-ort-case.png, from that run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -39,6 +44,12 @@ def _failed_details(k: int) -> dict:
     }
 
 
+def long_message(k: int) -> str:
+    """A message longer than the case list shows, with words and a long unbroken token (as backends' errors have)."""
+    return f"message {k}: " + "the backend's error text goes on " * 8 + "ONNX_NAMESPACE::TensorProto::FLOAT16" * 3 + \
+        " and on" * 20
+
+
 def write_results(path: Path, n: int, evil: bool = False) -> Counter:
     """A results file of ``n`` cases, mixed statuses, failures carrying full details like a real run's."""
     ops = [("QuantizeLinear", 21), ("QuantizeLinear", 23), ("DequantizeLinear", 21), ("DequantizeLinear", 25)]
@@ -59,10 +70,13 @@ def write_results(path: Path, n: int, evil: bool = False) -> Counter:
                    "case_status": "implementation-defined" if status == "implementation-defined" else "normative",
                    "ambiguity": "nan-to-integer" if status == "implementation-defined" else None,
                    "behaviour": "NaN -> 0" if status == "implementation-defined" else None,
-                   "message": ("<img src=x onerror=window.pwned=2>" if evil and k == 1 else f"message {k}"),
+                   "message": ("<img src=x onerror=window.pwned=2>" if evil and k == 1 else long_message(k)
+                               if status == "failed" and k % 7 == 0 else f"message {k}"),
                    "duration": 0.001}
             if status != "passed":
                 rec.update(_failed_details(k))
+            if status == "failed" and k % 3 == 0:
+                rec["expectation"] = {"status": "failed", "reason": "A known deviation. " * 12, "line": 7}
             counts[status] += 1
             fh.write(json.dumps(rec) + "\n")
         fh.write(json.dumps({"type": "summary", "counts": dict(counts)}) + "\n")
@@ -96,6 +110,9 @@ def test_report_in_chromium(tmp_path, chromium):
         assert {k: v for k, v in shown.items() if v} == dict(counts)
         assert b.eval("document.getElementById('total').textContent.trim()") == "10000"
         assert b.eval("Number(document.getElementById('shown').dataset.matching)") == 10_000
+        failing = sum(counts[s] for s in ("failed", "error"))
+        _check_first_screen_and_layout(b, failing)
+        _check_expected_failures_look_different(b)
 
         # the status filter, then free text on top of it
         b.eval("var s = document.getElementById('fstatus'); s.value = 'failed';"
@@ -112,6 +129,19 @@ def test_report_in_chromium(tmp_path, chromium):
         b.eval("document.querySelector('#cases tbody tr').click()")
         detail = b.eval("document.querySelector('#cases tr.detail').textContent")
         assert "expected vs actual" in detail and "* [" in detail and "copy repro" in detail
+
+        assert re.search(r"first at \[\d+\]", detail) and "[[" not in detail  # indices read [4], not [[4]]
+
+        # a message longer than the list shows is cut at a word (whole in the details), never mid-word
+        b.eval("var q = document.getElementById('q'); q.value = 'goes on'; q.dispatchEvent(new Event('input'))")
+        row = b.eval("[...document.querySelector('#cases tbody tr').children].map(td => td.textContent)")
+        k = int(row[0].split("-case-")[1][:5])
+        shown_text = row[-1].removesuffix(" …")
+        assert row[-1].endswith(" …") and long_message(k).startswith(shown_text) and \
+            long_message(k)[len(shown_text)] == " "
+        b.eval("document.querySelector('#cases tbody tr').click()")
+        assert long_message(k) in b.eval("document.querySelector('#cases tr.detail').textContent")
+        b.eval("var q = document.getElementById('q'); q.value = ''; q.dispatchEvent(new Event('input'))")
 
         # a matrix cell lists its cases
         b.eval("var s = document.getElementById('fstatus'); s.value = ''; s.dispatchEvent(new Event('input'));"
@@ -134,3 +164,74 @@ def test_report_in_chromium(tmp_path, chromium):
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(keep) / "report-synthetic.png")
+
+
+def _no_sideways_scrolling(b: Browser) -> None:
+    """At the browser's 1,400 px nothing is wider than the page: no horizontal scroll bar, no element past the
+    right edge (long ids, messages and the type matrix wrap)."""
+    assert b.eval("window.innerWidth") == 1400
+    width = b.eval("document.documentElement.clientWidth")
+    assert b.eval("document.documentElement.scrollWidth") <= width
+    wide = b.eval(f"[...document.querySelectorAll('body *')].filter(e => e.getClientRects().length && "
+                  f"e.getBoundingClientRect().right > {width} + 1).map(e => e.tagName + '.' + e.className)")
+    assert not wide, wide
+
+
+def _check_first_screen_and_layout(b: Browser, failing: int) -> None:
+    """The first screen: the verdict, then the findings (their counts add up to the failing cases)."""
+    assert b.eval("document.getElementById('verdict').textContent").startswith("Does not conform: ")
+    top = b.eval("document.querySelector('#findings tbody tr').getBoundingClientRect().top")
+    assert 0 < top < 1000  # on the first screen
+    counts = b.eval("[...document.querySelectorAll('#findings tbody tr')].map(tr => "
+                    "Number(tr.children[2].textContent.replace(/,/g, '')))")
+    assert counts and sum(counts) == failing and len(counts) < 40
+    _no_sideways_scrolling(b)
+    # a finding's count lists its cases; its example opens with the repro
+    b.eval("document.querySelector('#findings a[data-finding]').click()")
+    assert b.eval("Number(document.getElementById('shown').dataset.matching)") == counts[0]
+    b.eval("document.querySelector('#findings a[data-open]').click()")
+    assert "copy repro" in b.eval("document.querySelector('#cases tr.detail').textContent")
+    _no_sideways_scrolling(b)
+    b.eval("document.getElementById('clearcell').click()")
+
+
+def _check_expected_failures_look_different(b: Browser) -> None:
+    """In the summary, the matrices and the case list, expected failures have their own colour."""
+    def colour(selector: str) -> str:
+        return b.eval(f"getComputedStyle(document.querySelector({selector!r})).backgroundColor")
+
+    assert b.eval("document.querySelector('#summary td[data-expected=\"failed\"]').className").endswith("xfail")
+    assert colour("#summary td[data-expected='failed']") != colour("#summary td[data-unexpected='failed']")
+    statuses = b.eval("[...document.querySelectorAll('#cases tbody tr')].map(tr => tr.className)")
+    assert set(statuses) <= {"failed", "error"}  # the first rows: unexpected failures
+    unexpected = colour("#cases tbody tr.failed td")
+    b.eval("var s = document.getElementById('fexp'); s.value = 'expected'; s.dispatchEvent(new Event('input'))")
+    statuses = b.eval("[...document.querySelectorAll('#cases tbody tr')].map(tr => tr.className)")
+    assert statuses and set(statuses) == {"xfail"} and colour("#cases tbody tr.xfail td") != unexpected
+    assert b.eval("document.querySelector('#cases tbody tr').children[2].textContent") == "failed (expected)"
+    b.eval("var s = document.getElementById('fexp'); s.value = ''; s.dispatchEvent(new Event('input'))")
+    assert b.eval("document.querySelectorAll('.matrix td.xfail').length") + \
+        b.eval("document.querySelectorAll('.matrix td.failed').length") > 0
+
+
+def test_readme_screenshots_of_a_real_run(tmp_path, chromium):
+    """With QDQ_README_RESULTS: the README's screenshots from a real run (first screen; a finding's example
+    opened), after the same layout checks."""
+    results, keep = os.environ.get("QDQ_README_RESULTS"), os.environ.get("QDQ_SCREENSHOT_DIR")
+    if not results or not keep:
+        pytest.skip("set QDQ_README_RESULTS (a results file) and QDQ_SCREENSHOT_DIR to write the README screenshots")
+    page = render_files([Path(results)], tmp_path / "report.html")
+    Path(keep).mkdir(parents=True, exist_ok=True)
+    with Browser(chromium) as b:
+        b.open(page)
+        b.wait_for("document.body.dataset.ready === '1'", timeout=60)
+        failing = b.eval("[...document.querySelectorAll('#summary td[data-status]')].filter(td => "
+                         "['failed', 'error', 'crashed', 'timeout', 'invalid-accepted'].includes(td.dataset.status))"
+                         ".reduce((n, td) => n + Number(td.textContent), 0)")
+        _check_first_screen_and_layout(b, failing)
+        b.eval("window.scrollTo(0, 0)")
+        b.screenshot(Path(keep) / "report-ort.png")
+        b.eval("document.querySelector('#findings a[data-open]').click();"
+               "document.getElementById('cases').scrollIntoView()")
+        _no_sideways_scrolling(b)
+        b.screenshot(Path(keep) / "report-ort-case.png")

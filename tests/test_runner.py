@@ -73,8 +73,8 @@ def test_failure_report_shows_clause_data_mismatch_and_repro(misbehaving):
     out = p.stdout
     assert "quantizelinear-13-basic-float-int8 [runtime] on misbehaving 0.0-test: failed" in out
     assert 'spec (' in out and "y = saturate" in out
-    assert "1 of 16 elements differ, first at [(0,)]" in out
-    assert "at (0,): expected" in out
+    assert "1 of 16 elements differ, first at [0]" in out
+    assert "at [0]: expected" in out
     assert "repro (paste into a bug report):" in out and "helper.make_node('QuantizeLinear'" in out
     assert "SKIPPED" in out and "saturation is not implemented here" in out
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pytest import Mark
 
+from ..compare import format_indices
 from ..runner.execute import CaseRef, FileRef, ObjRef
 from ..runner.outcome import FAILING, Outcome
 from .state import STATE
@@ -249,7 +250,7 @@ def _describe(item: CaseItem, outcome: Outcome) -> str:
                 label = labelled.get(k, [])
                 where = f"  [{label[j]}]" if j < len(label) else ""
                 try:
-                    lines.append(f"    at {idx}: expected {exp[idx]!r}, actual {act[idx]!r}{where}")
+                    lines.append(f"    at {format_indices([idx])}: expected {exp[idx]!r}, actual {act[idx]!r}{where}")
                 except (IndexError, TypeError):
                     break
     if rec.get("repro"):

@@ -1,0 +1,220 @@
+"""What a run's first screen says: the verdict, its findings, and what changed since a baseline run.
+
+The HTML report renders :func:`overview`; ``qdq-conformance findings`` prints :func:`render_text` or
+:func:`to_json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..runner.results import ResultsError, read
+from .diff import CATEGORIES, diff_records
+from .findings import FAILING, Finding, group, is_expected, known_versions, shorten
+
+Results = tuple[dict[str, Any], list[dict[str, Any]], "dict[str, Any] | None"]
+
+
+def n_of(n: int, what: str) -> str:
+    """``1 finding``, ``2,340 findings``."""
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
+
+
+@dataclass
+class Since:
+    """Changes against a baseline run: case categories (``diff``) and findings that appeared or are gone."""
+
+    baseline: str
+    counts: dict[str, int]
+    appeared: list[Finding] = field(default_factory=list)  # signatures the baseline did not have
+    gone: list[Finding] = field(default_factory=list)  # the baseline's findings this run does not have
+    grown: list[tuple[Finding, int]] = field(default_factory=list)  # (finding, count in the baseline)
+
+    def line(self) -> str:
+        cats = ", ".join(f"{n:,} {k}" for k, n in self.counts.items() if n) or "no case changed status"
+        return (f"Since {self.baseline}: {cats}; {n_of(len(self.appeared), 'finding')} new, {len(self.gone)} gone, "
+                f"{len(self.grown)} grown.")
+
+
+@dataclass
+class Overview:
+    findings: list[Finding]
+    known: dict[str, list[Any]]
+    counts: Counter[str]
+    expected_failing: int
+    unexpected_passes: int
+    complete: bool
+    since: Since | None = None
+
+    @property
+    def failing(self) -> int:
+        return sum(self.counts[s] for s in FAILING)
+
+    @property
+    def judged(self) -> int:
+        return self.counts["passed"] + self.failing
+
+    @property
+    def new_failing(self) -> int:
+        return self.failing - self.expected_failing
+
+    def verdict(self) -> tuple[str, str]:
+        """(``ok`` / ``known`` / ``bad`` / ``none``, the sentence that answers "does this backend conform?")."""
+        n, failing, judged = len(self.findings), self.failing, self.judged
+        if not judged:
+            kind, text = "none", "Nothing was judged: every case was unsupported or implementation-defined."
+        elif not failing:
+            kind, text = "ok", f"Conforms: all {n_of(judged, 'judged case-form')} pass."
+        elif not self.new_failing:
+            kind, text = "known", (f"Does not conform in {n_of(n, 'finding')} ({failing:,} of "
+                                   f"{n_of(judged, 'judged case-form')} fail), all of them expected: an expectation "
+                                   "entry covers every failing case. Nothing new.")
+        else:
+            new = [f for f in self.findings if f.new]
+            known = n - len(new)
+            text = (f"Does not conform: {len(new)} new finding{'s' * (len(new) != 1)} "
+                    f"({n_of(self.new_failing, 'failing case-form')} no expectation entry covers)")
+            if self.expected_failing:
+                text += f", and {n_of(self.expected_failing, 'expected failing case-form')}" + \
+                    (f" in {n_of(known, 'known finding')}" if known else "")
+            kind, text = "bad", text + f"; {failing:,} of {n_of(judged, 'judged case-form')} fail."
+        if self.unexpected_passes:
+            text += f" {n_of(self.unexpected_passes, 'case-form')} passed that an expectation entry says fail."
+        if not self.complete:
+            text += " The run did not finish: cases it did not reach are not counted."
+        return kind, text
+
+    def stats(self) -> str:
+        c, judged = self.counts, self.judged
+        share = f" ({100 * c['passed'] / judged:.1f}%)" if judged else ""
+        return (f"{c['passed']:,} of {n_of(judged, 'judged case-form')} pass{share}; {c['unsupported']:,} unsupported, "
+                f"{c['implementation-defined']:,} implementation-defined (not scored).")
+
+
+def overview(results: Results, baseline: Results | None = None, baseline_name: str = "") -> Overview:
+    head, cases, summary = results
+    counts = Counter(c["status"] for c in cases)
+    ov = Overview(group(cases), known_versions(cases), counts,
+                  expected_failing=sum(1 for c in cases if c["status"] in FAILING and is_expected(c)),
+                  unexpected_passes=sum(1 for c in cases if c["status"] == "passed" and
+                                        (c.get("expectation") or {}).get("status") in FAILING),
+                  complete=summary is not None and not summary.get("interrupted") and not summary.get("error"))
+    if baseline is not None:
+        ov.since = since(baseline, results, ov.findings, baseline_name)
+    return ov
+
+
+def since(baseline: Results, results: Results, findings: list[Finding], name: str = "") -> Since:
+    d = diff_records(baseline, results)
+    old = {f.key: f for f in group(baseline[1])}
+    new = {f.key: f for f in findings}
+    head = baseline[0]
+    label = name or f"{head.get('backend', '?')} {head.get('backend_version', '?')} ({head.get('started', '?')})"
+    return Since(label, {k: d.counts()[k] for k in CATEGORIES},
+                 appeared=[f for f in findings if f.key not in old],
+                 gone=[f for k, f in old.items() if k not in new],
+                 grown=[(f, old[f.key].count) for f in findings if f.key in old and f.count > old[f.key].count])
+
+
+def _entry_text(f: Finding, limit: int = 160) -> str:
+    if not f.entries:
+        return "none (new)"
+    parts = [f"line {e['line']}: {shorten(' '.join((e.get('reason') or '').split()), limit, middle=False)}"
+             for e in sorted(f.entries.values(), key=lambda e: -e["cases"])[:2]]
+    more = len(f.entries) - 2
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def render_text(head: dict[str, Any], ov: Overview, limit: int = 50, repro: bool = False) -> str:
+    """``qdq-conformance findings``: verdict, then each finding in a few lines."""
+    lines = [f"{head.get('backend', '?')} {head.get('backend_version', '?')} (onnx {head.get('onnx_version', '?')})",
+             ov.verdict()[1], ov.stats()]
+    if ov.since:
+        lines.append(ov.since.line())
+    shown = ov.findings if not limit else ov.findings[:limit]
+    appeared = {f.key for f in ov.since.appeared} if ov.since else set()
+    for k, f in enumerate(shown, 1):
+        tag = " NEW SINCE BASELINE" if f.key in appeared else ""
+        state = f"{f.state} ({f.expected} of {f.count})" if f.state == "partly expected" else f.state
+        lines += ["", f"{k:3}. {f.id} {state}: {n_of(f.count, 'case-form')}{tag}",
+                  f"     {f.operator} {f.version_span(ov.known)}; {f.where()}",
+                  f"     {f.what()}", f"     types: {f.types_text()}",
+                  f"     expectation: {_entry_text(f)}",
+                  f"     example: {f.example['id']} [{f.example.get('form')}]"]
+        if repro and f.example.get("repro"):
+            lines += ["     repro:", *("       " + ln for ln in str(f.example["repro"]).splitlines())]
+    if len(shown) < len(ov.findings):
+        rest = ov.findings[len(shown):]
+        lines += ["", f"... and {n_of(len(rest), 'more finding')} ({n_of(sum(f.count for f in rest), 'case-form')}; "
+                  "--limit 0 lists them all)"]
+    if ov.since and ov.since.gone:
+        lines += ["", f"Gone since the baseline ({len(ov.since.gone)}):"]
+        lines += [f"  {f.id} {f.count:,} case-forms: {f.description()}" for f in ov.since.gone[: limit or None]]
+    return "\n".join(lines)
+
+
+def to_json(head: dict[str, Any], ov: Overview) -> dict[str, Any]:
+    kind, text = ov.verdict()
+    out: dict[str, Any] = {
+        "backend": head.get("backend"), "backend_version": head.get("backend_version"),
+        "verdict": {"kind": kind, "text": text, "stats": ov.stats()},
+        "counts": dict(ov.counts), "failing": ov.failing, "expected_failing": ov.expected_failing,
+        "new_failing": ov.new_failing, "findings": [f.to_json(ov.known) for f in ov.findings]}
+    if ov.since:
+        out["since"] = {"baseline": ov.since.baseline, "counts": ov.since.counts,
+                        "appeared": [f.id for f in ov.since.appeared],
+                        "gone": [f.to_json() for f in ov.since.gone],
+                        "grown": [{"id": f.id, "count": f.count, "baseline_count": n} for f, n in ov.since.grown]}
+    return out
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """The ``findings`` subcommand (``sub``: the CLI's subparsers)."""
+    doc = "Group a results file's failing cases into findings (one per signature) and print them."
+    p = sub.add_parser("findings", help=doc, description=doc + " " + " ".join(DESCRIPTION.split()))
+    p.add_argument("results", metavar="RESULTS", help="results file written by --results")
+    p.add_argument("--json", action="store_true", help="print JSON (every finding, with its example's repro)")
+    p.add_argument("--baseline", metavar="OLD", help="an earlier results file: mark the findings new since it and "
+                   "list those gone")
+    p.add_argument("--repro", action="store_true", help="print each example case's repro script")
+    p.add_argument("--limit", type=_count, default=50, metavar="N",
+                   help="findings printed (default: %(default)s; 0: all; --json prints all)")
+    p.set_defaults(func=run)
+    return p
+
+
+DESCRIPTION = """A signature is, for wrong values, the operator (any version), the type pattern (the quantized side's
+type class, whether a zero point is given), granularity, graph form, kind of mismatch and the message with numbers
+masked; for a backend's own error (error, crashed, timeout, an invalid model run), the operator, graph form, status
+and the error message with numbers, type and node names masked. Each finding: its count of case-forms, whether an
+expectation entry covers its cases (expected) or not (new), the operator versions, types, granularities and
+families it spans, and an example case; new findings first, then by count; the counts add up to the failing
+case-forms. Exit status 0, or 2 (one line) when a file cannot be read or is not a results file."""
+
+
+def _count(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
+    return int(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``qdq-conformance findings``."""
+    try:
+        results = read(Path(args.results))
+        baseline = read(Path(args.baseline)) if args.baseline else None
+    except ResultsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    ov = overview(results, baseline, args.baseline or "")
+    if args.json:
+        print(json.dumps(to_json(results[0], ov), indent=1, default=str))
+    else:
+        print(render_text(results[0], ov, limit=args.limit, repro=args.repro))
+    return 0
