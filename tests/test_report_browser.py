@@ -177,9 +177,9 @@ def _no_sideways_scrolling(b: Browser) -> None:
     assert not wide, wide
 
 
-def _check_first_screen_and_layout(b: Browser, failing: int) -> None:
+def _check_first_screen_and_layout(b: Browser, failing: int, verdict: str = "Does not conform: ") -> None:
     """The first screen: the verdict, then the findings (their counts add up to the failing cases)."""
-    assert b.eval("document.getElementById('verdict').textContent").startswith("Does not conform: ")
+    assert b.eval("document.getElementById('verdict').textContent").startswith(verdict)
     top = b.eval("document.querySelector('#findings tbody tr').getBoundingClientRect().top")
     assert 0 < top < 1000  # on the first screen
     counts = b.eval("[...document.querySelectorAll('#findings tbody tr')].map(tr => "
@@ -228,10 +228,13 @@ def test_readme_screenshots_of_a_real_run(tmp_path, chromium):
         failing = b.eval("[...document.querySelectorAll('#summary td[data-status]')].filter(td => "
                          "['failed', 'error', 'crashed', 'timeout', 'invalid-accepted'].includes(td.dataset.status))"
                          ".reduce((n, td) => n + Number(td.textContent), 0)")
-        _check_first_screen_and_layout(b, failing)
+        _check_first_screen_and_layout(b, failing, verdict="")
         b.eval("window.scrollTo(0, 0)")
         b.screenshot(Path(keep) / "report-ort.png")
-        b.eval("document.querySelector('#findings a[data-open]').click();"
-               "document.getElementById('cases').scrollIntoView()")
+        # the example of the first finding about wrong values (expected vs actual marked), else of the first one
+        b.eval("var rows = [...document.querySelectorAll('#findings tbody tr')];"
+               "var row = rows.find(tr => tr.children[3].textContent.indexOf('values differ') >= 0) || rows[0];"
+               "row.querySelector('a[data-open]').click();"
+               "document.querySelector('#cases tr.detail').previousSibling.scrollIntoView()")
         _no_sideways_scrolling(b)
         b.screenshot(Path(keep) / "report-ort-case.png")
