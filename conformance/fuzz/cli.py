@@ -67,9 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="expectation file (default: the backend's bundled one); a failure it expects is no finding")
     p.add_argument("--case-timeout", type=float, default=30.0, metavar="S",
                    help="per-example limit in the backend's worker (default: %(default)s s)")
-    p.add_argument("--corpus-results", metavar="PATH",
-                   help="a corpus run's results file for the same backend: each finding is marked as exposed by "
-                        "the corpus or NEW")
+    p.add_argument("--corpus-results", nargs="+", default=[], metavar="PATH",
+                   help="results files of corpus runs of the same backend (one per graph form, say): each finding "
+                        "is marked as exposed by the corpus or NEW")
     p.add_argument("--no-database", action="store_true",
                    help="neither read nor write the Hypothesis database (<cache>/fuzz/hypothesis)")
 
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         from ..runner.results import ResultsError
 
         try:
-            corpus = export.corpus_signatures(Path(args.corpus_results))
+            corpus = set().union(*(export.corpus_signatures(Path(p)) for p in args.corpus_results))
         except ResultsError as e:
             print(f"error: --corpus-results: {e}", file=sys.stderr)
             return 2
@@ -188,6 +188,9 @@ def _search(args: argparse.Namespace, pool: Any, keys: list[tuple[str, str, int]
             continue
         row = export.write_finding(out, f, pool.name, pool.version)
         row["in_corpus"] = None if corpus is None else export.finding_coarse(f.parts) in corpus
+        if row["case_file_problem"]:
+            print(f"warning: {row['case_file']} does not load back as its case: {row['case_file_problem']}",
+                  file=sys.stderr)
         rows.append(row)
     stats = {"backend": pool.name, "backend_version": pool.version, "seed": args.seed, "examples_tried": search.tried,
              "examples_rejected": search.rejected, "backend_calls": search.executor.calls,

@@ -80,7 +80,11 @@ def write_finding(out: Path, f: Finding, backend: str, version: str) -> dict[str
     cases_dir = out / "cases"
     cases_dir.mkdir(parents=True, exist_ok=True)
     case_file = write_case_file(cases_dir / f"fuzz-{f.description.key}.yaml", f, backend, version)
-    check_case_file(case_file, f.case.id)
+    problem = None
+    try:
+        check_case_file(case_file, f.case.id)
+    except Exception as e:  # (never expected) the finding's other files are still worth having: say so
+        problem = f"{type(e).__name__}: {e}"
     folder = out / "findings" / f.case.id
     folder.mkdir(parents=True, exist_ok=True)
     data_folder = write_case(folder, f.case, f.form)
@@ -94,7 +98,7 @@ def write_finding(out: Path, f: Finding, backend: str, version: str) -> dict[str
             "shape": list(d.x_shape), "elements": math.prod(d.x_shape), "distinct_x_values": d.distinct_values,
             "case_file": str(case_file.relative_to(out)), "folder": str(folder.relative_to(out)),
             "model": str((folder / data_folder / "model.onnx").relative_to(out)),
-            "repro": str((folder / "repro.py").relative_to(out)) if repro else None}
+            "repro": str((folder / "repro.py").relative_to(out)) if repro else None, "case_file_problem": problem}
 
 
 def zero_point_mode(case_id: str) -> str:

@@ -171,6 +171,8 @@ class Search:
     database: Path | None = None
     config: str = ""  # what the database key depends on (backend, ops, versions, forms)
     shrink_deadline: float | None = None  # time.monotonic() after which shrinking stops
+    #: with a time budget, the seconds one finding's shrinking may take (the search goes on after it)
+    shrink_limit: float = 30.0
     on_progress: Callable[[Search], None] | None = None
     findings: dict[str, Finding] = field(default_factory=dict)
     tried: int = 0  # distinct search examples run
@@ -197,8 +199,9 @@ class Search:
         searching = mode["target"] is None and mode["search"]
         if searching and not final and d.key not in self._counted and (self._time_up() or self._full()):
             return  # out of budget: the rest of the round passes without running
-        if not searching and not final and mode["search"] and self.shrink_deadline is not None \
-                and time.monotonic() >= self.shrink_deadline:
+        if not searching and not final and mode["search"] and self.shrink_deadline is not None and (
+                time.monotonic() >= self.shrink_deadline
+                or time.monotonic() - mode.get("shrink_started", time.monotonic()) > self.shrink_limit):
             return  # shrinking past its time: what is left of it passes, so it ends
         try:
             ran = self.executor.run(d)
@@ -223,6 +226,7 @@ class Search:
             f.hits = max(f.hits, 1)
         if mode["target"] is None and sig not in self.findings:
             mode["target"] = sig
+            mode["shrink_started"] = time.monotonic()
             if searching:
                 self.findings[sig] = Finding(sig, dict(ran.parts or {}), hits=1, first=self.tried, description=d,
                                              case=self.executor.case(d), form=ran.form, record=json.loads(ran.record))

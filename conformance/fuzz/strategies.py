@@ -1,6 +1,7 @@
 """Hypothesis strategies for case descriptions: every operator version, type combination, zero-point mode,
 granularity (per-tensor, per-axis with any axis or the default one, blocked with any valid block size), shape,
-attribute and value distribution.
+attribute (saturate, precision; axis and block_size with the granularity; output_dtype with the types) and value
+distribution.
 
 Values come from pools ordered simplest first (so Hypothesis shrinks towards 0, 1 and the plainest scales),
 filled by the corpus's own generators: the x recipes of ``generators/values.py`` (ties, saturation, specials,
@@ -238,6 +239,10 @@ def descriptions(draw: Any, keys: Sequence[tuple[str, str, int]], types: Sequenc
     yt = TYPES[y]
     if "saturate" in spec.attributes and not yt.is_integer and kind == "Q":
         attrs.append(("saturate", draw(st.sampled_from([1, 0]))))
+    if "precision" in spec.attributes and kind == "Q":
+        precision = draw(st.sampled_from([0, TYPES["float"].proto, TYPES["float16"].proto, TYPES["bfloat16"].proto]))
+        if precision:  # (0: the attribute omitted: the scale's type sets the precision)
+            attrs.append(("precision", precision))
     d: dict[str, Any] = {"types": types, "attributes": attrs}
     n_scale = math.prod(scale_shape)
     if kind != "DQL":
