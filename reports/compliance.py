@@ -58,11 +58,13 @@ def _findings(cases: list[dict[str, Any]], top: int, per_entry: int = 3) -> list
         lines += [f"  - {md(f.description(known))} ({f.expected} cases)" for f in fs[:per_entry]]
         if len(fs) > per_entry:
             rest = fs[per_entry:]
-            lines.append(f"  - and {len(rest)} more findings ({sum(f.expected for f in rest)} cases)")
+            lines.append(f"  - and {len(rest)} more finding{'s' * (len(rest) != 1)} ({sum(f.expected for f in rest)} "
+                         "cases)")
     if len(entries) > top:
         rest_fs = [f for _, fs in entries[top:] for f in fs]
-        lines.append(f"{len(entries) - top} more expectation entries explain {sum(f.expected for f in rest_fs)} "
-                     f"more cases ({len(rest_fs)} findings).")
+        n, cases = len(entries) - top, sum(f.expected for f in rest_fs)
+        lines.append(f"{n} more expectation entr{'y explains' if n == 1 else 'ies explain'} {cases} more "
+                     f"case{'s' * (cases != 1)} ({len(rest_fs)} finding{'s' * (len(rest_fs) != 1)}).")
     new = [f for f in found if f.new]
     lines += [f"Not yet explained by an expectation entry: {md(f.description(known))} ({f.new} cases)"
               for f in new[: max(2, top - len(entries))]]

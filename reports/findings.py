@@ -20,6 +20,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from qdq_conformance.rules import RULES
@@ -40,6 +41,7 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\[[N,()\s\[\].]*\]"), "[N]"),  # index lists and shapes of any length
 )
 _TRACEBACK = re.compile(r"\s*Traceback \(most recent call last\)")
+_FREE_NUMBER = re.compile(r"(?<![A-Za-z0-9_])\d+")  # digits the number mask masks (not those of int8, FLOAT16, _9)
 _RUNNER_WORDS = re.compile(r"^(?:rejected a valid model|rejected|error|crashed|timeout): ")
 
 
@@ -53,16 +55,20 @@ def type_class(name: str | None) -> str:
     return "sub-byte integer" if t.is_sub_byte else "integer"
 
 
-def _quantized_role(rec: dict[str, Any]) -> str:
-    return "x" if "Dequantize" in (rec.get("operator") or "") else "y"
+def quantized_role(operator: str | None) -> str:
+    """The formal of the quantized side: ``x`` of a DequantizeLinear, ``y`` of a QuantizeLinear."""
+    return "x" if "Dequantize" in (operator or "") else "y"
 
 
 def type_pattern(rec: dict[str, Any]) -> str:
     """``y integer, zero point``: the quantized side's type class, and whether a zero point is given."""
     types = rec.get("types") or {}
-    role = _quantized_role(rec)
-    zp = any(k.endswith("zero_point") and v for k, v in types.items())
-    return f"{role} {type_class(types.get(role))}" + (", zero point" if zp else "")
+    role = quantized_role(rec.get("operator"))
+    return f"{role} {type_class(types.get(role))}" + (", zero point" if _has_zero_point(types) else "")
+
+
+def _has_zero_point(types: dict[str, Any]) -> bool:
+    return any(k.endswith("zero_point") and v for k, v in types.items())
 
 
 def first_part(message: str) -> str:
@@ -75,6 +81,12 @@ def mask(rec: dict[str, Any]) -> str:
     around a backend's error (``rejected a valid model: ...``, ``error: ...; no catalogued reading rejects this
     model``, which depend on the case's status, not on the problem); a long one keeps its start and its end."""
     m = first_part(rec.get("message") or "").replace(rec["id"], "<case>")
+    # the numbers the masks below turn into N, as 0: messages that differ only in them share one masking
+    return _mask_text(_FREE_NUMBER.sub("0", m))
+
+
+@lru_cache(maxsize=4096)
+def _mask_text(m: str) -> str:
     m = _RUNNER_WORDS.sub("", m.split("; no catalogued reading rejects this model")[0])
     m = _TYPE_NAME.sub(lambda t: f"<{type_class(t.group(1))}>", m)
     for pattern, repl in _MASKS:
@@ -150,7 +162,7 @@ def signature(rec: dict[str, Any], form: str) -> tuple[str, ...]:
 
 def is_expected(rec: dict[str, Any]) -> bool:
     """A failing case an expectation entry covers with the status it ended in."""
-    e = rec.get("expectation")
+    e = rec.get("expectation") or {}
     return bool(e) and e.get("status") == rec["status"]
 
 
@@ -171,10 +183,21 @@ class Finding:
         """Stable across runs and versions: the same signature gives the same id."""
         return "F" + hashlib.sha1("\x1f".join(self.key).encode("utf-8")).hexdigest()[:8]
 
-    operator = property(lambda self: self.key[0])
-    form = property(lambda self: self.key[3])
-    status = property(lambda self: self.key[4])
-    kind = property(lambda self: self.key[5])
+    @property
+    def operator(self) -> str:
+        return self.key[0]
+
+    @property
+    def form(self) -> str:
+        return self.key[3]
+
+    @property
+    def status(self) -> str:
+        return self.key[4]
+
+    @property
+    def kind(self) -> str:
+        return self.key[5]
 
     @property
     def new(self) -> int:
@@ -188,14 +211,13 @@ class Finding:
     def add(self, rec: dict[str, Any], n_forms: int, forms: Iterable[str]) -> None:
         self.count += n_forms
         self.versions.add(rec.get("version"))
-        for role, t in (rec.get("types") or {}).items():
+        types = rec.get("types") or {}
+        for role, t in types.items():
             if t:
                 self.types[role].add(t)
-        types = rec.get("types") or {}
-        zp = any(k.endswith("zero_point") and v for k, v in types.items())
-        for what, value in (("type class", type_class(types.get(_quantized_role(rec)))),
-                            ("zero point", "with" if zp else "without"), ("granularity", rec.get("granularity")),
-                            ("family", rec.get("family"))):
+        for what, value in (("type class", type_class(types.get(quantized_role(rec.get("operator"))))),
+                            ("zero point", "with" if _has_zero_point(types) else "without"),
+                            ("granularity", rec.get("granularity")), ("family", rec.get("family"))):
             self.spans[what][str(value or "-")] += n_forms
         self.cases += [(rec["id"], f) for f in forms]
         if is_expected(rec):
@@ -230,7 +252,7 @@ class Finding:
 
     def where(self) -> str:
         """Type pattern; granularity; families; graph forms (what the finding spans that its line names)."""
-        role = "x" if "Dequantize" in self.operator else "y"
+        role = quantized_role(self.operator)
         zp = self.spans["zero point"]
         zp_text = ", with and without zero point" if len(zp) > 1 else ", zero point" if "with" in zp else ""
         family = f"famil{'y' if len(self.spans['family']) == 1 else 'ies'} {self.span_text('family')}"
@@ -250,7 +272,7 @@ class Finding:
         """``x float, float16; y_scale float; y int8, uint8`` (a zero point's types when they differ from the
         quantized side's)."""
         order = {r: k for k, r in enumerate(_ROLES)}
-        quantized = self.types.get("x" if "Dequantize" in self.operator else "y")
+        quantized = self.types.get(quantized_role(self.operator))
         return "; ".join(f"{role} {', '.join(sorted(ts, key=_type_order))}"
                          for role, ts in sorted(self.types.items(), key=lambda kv: (order.get(kv[0], 99), kv[0]))
                          if not (role.endswith("zero_point") and ts == quantized))
@@ -265,9 +287,11 @@ class Finding:
                 "example": self.example, "expectations": sorted(self.entries.values(), key=lambda e: -e["cases"])}
 
 
+_TYPE_ORDER = {name: k for k, name in enumerate(TYPES)}
+
+
 def _type_order(name: str) -> tuple[int, str]:
-    names = list(TYPES)
-    return (names.index(name) if name in names else len(names), name)
+    return (_TYPE_ORDER.get(name, len(_TYPE_ORDER)), name)
 
 
 def _version_order(v: Any) -> tuple[int, str]:

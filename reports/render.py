@@ -57,7 +57,7 @@ def _compact(rec: dict[str, Any], finding: int | None) -> dict[str, Any]:
         out["x"] = {k: rec.get(k) for k in ("spec", "attributes", "inputs", "expected", "actual", "mismatches",
                                             "repro", "behaviour", "reading", "readings", "comparison", "rule")
                     if rec.get(k)}
-        if len(message) > 300:
+        if len(message) > 300 and rec["status"] in FAILING:
             out["x"]["message"] = message  # whole in the details; the list shows it cut at a word
     return out
 
@@ -85,11 +85,14 @@ def summarize(head: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, An
     per_version: dict[str, Counter] = defaultdict(Counter)
     matrix: dict[tuple[str, str], Counter] = defaultdict(Counter)
     gmatrix: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    expected = dict.fromkeys(sorted(FAILING), 0)  # failing cases an expectation entry covers, per status
     for c in cases:
         key = f"{c.get('domain')}::{c.get('operator')}-{c.get('version')}"
         y = (c.get("types") or {}).get("y") or "?"
         # "expected": failing cases an expectation entry covers (shown apart from unexpected failures)
         statuses = (c["status"], "expected") if c["status"] in FAILING and is_expected(c) else (c["status"],)
+        if len(statuses) == 2:
+            expected[c["status"]] += 1
         for s in statuses:
             per_version[key][s] += 1
             matrix[(key, y)][s] += 1
@@ -100,7 +103,6 @@ def summarize(head: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, An
         scores.append({"key": key, "counts": dict(cnt), "score": (100.0 * cnt["passed"] / judged) if judged else None,
                        "unexpected": sum(cnt[s] for s in FAILING) - cnt["expected"]})
     types = sorted({y for _, y in matrix})
-    expected = {s: sum(1 for c in cases if c["status"] == s and is_expected(c)) for s in FAILING}
     return {"counts": {s: counts.get(s, 0) for s in ORDER}, "expected": expected, "total": len(cases),
             "scores": scores, "types": types,
             "matrix": {f"{k}|{y}": dict(v) for (k, y), v in matrix.items()},
