@@ -177,27 +177,18 @@ class Finding:
     cases: list[tuple[str, str]] = field(default_factory=list)  # (id, form) of every case-form
     example: dict[str, Any] = field(default_factory=dict)
     entries: dict[int, dict[str, Any]] = field(default_factory=dict)  # expectation line -> entry, case-forms
+    operator: str = field(init=False)  # the key's parts a finding's text uses
+    form: str = field(init=False)
+    status: str = field(init=False)
+    kind: str = field(init=False)
 
     @property
     def id(self) -> str:
         """Stable across runs and versions: the same signature gives the same id."""
         return "F" + hashlib.sha1("\x1f".join(self.key).encode("utf-8")).hexdigest()[:8]
 
-    @property
-    def operator(self) -> str:
-        return self.key[0]
-
-    @property
-    def form(self) -> str:
-        return self.key[3]
-
-    @property
-    def status(self) -> str:
-        return self.key[4]
-
-    @property
-    def kind(self) -> str:
-        return self.key[5]
+    def __post_init__(self) -> None:
+        self.operator, _, _, self.form, self.status, self.kind, _ = self.key
 
     @property
     def new(self) -> int:
