@@ -55,8 +55,8 @@ def _job(path: str, staging: str, forms: Sequence[str], tiers: Sequence[str], se
     return entries, templates, None, [_Claim(c.id, c.line, c.template) for c in loaded]
 
 
-def _cores() -> int:
-    """The cores this process may use."""
+def usable_cores() -> int:
+    """The cores this process may use (the one definition: generate, the runner's workers and the mutants)."""
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
@@ -68,7 +68,7 @@ def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequ
     """Expand and export every case file into ``out``; returns (manifest, errors). ``jobs``: worker processes
     (default: one per core the process may use). Raises OutFolderError (before writing anything) when ``out``
     holds anything a previous generate did not make. When no case is selected, ``out`` keeps what it held."""
-    jobs = jobs or _cores()
+    jobs = jobs or usable_cores()
     old = owned_folders(out)
     staging = out / STAGING
     remove(staging)  # (left by a generate that was killed)

@@ -14,7 +14,6 @@ Graph forms: the mutants change the kernel's arithmetic, which reads initializer
 from __future__ import annotations
 
 import multiprocessing
-import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..generators.parallel import usable_cores
 from ..runner.execute import call_backend
 from ..runner.outcome import FAILING, classify
 from .base import Mutant, MutantBackend
@@ -84,13 +84,6 @@ def _judge_by_id(args: tuple[str, tuple[str, ...]]) -> Verdict:
     with warnings.catch_warnings(), np.errstate(all="ignore"):  # a mutant's overflows are its own business
         warnings.simplefilter("ignore")
         return judge(_MUTANTS[args[0]], args[1])
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def score(cases: Iterable[Any], mutants: Sequence[Mutant], *, forms: Sequence[str] = ("runtime",),

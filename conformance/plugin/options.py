@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ..generators.parallel import usable_cores
 from ..runner.results import unwritable
 from . import sharding
 
@@ -107,10 +107,6 @@ def backend_options(config: pytest.Config) -> dict[str, Any]:
             "ort_optimization": config.getoption("qdq_ort_optimization")}
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def worker_count(config: pytest.Config) -> int:
     """--workers as a number: ``auto`` is the usable cores (at most 4: one pytest process cannot keep more busy),
     and 1 in a pytest-xdist worker, whose siblings already use the other cores. More than four per usable core
@@ -123,13 +119,13 @@ def worker_count(config: pytest.Config) -> int:
             raise pytest.UsageError(f"--workers: expected a number or 'auto', got {value!r}") from None
         if n < 1:
             raise pytest.UsageError(f"--workers: expected at least 1, got {n}")
-        most = max(8, 4 * _cores())
+        most = max(8, 4 * usable_cores())
         if n > most:
-            raise pytest.UsageError(f"--workers: at most {most} here ({_cores()} usable cores), got {n}")
+            raise pytest.UsageError(f"--workers: at most {most} here ({usable_cores()} usable cores), got {n}")
         return n
     if hasattr(config, "workerinput"):
         return 1
-    return max(1, min(_cores(), 4))
+    return max(1, min(usable_cores(), 4))
 
 
 def results_path(config: pytest.Config) -> Path | None:
