@@ -27,7 +27,8 @@ from qdq_conformance.reference.ops import plan_quantize_linear
 from qdq_conformance.reference.quantize import divide
 from qdq_conformance.types import TYPES, ElementType, bit_patterns
 
-from .values import Ctx
+from .recipe import Ctx
+from .values import to_type
 
 F64_INT32 = TYPES["int32"]
 
@@ -266,8 +267,6 @@ def _to_x(v: np.ndarray, x_t: ElementType) -> np.ndarray:
         assert x_t.int_min is not None and x_t.int_max is not None
         w = np.where(np.isnan(v), 0.0, v)
         return np.clip(np.rint(w), x_t.int_min, x_t.int_max).astype(np.int64).astype(x_t.dtype)
-    from .values import to_type
-
     r = round_to(v, x_t)
     return to_type(r, x_t)
 
@@ -286,8 +285,6 @@ def scale_values(name: str, t: ElementType, n: int) -> np.ndarray | None:
 
 @cache
 def _scale_values(name: str, type_name: str, n: int) -> np.ndarray | None:
-    from .values import to_type
-
     t = TYPES[type_name]
     if t.is_integer:
         table = {"scale-one": [1.0], "scale-pow2": [2.0, 4.0, 1.0], "scale-inexact": [3.0, 7.0, 5.0],

@@ -15,9 +15,10 @@ from typing import Protocol
 from qdq_conformance.resources import cases_dir
 
 from .case import ConcreteCase
-from .expand import Template, expand
+from .expand import expand
 from .loader import CaseFileError, load_yaml
 from .schema import validate
+from .template import Template
 
 CASES_DIR = cases_dir()
 

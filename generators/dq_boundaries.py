@@ -8,7 +8,7 @@ import numpy as np
 from qdq_conformance.reference.arith import F32, round_to, to_float64
 from qdq_conformance.types import ElementType, bit_patterns
 
-from .values import Ctx, Recipe
+from .recipe import Ctx, Recipe
 
 #: At most this many codes of each kind (ties, double rounding, overflow) per case.
 PER_KIND = 6

@@ -28,12 +28,12 @@ from .boundaries import SCALE_RECIPES, TARGETS, place, scale_values
 from .case import Clause, ConcreteCase
 from .granularity import GVar, variants
 from .limits import check_cases, check_elements, check_id
-from .loader import CaseFileError, line_of
+from .recipe import Ctx
 from .status import decide
+from .template import Template
 from .values import (
     X_RECIPES,
     ZP_RECIPES,
-    Ctx,
     default_scale,
     default_zp,
     parse_literal,
@@ -57,26 +57,6 @@ CATEGORIES = {
 
 class _Skip(Exception):
     """This variant does not apply (a recipe with nothing to offer, a mode the version lacks)."""
-
-
-@dataclass
-class Template:
-    data: dict[str, Any]
-    file: str
-
-    def line(self, key: str | None = None) -> int:
-        return line_of(self.data, key) or 1
-
-    def error(self, key: str, message: str) -> CaseFileError:
-        top = key.split(".", 1)[0]  # (the line of ``inputs`` for ``inputs.x.shape``)
-        return CaseFileError(self.file, self.line(top if top in self.data else None), f"{self.data['id']}.{key}"
-                             if key else self.data["id"], message)
-
-    @property
-    def domain(self) -> str:
-        if "domain" in self.data:
-            return self.data["domain"]
-        return opspecs.QUARK if self.data["operator"].startswith("Extended") else opspecs.AI_ONNX
 
 
 def _select(selector: Any, t: ElementType) -> bool:

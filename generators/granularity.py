@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from qdq_conformance import opspecs
 
-if TYPE_CHECKING:
-    from .expand import Template
+from .template import Template
 
 #: x dimensions by position, for per-axis and blocked shapes (distinct, so a wrong axis shows).
 DIMS = (2, 3, 4, 5, 6)

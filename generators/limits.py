@@ -10,12 +10,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from .loader import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
-
-if TYPE_CHECKING:
-    from .expand import Template
+from .template import Template
 
 __all__ = ["MAX_CASES", "MAX_DEPTH", "MAX_ELEMENTS", "MAX_FILE_BYTES", "MAX_ID_LENGTH", "MAX_NODES", "SAFE_ID",
            "check_cases", "check_elements", "check_id"]

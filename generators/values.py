@@ -9,28 +9,14 @@ infinities for an int32 input); such variants are dropped.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from qdq_conformance.reference.arith import cast_float, round_to, to_float64
 from qdq_conformance.types import ElementType, bit_patterns
 
-
-@dataclass(frozen=True)
-class Ctx:
-    kind: str  # "Q", "DQ" or "DQL"
-    x: ElementType
-    scale: ElementType | None
-    y: ElementType
-    scale_value: float = 1.0  # a representative scale (the first element)
-    zp_value: float = 0.0
-
-
-@dataclass(frozen=True)
-class Recipe:
-    values: list[float]
-    scale: float | None = None  # a scale the values need (overrides the default)
+from .dq_boundaries import critical_codes, scale_rounding_codes
+from .recipe import Ctx, Recipe
 
 
 def _finite_max(t: ElementType) -> float:
@@ -155,15 +141,11 @@ def int32_extremes(ctx: Ctx) -> Recipe | None:
 
 def boundary_dq_codes(ctx: Ctx) -> Recipe | None:
     """DequantizeLinear codes critical for the output type (see generators/dq_boundaries.py)."""
-    from .dq_boundaries import critical_codes
-
     return critical_codes(ctx)
 
 
 def boundary_dq_scale_rounding(ctx: Ctx) -> Recipe | None:
     """DequantizeLinear codes where rounding a wider scale to the output type matters (dq_boundaries.py)."""
-    from .dq_boundaries import scale_rounding_codes
-
     return scale_rounding_codes(ctx)
 
 

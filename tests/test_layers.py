@@ -1,0 +1,159 @@
+"""The package's dependency direction (docs/architecture.md): no import cycle between any two modules, and no
+module importing a module of a higher layer.
+
+Read from the source with :mod:`ast` (every ``import``, at module level or inside a function, under
+``TYPE_CHECKING`` too), for the modules of the installed ``qdq_conformance`` namespace wherever its folders are: the
+repository's ``conformance/``, ``generators/`` and ``reports/`` under an editable install, site-packages under a
+wheel. ``python -m pytest tests/test_layers.py`` is its own step in ``.ci/run``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+#: The layers, lowest first. A module belongs to the layer of its longest matching prefix; it may import modules of
+#: its own layer and of lower ones, never of a higher one.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("types and specs", ("qdq_conformance", "qdq_conformance.types", "qdq_conformance.opspecs",
+                         "qdq_conformance.versions", "qdq_conformance.rules", "qdq_conformance.errors",
+                         "qdq_conformance.resources", "qdq_conformance.ambiguities", "qdq_conformance.compare",
+                         "qdq_conformance.modelbuild", "qdq_conformance.cachedir", "qdq_conformance.progress")),
+    ("kernel", ("qdq_conformance.reference",)),
+    ("checker", ("qdq_conformance.checker",)),
+    ("generators", ("qdq_conformance.generators",)),
+    ("runner and backends", ("qdq_conformance.runner", "qdq_conformance.backends", "qdq_conformance.mutants")),
+    ("reports", ("qdq_conformance.reports",)),
+    ("front ends", ("qdq_conformance.plugin", "qdq_conformance.fuzz", "qdq_conformance.mutants.cli",
+                    "qdq_conformance.checker.cli", "qdq_conformance.cli")),
+)
+
+#: The packages whose folders are walked (the subpackages a pyproject maps from folders of their own included).
+ROOTS = ("qdq_conformance", "qdq_conformance.generators", "qdq_conformance.reports")
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """Module name -> (file, is a package), for every module under :data:`ROOTS`."""
+    found: dict[str, tuple[Path, bool]] = {}
+    for root in ROOTS:
+        spec = importlib.util.find_spec(root)
+        assert spec is not None and spec.submodule_search_locations, root
+        for folder in map(Path, spec.submodule_search_locations):
+            for f in sorted(folder.rglob("*.py")):
+                parts = list(f.relative_to(folder).with_suffix("").parts)
+                is_package = parts[-1] == "__init__"
+                if is_package:
+                    parts = parts[:-1]
+                found.setdefault(".".join([root, *parts]), (f, is_package))
+    return found
+
+
+def _imports(name: str, path: Path, is_package: bool, known: dict[str, tuple[Path, bool]]) -> set[str]:
+    """The first-party modules ``name`` imports (``from pkg import mod`` is an import of ``pkg.mod``)."""
+    deps: set[str] = set()
+    package = name if is_package else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        for t in targets:
+            while t and t not in known:
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                deps.add(t)
+    return deps
+
+
+def _graph() -> dict[str, set[str]]:
+    known = _modules()
+    return {name: _imports(name, path, is_package, known) for name, (path, is_package) in known.items()}
+
+
+def _layer(module: str) -> int:
+    best, level = -1, -1
+    for i, (_, prefixes) in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best:
+                best, level = len(p), i
+    return level
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            v, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[v] = min(low[v], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return _graph()
+
+
+def test_every_module_has_a_layer(graph):
+    assert [m for m in graph if _layer(m) < 0] == []
+
+
+def test_the_walk_sees_every_stage(graph):
+    for root in ROOTS + ("qdq_conformance.reference", "qdq_conformance.runner", "qdq_conformance.plugin"):
+        assert root in graph
+    assert len(graph) > 100
+
+
+def test_no_import_cycle_between_modules(graph):
+    assert _cycles(graph) == []
+
+
+def test_no_module_imports_a_higher_layer(graph):
+    upward = sorted(f"{m} ({LAYERS[_layer(m)][0]}) imports {d} ({LAYERS[_layer(d)][0]})"
+                    for m, deps in graph.items() for d in deps if _layer(d) > _layer(m))
+    assert upward == []
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
