@@ -12,6 +12,7 @@ import numpy as np
 
 from . import __version__, opspecs
 from .ambiguities import catalogue
+from .domain import ALL_TIERS, BOTH, FORMS, Tier, forms_of, tiers_of
 from .errors import SpecViolation
 
 
@@ -70,7 +71,7 @@ def _load_corpus(args: argparse.Namespace):  # noqa: ANN202 - generators.corpus.
     from qdq_conformance.generators.corpus import CASES_DIR, case_files, load
 
     root = Path(args.cases) if args.cases else CASES_DIR
-    tiers = ("default", "large") if args.tier == "all" else (args.tier,)
+    tiers = tiers_of(args.tier)
     corpus = load(case_files(root), tiers=tiers, select=args.select)
     for err in corpus.errors:
         print(f"error: {err}", file=sys.stderr)
@@ -81,7 +82,7 @@ def _add_corpus_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("select", nargs="*", metavar="PATTERN",
                    help="case-id glob patterns to keep (default: every case), e.g. 'quantizelinear-21-*'")
     p.add_argument("--cases", metavar="DIR", help="folder of case files (default: the repository's cases/)")
-    p.add_argument("--tier", choices=("default", "large", "all"), default="default",
+    p.add_argument("--tier", choices=(*Tier.values(), ALL_TIERS), default=Tier.DEFAULT.value,
                    help="which size tier to include (default: %(default)s; 'large' has >= 1M-element cases)")
 
 
@@ -95,8 +96,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
     from .progress import Progress
 
-    forms = ("runtime", "initializer") if args.form == "both" else (args.form,)
-    tiers = ("default", "large") if args.tier == "all" else (args.tier,)
+    forms = forms_of(args.form)
+    tiers = tiers_of(args.tier)
     files = case_files(Path(args.cases) if args.cases else CASES_DIR)
     try:
         manifest, errors = generate(files, Path(args.out), forms, tiers, args.select, args.jobs,
@@ -283,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "generate, whose cases (those its manifest.json lists) are replaced; anything else is refused")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="worker processes (default: one per core)")
-    p.add_argument("--form", choices=("runtime", "initializer", "both"), default="runtime",
+    p.add_argument("--form", choices=(*FORMS, BOTH), default="runtime",
                    help="graph form: inputs fed at run time, scale / zero point as initializers, or both "
                         "(default: %(default)s)")
     _add_corpus_options(p)
@@ -361,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the Markdown table to write (default: %(default)s)")
     p.add_argument("--scoreboard", default="docs/scoreboard.html", metavar="PATH",
                    help="the HTML scoreboard to write (default: %(default)s)")
-    p.add_argument("--form", choices=("runtime", "initializer", "both"), default="runtime",
+    p.add_argument("--form", choices=(*FORMS, BOTH), default="runtime",
                    help="graph form(s) to run (default: %(default)s)")
     p.add_argument("-n", "--workers", default="auto", metavar="N",
                    help="backend worker processes per run (default: auto, the usable cores up to 4)")

@@ -11,11 +11,9 @@ import onnx
 from onnx import TensorProto
 
 from qdq_conformance import opspecs
+from qdq_conformance.domain import FORMS, CaseStatus, Form
 from qdq_conformance.modelbuild import single_node_model
 from qdq_conformance.types import by_dtype
-
-#: The two graph forms every case can be built in.
-FORMS = ("runtime", "initializer")
 
 
 @dataclass
@@ -37,7 +35,7 @@ class ConcreteCase:
     op: str
     version: int
     family: str
-    status: str  # normative | implementation-defined | invalid
+    status: str  # a CaseStatus: normative | implementation-defined | invalid
     granularity: str
     inputs: list[tuple[str, np.ndarray | None]]  # formal input names, in order
     attrs: dict[str, int]
@@ -57,11 +55,11 @@ class ConcreteCase:
 
     @property
     def comparison(self) -> str:
-        if self.status == "invalid":
+        if self.status == CaseStatus.INVALID:
             return "must-reject"
         return f"ulp<={self.ulp}" if self.ulp else "exact"
 
-    def model(self, form: str = "runtime") -> onnx.ModelProto:
+    def model(self, form: str = Form.RUNTIME) -> onnx.ModelProto:
         """The single-node model; ``initializer`` makes every input but x an initializer (every input, x too,
         when x is the only one, as for DynamicQuantizeLinear), which lets a runtime constant-fold."""
         kept = self.__dict__.get("_model_bytes")
@@ -78,7 +76,7 @@ class ConcreteCase:
     def _build(self, form: str) -> onnx.ModelProto:
         if form not in FORMS:
             raise ValueError(f"unknown graph form {form!r}; known: {', '.join(FORMS)}")
-        inits = self._initializer_names() if form == "initializer" else []
+        inits = self._initializer_names() if form == Form.INITIALIZER else []
         x_shape = list(self.inputs[0][1].shape) if self.inputs[0][1] is not None else None
         shapes = [x_shape] + [[] for _ in self.output_names[1:]]  # y like x; DQL's y_scale, y_zero_point scalars
         outputs = [(n, t, s) for n, t, s in zip(self.output_names, self.output_types, shapes, strict=True)]
@@ -89,8 +87,8 @@ class ConcreteCase:
         present = [n for n, v in self.inputs if v is not None]
         return present if len(present) == 1 else present[1:]
 
-    def feeds(self, form: str = "runtime") -> dict[str, np.ndarray]:
-        skip = set(self._initializer_names()) if form == "initializer" else set()
+    def feeds(self, form: str = Form.RUNTIME) -> dict[str, np.ndarray]:
+        skip = set(self._initializer_names()) if form == Form.INITIALIZER else set()
         return {n: v for n, v in self.inputs if v is not None and n not in skip}
 
     def x_labels(self, indices: list[tuple[int, ...]]) -> list[str] | None:
@@ -100,13 +98,17 @@ class ConcreteCase:
 
         return case_labels(self, indices)
 
+    def spec_text(self) -> dict[str, Any]:
+        """The spec clause the case checks."""
+        return {"operator": self.clause.operator, "versions": self.clause.versions, "text": self.clause.text}
+
     def template_key(self) -> str:
         return f"{Path(self.file).name}#{self.template}"
 
     def template_metadata(self) -> dict[str, Any]:
         """What every case of the template shares: description, the spec clause, where it is defined."""
         return {"description": self.description,
-                "spec": {"operator": self.clause.operator, "versions": self.clause.versions, "text": self.clause.text},
+                "spec": self.spec_text(),
                 "source": {"file": Path(self.file).name, "line": self.line, "template": self.template}}
 
     def metadata(self) -> dict[str, Any]:

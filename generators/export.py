@@ -28,15 +28,16 @@ import numpy as np
 import onnx
 
 from qdq_conformance import __version__
+from qdq_conformance.domain import FORMS, Form
 from qdq_conformance.types import to_tensor_proto
 
-from .case import FORMS, ConcreteCase
+from .case import ConcreteCase
 
 MANIFEST_VERSION = 1
 
 
 def folder_name(case: ConcreteCase, form: str) -> str:
-    return f"test_{case.id}" if form == "runtime" else f"test_{case.id}_{form}"
+    return f"test_{case.id}" if form == Form.RUNTIME else f"test_{case.id}_{form}"
 
 
 def _write(path: Path, data: bytes) -> None:

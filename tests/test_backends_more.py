@@ -113,8 +113,8 @@ def test_tvm_takes_rank0_inputs_and_declines_sub_byte():
 def test_a_case_the_adapter_cannot_hand_over_is_unsupported_even_when_invalid():
     """Declining for the adapter's own reasons (a missing package, another domain) says nothing about the
     backend: an invalid case stays unsupported instead of counting as rejected."""
-    from qdq_conformance.runner.isolation import RawResult
     from qdq_conformance.runner.outcome import classify
+    from qdq_conformance.runner.outputs import RawResult
 
     assert classify(RawResult("not-applicable", message="quark only"), status="invalid", expected=None,
                     ulp=0).status == "unsupported"

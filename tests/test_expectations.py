@@ -10,6 +10,7 @@ import pytest
 from qdq_conformance.runner.expectations import (
     ExpectationError,
     Expectations,
+    Tracker,
     find,
     load,
     needs_attention,
@@ -226,17 +227,19 @@ def test_stale_entries_held_entries_and_new_failures(tmp_path):
     # failing status; gone and runtime-only: no case matched.
     matched = {lines["held-*"]: ["failed", "passed"], lines["fixed-*"]: ["passed", "unsupported"],
                lines["other-*"]: ["crashed"]}
-    stale = e.stale(matched, subset=False, forms={"runtime", "initializer"})
+    tracker = Tracker(matched=matched)
+    stale = tracker.stale(e, subset=False, forms={"runtime", "initializer"})
     assert [(x.patterns[0], why) for x, why in stale] == [
         ("fixed-*", "its cases pass or are unsupported now"), ("gone", "matches no collected case"),
         ("runtime-only", "matches no collected case")]
-    assert [x.patterns[0] for x, _ in e.stale(matched, subset=False, forms={"initializer"})] == ["fixed-*", "gone"]
-    assert [x.patterns[0] for x, _ in e.stale(matched, subset=True, forms={"runtime"})] == ["fixed-*"]
-    assert [x.patterns[0] for x, _ in e.stale({lines["fixed-*"]: ["passed"]}, True, ["runtime"])] == ["fixed-*"]
-    assert e.stale({lines["fixed-*"]: ["passed"]}, True, ["runtime"])[0][1] == "all its cases pass now"
+    assert [x.patterns[0] for x, _ in tracker.stale(e, subset=False, forms={"initializer"})] == ["fixed-*", "gone"]
+    assert [x.patterns[0] for x, _ in tracker.stale(e, subset=True, forms={"runtime"})] == ["fixed-*"]
+    fixed = Tracker(matched={lines["fixed-*"]: ["passed"]})
+    assert [x.patterns[0] for x, _ in fixed.stale(e, True, ["runtime"])] == ["fixed-*"]
+    assert fixed.stale(e, True, ["runtime"])[0][1] == "all its cases pass now"
     # 1 failed as recorded (held-*), 1 crashed where error was recorded, 3 failures no entry covers
-    counts = {"failed": 2, "crashed": 1, "error": 2, "passed": 9, "unsupported": 4}
-    tally = e.tally(counts, matched, stale=3)
+    tracker.counts = {"failed": 2, "crashed": 1, "error": 2, "passed": 9, "unsupported": 4}
+    tally = tracker.tally(e, stale=3)
     assert tally == {"in_force": 5, "held": 1, "stale": 3, "changed": 1, "new_failures": 4, "unexpected_passes": 2}
     text = summary_lines(e.status(), tally)[1]
     assert text == ("of the 5 entries in force: 1 held, 3 stale, 1 ended in another failing status; 4 failing "
@@ -280,7 +283,7 @@ def test_report_header_says_which_version_the_expectations_were_recorded_for(tmp
     from qdq_conformance.reports.render import render_files
 
     e = load(_versioned(tmp_path), "2.1.0", "x")
-    tally = e.tally({"failed": 1}, {12: ["failed"]}, stale=1)
+    tally = Tracker(counts={"failed": 1}, matched={12: ["failed"]}).tally(e, stale=1)
     html = render_files([_results_file(tmp_path / "r.jsonl", e.status(), tally)], tmp_path / "r.html").read_text()
     banner = re.search(r'<p class="attention" id="expectations-attention">(.*?)</p>', html, re.S)
     assert banner is not None

@@ -11,7 +11,7 @@ import pytest
 
 from qdq_conformance.generators.cache import load_file_cached
 from qdq_conformance.runner.execute import CaseResult, FileRef
-from qdq_conformance.runner.isolation import RawResult
+from qdq_conformance.runner.outputs import RawResult
 from qdq_conformance.runner.pool import CasePool
 
 ROOT = Path(__file__).resolve().parents[1]

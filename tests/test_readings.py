@@ -14,8 +14,8 @@ from qdq_conformance.ambiguities import catalogue
 from qdq_conformance.generators.status import decide
 from qdq_conformance.reference import evaluate
 from qdq_conformance.reference.readings import COMPUTED, NOT_COMPUTED, Reading, readings
-from qdq_conformance.runner.isolation import RawResult
 from qdq_conformance.runner.outcome import classify
+from qdq_conformance.runner.outputs import RawResult
 
 F16, F32, I32 = np.float16, np.float32, np.int32
 E4M3 = ml_dtypes.float8_e4m3fn
@@ -302,18 +302,13 @@ def test_a_division_reading_combines_with_the_readings_that_follow_it():
 def test_expectations_apply_to_implementation_defined_cases(tmp_path):
     """An implementation-defined case that follows no catalogued reading fails like any other: an expectation
     entry can name it."""
-    from types import SimpleNamespace
-
-    from qdq_conformance.runner.execute import lookup
     from qdq_conformance.runner.expectations import load
 
     path = tmp_path / "x.yaml"
     path.write_text("backend: x\nentries:\n  - cases: 'dequantizelinear-*-int32-extremes-*'\n    status: failed\n"
                     "    reason: wraps in int32\n")
-    case = SimpleNamespace(id="dequantizelinear-10-int32-extremes-zero-point-int32-float",
-                           status="implementation-defined")
-    entry = lookup(load(path), case, "runtime")
-    assert entry is not None and entry[0] == "failed"
+    entry = load(path).expected("dequantizelinear-10-int32-extremes-zero-point-int32-float", "runtime")
+    assert entry is not None and entry.status == "failed"
 
 
 def test_dequantize_combinations_and_free_dynamic_zero_points():

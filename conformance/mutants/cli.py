@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..domain import BOTH, FORMS, forms_of
 from ..progress import duration
 from .base import Mutant
 from .score import Verdict, score
@@ -27,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the verdicts as JSON instead of a table")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="processes judging mutants side by side (default: the usable cores, at most 4)")
-    p.add_argument("--form", choices=("runtime", "initializer", "both"), default="runtime",
+    p.add_argument("--form", choices=(*FORMS, BOTH), default="runtime",
                    help="graph form(s) of each case (default: %(default)s; the mutants change arithmetic, which "
                         "the kernel does alike for fed inputs and initializers)")
     p.add_argument("--list", action="store_true", help="list the mutants (id, kind, shortcut) and exit")
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: no case loaded", file=sys.stderr)
         return 2
     loaded = time.monotonic() - t0
-    forms = ("runtime", "initializer") if args.form == "both" else (args.form,)
+    forms = forms_of(args.form)
     done: list[str] = []
 
     def progress(v: Verdict) -> None:

@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from ..domain import FAILING
 from ..generators.parallel import usable_cores
 from ..runner.execute import call_backend
-from ..runner.outcome import FAILING, classify
+from ..runner.outcome import classify
 from .base import Mutant, MutantBackend
 
 

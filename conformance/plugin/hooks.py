@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from ..domain import FAILING, FORMS, CaseStatus
 from ..resources import cases_dir
 from ..runner import expectations as expectations_mod
-from ..runner.outcome import FAILING
 from ..runner.results import ResultsWriter, header
 from . import options, protocol, sharding, stopping
 from .items import CaseFailure, CaseFile, CaseItem, LoadErrorItem, SuiteFile, forms_of
@@ -27,9 +27,9 @@ _VOCAB = {
     "operators": ["quantizelinear", "dequantizelinear", "dynamicquantizelinear", "extendedquantizelinear",
                   "extendeddequantizelinear"],
     "domains": ["ai_onnx", "com_microsoft", "com_amd_quark"],
-    "statuses": ["normative", "implementation_defined", "invalid"],
+    "statuses": [s.replace("-", "_") for s in CaseStatus.values()],
     "granularities": ["per_tensor", "per_axis", "blocked"],
-    "forms": ["runtime", "initializer"],
+    "forms": list(FORMS),
 }
 
 
@@ -269,15 +269,7 @@ class _Recorder:
 
 
 def _note(state: RunState, note: dict[str, Any], record: str | None) -> None:
-    status = note["status"]
-    state.counts[status] = state.counts.get(status, 0) + 1
-    expected = note.get("expected")
-    if expected:
-        # an implementation-defined case that follows a catalogued reading has passed, as far as its entry goes
-        seen = "passed" if status == "implementation-defined" else status
-        state.matched.setdefault(note["line"], []).append(seen)
-        if seen == "passed" or (status in FAILING and status != expected):
-            state.surprises.append(f"{note['id']} [{note['form']}]: expected {expected}, got {status}")
+    state.tracker.note(note["id"], note["form"], note["status"], note.get("expected"), note.get("line"))
     if state.results is not None and state.header is not None and record is not None:
         state.results.write_line(record, state.header)
 
@@ -298,14 +290,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # entries it did not reach; only entries whose cases all ran and passed, or that no full run reaches, are stale.
     subset = bool(config.option.keyword or config.option.markexpr or state.deselected)
     forms = set(forms_of(config))
-    stale = state.expectations.stale(state.matched, subset, forms)
+    stale = state.tracker.stale(state.expectations, subset, forms)
     warn = config.pluginmanager.has_plugin("warnings")  # a corpus run turns it off (-p no:warnings)
     for e, why in stale:
         state.stale.append(state.expectations.stale_sentence(e, why))
         if warn:
             warnings.warn(pytest.PytestWarning(state.stale[-1]), stacklevel=1)
-    state.tally = state.expectations.tally(state.counts, state.matched, len(stale))
-    summary = {"counts": dict(sorted(state.counts.items())), "surprises": state.surprises[:1000],
+    state.tally = state.tracker.tally(state.expectations, len(stale))
+    summary = {"counts": dict(sorted(state.tracker.counts.items())), "surprises": state.tracker.surprises[:1000],
                "stale_expectations": [{"line": e.line, "cases": e.patterns} for e, _ in stale],
                "expectations": state.tally,
                "exitstatus": int(exitstatus),

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 from pytest import Mark
 
+from .. import domain
 from ..compare import format_indices
+from ..domain import FAILING, Case, RunStatus
 from ..runner.execute import CaseRef, FileRef, ObjRef
-from ..runner.outcome import FAILING, Outcome
+from ..runner.outcome import Outcome
 from .state import STATE
 
 
@@ -40,7 +42,7 @@ def headline(outcome: Outcome) -> str:
     return f"{outcome.status}: {first[:300]}" + ("..." if len(first) > 300 else "")
 
 
-def marker_names(case: Any, form: str) -> list[str]:
+def marker_names(case: Case, form: str) -> list[str]:
     meta = case.metadata()
     names = [form, meta["operator"].lower(), meta["domain"].replace(".", "_"), f"v{meta['version']}",
              meta["granularity"].replace("-", "_"), "family_" + meta["family"].replace("-", "_"),
@@ -64,12 +66,12 @@ def _mark(name: str) -> Mark:
     return mark
 
 
-def marks_of(case: Any, form: str) -> list[Mark]:
+def marks_of(case: Case, form: str) -> list[Mark]:
     return [_mark(name) for name in marker_names(case, form)]
 
 
 class CaseItem(pytest.Item):
-    def __init__(self, *, case: Any, form: str, ref: CaseRef, line: int = 0, marks: list[Mark] | None = None,
+    def __init__(self, *, case: Case, form: str, ref: CaseRef, line: int = 0, marks: list[Mark] | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
@@ -89,11 +91,11 @@ class CaseItem(pytest.Item):
         got = state.backend().get(self.ref, self.form, self.position)
         self.user_properties.append(("qdq", got.record))
         self.user_properties.append(("qdq_outcome", got.note(self.case.id, self.form)))
-        if got.status == "unsupported":
+        if got.status == RunStatus.UNSUPPORTED:
             pytest.skip(f"unsupported by {state.backend_name}: {got.message}")
         entry = got.entry
-        if entry is not None and state.strict and got.status in FAILING and got.status != entry[0]:
-            raise UnexpectedOutcome(f"expected {entry[0]} ({entry[1]}), got {got.status}: {got.message}")
+        if entry is not None and state.strict and got.status in FAILING and got.status != entry.status:
+            raise UnexpectedOutcome(f"expected {entry.status} ({entry.reason}), got {got.status}: {got.message}")
         if got.status in FAILING:
             raise CaseFailure(got.outcome or Outcome(got.status, got.message))
 
@@ -174,7 +176,7 @@ class CaseFile(pytest.File):
 
         cfg = self.config
         tier = cfg.getoption("qdq_tier")
-        tiers = ("default", "large") if tier == "all" else (tier,)
+        tiers = domain.tiers_of(tier)
         forms = forms_of(cfg)
         try:
             cases = load_file_cached(self.path, tiers)
@@ -221,8 +223,7 @@ class SuiteFile(pytest.File):
 
 
 def forms_of(cfg: pytest.Config) -> tuple[str, ...]:
-    form = cfg.getoption("qdq_form")
-    return ("runtime", "initializer") if form == "both" else (form,)
+    return domain.forms_of(cfg.getoption("qdq_form"))
 
 
 def _describe(item: CaseItem, outcome: Outcome) -> str:

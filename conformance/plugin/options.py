@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ..domain import ALL_TIERS, BOTH, FORMS, Tier
 from ..generators.parallel import usable_cores
 from ..runner.results import unwritable
 from . import sharding
@@ -30,10 +31,10 @@ OPTIONS: tuple[Option, ...] = (
                           "help": "run an exported suite folder (qdq-conformance generate) instead of cases/"}),
     Option(("--cases",), {"metavar": "DIR", "default": None,
                           "help": "folder of YAML case files (default: the repository's cases/)"}),
-    Option(("--form",), {"choices": ("runtime", "initializer", "both"), "default": "both",
+    Option(("--form",), {"choices": (*FORMS, BOTH), "default": BOTH,
                          "help": "graph form: inputs fed at run time, scale / zero point as initializers, or both "
                                  "(default: both)"}),
-    Option(("--tier",), {"choices": ("default", "large", "all"), "default": "default",
+    Option(("--tier",), {"choices": (*Tier.values(), ALL_TIERS), "default": Tier.DEFAULT.value,
                          "help": "size tier (default: default; large adds >= 1M-element cases)"}),
     Option(("--case-timeout",), {"type": float, "default": 60.0, "metavar": "SECONDS",
                                  "help": "per-case time limit; the backend's worker is killed and replaced (default: 60)"}),

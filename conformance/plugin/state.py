@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ..runner.expectations import Expectations
+from ..runner.expectations import Expectations, Tracker
 from ..runner.pool import CasePool
 from ..runner.results import ResultsWriter
 
@@ -24,11 +24,9 @@ class RunState:
     pool: CasePool | None = None
     results: ResultsWriter | None = None
     header: dict[str, Any] | None = None
-    counts: dict[str, int] = field(default_factory=dict)
-    matched: dict[int, list[str]] = field(default_factory=dict)  # expectation line -> statuses seen
-    surprises: list[str] = field(default_factory=list)
+    tracker: Tracker = field(default_factory=Tracker)  # the cases per status, and how they met the expectations
     stale: list[str] = field(default_factory=list)  # stale expectations, as sentences
-    tally: dict[str, int] | None = None  # how the expectations in force held (Expectations.tally), at the end
+    tally: dict[str, int] | None = None  # how the expectations in force held (Tracker.tally), at the end
     backend_name: str = ""
     backend_version: str = ""
     deselected: int = 0

@@ -29,9 +29,9 @@ from typing import Any
 
 import pytest
 
+from ..domain import RunStatus
 from ..progress import Progress, duration
 from ..runner import expectations as expectations_mod
-from ..runner.outcome import STATUSES
 from .state import RunState
 
 #: seconds between two progress lines off a terminal
@@ -41,8 +41,7 @@ TTY_EVERY = 0.2
 #: unexpected failures named in the summary (every one is in pytest's list above it, the results and the report)
 FIRST_UNEXPECTED = 10
 #: the statuses in the order the summary lists them
-ORDER = ("passed", "failed", "error", "crashed", "timeout", "invalid-accepted", "unsupported",
-         "implementation-defined")
+ORDER = RunStatus.values()
 
 #: what the exit status of a run (``qdq-conformance run``, ``pytest --backend``) means
 EXIT_STATUS: dict[int, str] = {
@@ -224,8 +223,8 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus
     """The run's summary, line by line with its terminal markup (``width``: a terminal's, to which the lines
     naming failures are cut, as pytest cuts its own list)."""
     out: list[tuple[str, dict[str, bool]]] = []
-    counts = Counter(state.counts)
-    statuses = [s for s in (*ORDER, *STATUSES, *sorted(counts)) if counts[s]]
+    counts = Counter(state.tracker.counts)
+    statuses = [s for s in (*ORDER, *sorted(counts)) if counts[s]]
     statuses = list(dict.fromkeys(statuses))
     total = sum(counts.values())
     elapsed = duration(time.time() - state.started)
@@ -252,10 +251,11 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus
     loud = {"yellow": True, "bold": True} if expectations_mod.needs_attention(status) else {}
     for line in expectations_mod.summary_lines(status, state.tally):  # loud when not recorded for this version
         out.append((line, loud))
-    if state.surprises:
-        out.append((f"{len(state.surprises)} case(s) ended other than their expectation says "
+    surprises = state.tracker.surprises
+    if surprises:
+        out.append((f"{len(surprises)} case(s) ended other than their expectation says "
                     "(first ones below; --strict-expectations makes them fail):", {}))
-        out += [(f"  {s}", {}) for s in state.surprises[:20]]
+        out += [(f"  {s}", {}) for s in surprises[:20]]
     if state.stale:
         out.append((f"{len(state.stale)} stale expectation(s):", {}))
         out += [(f"  {line}", {}) for line in state.stale[:20]]

@@ -19,13 +19,15 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ..backends.base import NotApplicable, Rejected, Unsupported
+from ..domain import FAILING, Case, RunStatus
 from . import record as record_mod
-from .isolation import RawResult
-from .outcome import FAILING, Outcome, classify
-from .outputs import exception_text, printable, take
+from .expectations import Expectation, Expectations
+from .outcome import Outcome, classify
+from .outputs import RawResult, exception_text, printable, take
 
 #: statuses whose Outcome (mismatches, actual values) the pytest process needs to describe the failure
-_DESCRIBED = (*FAILING, "implementation-defined")
+_DESCRIBED = FAILING | {RunStatus.IMPLEMENTATION_DEFINED}
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class FileRef:
 class ObjRef:
     """A case that travels whole (an exported suite's case: a few paths and its metadata)."""
 
-    case: Any
+    case: Case
 
 
 CaseRef = FileRef | ObjRef
@@ -57,14 +59,14 @@ class CaseResult:
     status: str
     message: str
     record: str  # the results-file line (JSON)
-    entry: record_mod.Expected | None = None
+    entry: Expectation | None = None
     outcome: Outcome | None = None  # for failures and implementation-defined cases: what repr_failure shows
 
     def note(self, case_id: str, form: str) -> dict[str, Any]:
         """What the run's tally needs, small enough to travel with every report (pytest-xdist included)."""
         return {"id": case_id, "form": form, "status": self.status,
-                "expected": None if self.entry is None else self.entry[0],
-                "line": None if self.entry is None else self.entry[3]}
+                "expected": None if self.entry is None else self.entry.status,
+                "line": None if self.entry is None else self.entry.line}
 
 
 class Sources:
@@ -84,7 +86,7 @@ class Sources:
             gc.freeze()
         return cases
 
-    def resolve(self, ref: CaseRef) -> Any:
+    def resolve(self, ref: CaseRef) -> Case:
         if isinstance(ref, ObjRef):
             return ref.case
         cases = self.load(ref.source)
@@ -100,8 +102,6 @@ def call_backend(backend: Any, model: onnx.ModelProto, feeds: Mapping[str, np.nd
     feeds: one that writes into its inputs (in place, in native code) changes neither the case nor its record.
     ``contained``: this is a worker process, where even SystemExit and KeyboardInterrupt come from the backend
     (the worker ignores SIGINT, and SIGTERM ends it without an exception)."""
-    from ..backends.base import NotApplicable, Rejected, Unsupported
-
     t0 = time.perf_counter()
     try:
         returned = backend.run(model, {k: np.array(v) for k, v in feeds.items()})
@@ -135,13 +135,13 @@ def _trace(e: BaseException, limit: int = 6) -> str:
     return printable("\n".join(lines))
 
 
-def finish(case: Any, form: str, raw: RawResult, entry: record_mod.Expected | None, backend: tuple[str, str],
+def finish(case: Case, form: str, raw: RawResult, entry: Expectation | None, backend: tuple[str, str],
            repro: Any = None, model: onnx.ModelProto | None = None,
            feeds: dict[str, np.ndarray] | None = None, names: Sequence[str] = ()) -> CaseResult:
     """Classify ``raw`` against the case's rule and write its record (``model`` and ``feeds``: the case's, when
     already at hand and unchanged; ``names``: its output names)."""
     outcome = classify(raw, status=case.status, expected=case.expected, ulp=case.ulp,
-                       readings=getattr(case, "readings", None) or (), names=names)
+                       readings=case.readings, names=names)
     rec = record_mod.build(case, form, outcome, entry, backend, model,
                            feeds if feeds is not None else case.feeds(form), repro)
     kept = outcome if outcome.status in _DESCRIBED else None
@@ -153,30 +153,27 @@ def finish(case: Any, form: str, raw: RawResult, entry: record_mod.Expected | No
     return CaseResult(outcome.status, outcome.message, record_mod.encode(rec), entry, kept)
 
 
-def lookup(expectations: Any, case: Any, form: str) -> record_mod.Expected | None:
-    e = expectations.lookup(case.id, form)
-    return None if e is None else (e.status, e.reason, e.link, e.line)
-
-
-def run_case(backend: Any, ref: CaseRef, form: str, sources: Sources, expectations: Any) -> CaseResult:
+def run_case(backend: Any, ref: CaseRef, form: str, sources: Sources, expectations: Expectations) -> CaseResult:
     """Everything about one case, in the worker; never raises."""
-    case = None
+    case: Case | None = None
     try:
         case = sources.resolve(ref)
         model, feeds = case.model(form), case.feeds(form)
         names = getattr(case, "output_names", None) or [o.name for o in model.graph.output]
         raw = call_backend(backend, model, feeds, contained=True)
         # (the record builds the model again when it needs it: the backend may have changed the one it was given)
-        return finish(case, form, raw, lookup(expectations, case, form), (backend.name, backend.version),
+        return finish(case, form, raw, expectations.expected(case.id, form), (backend.name, backend.version),
                       getattr(backend, "repro", None), None, feeds, names)
     except Exception as e:  # the harness itself failed on this case: say so, as an error of this case only
         message = f"the runner could not run this case: {type(e).__name__}: {exception_text(e)}"
-        outcome = Outcome("error", message)
+        outcome = Outcome(RunStatus.ERROR, message)
         try:
+            if case is None:
+                raise LookupError(message)
             rec = record_mod.build(case, form, outcome, None, (backend.name, backend.version), None,
                                    case.feeds(form), None)
         except Exception:  # not even the case could be read: the record says which one, and why
             case_id = ref.case_id if isinstance(ref, FileRef) else getattr(ref.case, "id", "?")
-            rec = {"type": "case", "id": case_id, "form": form, "status": "error", "message": message[:2000],
+            rec = {"type": "case", "id": case_id, "form": form, "status": outcome.status, "message": message[:2000],
                    "backend": backend.name, "backend_version": backend.version}
-        return CaseResult("error", message, record_mod.encode(rec), None, outcome)
+        return CaseResult(outcome.status, message, record_mod.encode(rec), None, outcome)

@@ -41,11 +41,10 @@ from typing import Any
 
 import yaml
 
+from ..domain import EXPECTABLE, FAILING, FORMS, RunStatus
 from ..resources import expectations_dir
-from .outcome import FAILING
 
 EXPECTATIONS_DIR = expectations_dir()
-_STATUSES = set(FAILING) | {"unsupported"}
 _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)(?:[-_.]?(dev|a|alpha|b|beta|rc|c|post)[-_.]?(\d*))?(?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?",
                       re.IGNORECASE)
 _PHASE = {"dev": 0, "a": 1, "alpha": 1, "b": 2, "beta": 2, "rc": 3, "c": 3, "": 4, "post": 5}
@@ -70,6 +69,21 @@ def version_key(version: str | None) -> tuple[Any, ...] | None:
     local = tuple((1, int(p), "") if p.isdigit() else (0, 0, p.lower()) for p in re.split(r"[-_.]", m.group(4) or "")
                   if p)
     return release, _PHASE[phase], int(m.group(3) or 0), local
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What an entry says of one case, as it travels with the case's result and into its record: the status it
+    is known to end in, why, a link (an issue), and the entry's line in the expectations file."""
+
+    status: str
+    reason: str
+    link: str | None
+    line: int
+
+    def as_record(self) -> dict[str, Any]:
+        """The ``expectation`` field of a results record."""
+        return {"status": self.status, "reason": self.reason, "link": self.link, "line": self.line}
 
 
 @dataclass
@@ -98,6 +112,9 @@ class Entry:
     def shown(self) -> str:
         """Its patterns, the first few."""
         return ", ".join(self.patterns[:4]) + (f" and {len(self.patterns) - 4} more" if len(self.patterns) > 4 else "")
+
+    def expectation(self) -> Expectation:
+        return Expectation(self.status, self.reason, self.link, self.line)
 
 
 @dataclass(frozen=True)
@@ -162,41 +179,68 @@ class Expectations:
         a = self.applicability or Applicability(backend, running, (), None, "none", 0, 0, None)
         return a.as_dict()
 
-    def stale(self, matched: dict[int, list[str]], subset: bool, forms: Iterable[str]) -> list[tuple[Entry, str]]:
-        """Entries in force none of whose cases ended as recorded or failed otherwise (they pass, or are
-        unsupported, now), or (a whole run: ``subset`` false) that matched no case of the graph ``forms`` that
-        ran; with why. ``matched``: entry line -> statuses of the cases it matched."""
-        ran = set(forms)
-        out = []
-        for e in self.entries:
-            seen = matched.get(e.line)
-            if seen is None:
-                if not subset and (not e.forms or ran & set(e.forms)):
-                    out.append((e, "matches no collected case"))
-            elif e.status not in seen and not any(s in FAILING for s in seen):
-                out.append((e, "all its cases pass now" if all(s == "passed" for s in seen) else
-                            "all its cases are unsupported now" if "passed" not in seen else
-                            "its cases pass or are unsupported now"))
-        return out
+    def expected(self, case_id: str, form: str | None = None) -> Expectation | None:
+        """What the first entry in force that matches ``case_id`` in ``form`` expects (None: no entry)."""
+        e = self.lookup(case_id, form)
+        return None if e is None else e.expectation()
 
     def stale_sentence(self, entry: Entry, why: str) -> str:
         return f"stale expectation {self.path}:{entry.line} ({entry.shown()}): {why}"
 
-    def tally(self, counts: dict[str, int], matched: dict[int, list[str]], stale: int) -> dict[str, int]:
+
+@dataclass
+class Tracker:
+    """How a run's cases meet the expectations in force, as their results arrive: the cases per status, the
+    statuses the cases of each entry ended in, the surprises (a case that passed against its entry, or failed in
+    another status than it records); at the end the stale entries and the tally."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    matched: dict[int, list[str]] = field(default_factory=dict)  # entry line -> statuses of the cases it matched
+    surprises: list[str] = field(default_factory=list)  # "id [form]: expected failed, got passed"
+
+    def note(self, case_id: str, form: str, status: str, expected: str | None, line: int | None) -> None:
+        """One case's result: ``status`` it ended in; ``expected``, ``line``: its entry's status and line (None:
+        no entry)."""
+        self.counts[status] = self.counts.get(status, 0) + 1
+        if expected and line is not None:
+            # an implementation-defined case that follows a catalogued reading has passed, as far as its entry goes
+            seen = RunStatus.PASSED.value if status == RunStatus.IMPLEMENTATION_DEFINED else status
+            self.matched.setdefault(line, []).append(seen)
+            if seen == RunStatus.PASSED or (status in FAILING and status != expected):
+                self.surprises.append(f"{case_id} [{form}]: expected {expected}, got {status}")
+
+    def stale(self, expectations: Expectations, subset: bool, forms: Iterable[str]) -> list[tuple[Entry, str]]:
+        """Entries in force none of whose cases ended as recorded or failed otherwise (they pass, or are
+        unsupported, now), or (a whole run: ``subset`` false) that matched no case of the graph ``forms`` that
+        ran; with why."""
+        ran = set(forms)
+        out = []
+        for e in expectations.entries:
+            seen = self.matched.get(e.line)
+            if seen is None:
+                if not subset and (not e.forms or ran & set(e.forms)):
+                    out.append((e, "matches no collected case"))
+            elif e.status not in seen and not any(s in FAILING for s in seen):
+                out.append((e, "all its cases pass now" if all(s == RunStatus.PASSED for s in seen) else
+                            "all its cases are unsupported now" if RunStatus.PASSED not in seen else
+                            "its cases pass or are unsupported now"))
+        return out
+
+    def tally(self, expectations: Expectations, stale: int) -> dict[str, int]:
         """The run against its expectations: entries in force, held (a case ended as recorded), stale, changed
         (matched, none as recorded, not stale); failing cases that are new (no entry, or an entry recording
         another status) and cases that passed against an entry."""
         held = changed = met = passes = 0
-        for e in self.entries:
-            seen = matched.get(e.line, [])
+        for e in expectations.entries:
+            seen = self.matched.get(e.line, [])
             met += sum(1 for s in seen if s == e.status and s in FAILING)
-            passes += seen.count("passed")
+            passes += seen.count(RunStatus.PASSED)
             if e.status in seen:
                 held += 1
             elif any(s in FAILING for s in seen):
                 changed += 1
-        failing = sum(n for s, n in counts.items() if s in FAILING)
-        return {"in_force": len(self.entries), "held": held, "stale": stale, "changed": changed,
+        failing = sum(n for s, n in self.counts.items() if s in FAILING)
+        return {"in_force": len(expectations.entries), "held": held, "stale": stale, "changed": changed,
                 "new_failures": failing - met, "unexpected_passes": passes}
 
 
@@ -283,8 +327,8 @@ def _entry(raw: Any, where: str, file_measured: tuple[str, ...]) -> Entry:
     unknown = set(raw) - {"cases", "status", "reason", "link", "forms", "measured", "__line__"}
     if unknown:
         raise ExpectationError(f"{where}: unknown key(s) {sorted(map(str, unknown))}")
-    if not isinstance(raw.get("status"), str) or raw["status"] not in _STATUSES:
-        raise ExpectationError(f"{where}: status must be one of {sorted(_STATUSES)}")
+    if not isinstance(raw.get("status"), str) or raw["status"] not in EXPECTABLE:
+        raise ExpectationError(f"{where}: status must be one of {sorted(s.value for s in EXPECTABLE)}")
     if not raw.get("reason") or not raw.get("cases"):
         raise ExpectationError(f"{where}: every entry needs 'cases' and a 'reason'")
     patterns = raw["cases"] if isinstance(raw["cases"], list) else [raw["cases"]]
@@ -292,7 +336,7 @@ def _entry(raw: Any, where: str, file_measured: tuple[str, ...]) -> Entry:
         raise ExpectationError(f"{where}: cases must be case-id patterns (text)")
     forms = raw.get("forms") or []
     forms = [forms] if isinstance(forms, str) else forms
-    if not isinstance(forms, list) or not all(f in ("runtime", "initializer") for f in forms):
+    if not isinstance(forms, list) or not all(f in FORMS for f in forms):
         raise ExpectationError(f"{where}: forms must be runtime and/or initializer")
     link = raw.get("link")
     if link is not None and not (isinstance(link, str) and re.fullmatch(r"https?://[^\s\"'<>]+", link)):
@@ -349,6 +393,11 @@ def load(path: Path, backend_version: str | None = None, backend: str | None = N
     applicability = Applicability(backend or str(doc.get("backend") or path.stem), backend_version, ordered,
                                   applied, mode, len(entries), len(every), str(path))
     return Expectations(path, entries, applicability)
+
+
+def for_file(path: str | None, version: str) -> Expectations:
+    """The expectations of a file a worker's records refer to (None: no expectations)."""
+    return load(Path(path), version) if path else Expectations()
 
 
 def find(backend_name: str, backend_version: str | None) -> Expectations:

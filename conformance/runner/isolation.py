@@ -24,30 +24,20 @@ import tempfile
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 
-from . import lifecycle
-from .outputs import exception_text, printable
+from ..backends.registry import create
+from . import execute, lifecycle
+from .expectations import for_file
+from .outputs import RawResult, exception_text, printable
 from .repro import TemplateRepro, templates_of
 
 #: how much lower the workers' scheduling priority is than the pytest process's
 WORKER_NICENESS = 5
-
-
-@dataclass
-class RawResult:
-    kind: str  # ok | unsupported | not-applicable | rejected | error | crashed | timeout
-    #: ok: each output an array (of a registry or plain numeric dtype) or what came back instead (outputs.Opaque)
-    outputs: list[Any] = field(default_factory=list)
-    message: str = ""
-    seconds: float = 0.0
-    returned: str | None = None  # ok: what the backend returned when it was not a list of outputs ("None", ...)
 
 
 #: the pytest process's ends of its workers' pipes: a forked worker closes its copies, so that each worker sees
@@ -124,9 +114,6 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
         os.makedirs(tmp, exist_ok=True)
         os.environ["TMPDIR"] = tempfile.tempdir = tmp
 
-    from ..backends.registry import create
-    from . import execute
-
     if log_path:
         _redirect_output(log_path)
     # A forked worker inherits pytest's faulthandler, which would print a crash's Python traceback to the terminal
@@ -172,7 +159,7 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
                 sources.load(msg[1])
         elif kind == "cases":
             if expectations is None:
-                expectations = expectations_for(expectations_path, backend.version)
+                expectations = for_file(expectations_path, backend.version)
             held: list[tuple[int, Any]] = []
             since = 0.0
             for ticket, ref, form in msg[1]:
@@ -185,13 +172,6 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
                     held, since = [], 0.0
             if held:
                 conn.send(("results", held))
-
-
-def expectations_for(path: str | None, version: str) -> Any:
-    """The expectations file a worker's records refer to (none: no expectations)."""
-    from . import expectations as expectations_mod
-
-    return expectations_mod.load(Path(path), version) if path else expectations_mod.Expectations()
 
 
 class Lost(Exception):

@@ -16,11 +16,10 @@ from typing import Any
 import numpy as np
 
 from ..compare import Mismatch, compare
-from .isolation import RawResult
-from .outputs import Opaque, describe, expected_outputs
+from ..domain import FAILING, CaseStatus, RunStatus
+from .outputs import Opaque, RawResult, describe, expected_outputs
 
-FAILING = ("failed", "error", "crashed", "timeout", "invalid-accepted")
-STATUSES = ("passed", "unsupported", "implementation-defined", *FAILING)
+__all__ = ["FAILING", "Outcome", "Structural", "classify", "explain"]
 
 
 @dataclass
@@ -33,6 +32,9 @@ class Structural(Mismatch):
 
 @dataclass
 class Outcome:
+    """How one case ended: its :class:`RunStatus` (kept as its plain string value: an outcome's status travels to
+    pytest-xdist's controller, whose serializer takes no ``str`` subclass), what to say, and what to show."""
+
     status: str
     message: str = ""
     seconds: float = 0.0
@@ -40,6 +42,9 @@ class Outcome:
     mismatches: list[tuple[int, Mismatch]] = field(default_factory=list)
     behaviour: str | None = None  # implementation-defined: what the backend did
     reading: str | None = None  # implementation-defined: "entry:reading" the backend follows (None: none)
+
+    def __post_init__(self) -> None:
+        self.status = RunStatus(self.status).value
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -89,38 +94,38 @@ def classify(raw: RawResult, *, status: str, expected: list[np.ndarray] | None, 
     ``readings``: an implementation-defined case's catalogued readings (``reference.readings.Reading``);
     ``names``: the model's output names (for the messages)."""
     base = {"seconds": raw.seconds}
-    if raw.kind in ("crashed", "timeout"):
+    if raw.kind in (RunStatus.CRASHED, RunStatus.TIMEOUT):
         return Outcome(raw.kind, raw.message, **base)
     if raw.kind == "not-applicable":  # the adapter could not hand the case over: nothing is known of the backend
-        return Outcome("unsupported", raw.message, **base)
-    if status == "invalid":
+        return Outcome(RunStatus.UNSUPPORTED, raw.message, **base)
+    if status == CaseStatus.INVALID:
         if raw.kind == "ok":
-            return Outcome("invalid-accepted", "the backend ran a model that must be rejected", actual=raw.outputs,
+            return Outcome(RunStatus.INVALID_ACCEPTED, "the backend ran a model that must be rejected", actual=raw.outputs,
                            **base)
-        return Outcome("passed", f"rejected ({raw.kind}): {raw.message}", **base)
-    if status == "implementation-defined" and readings:
+        return Outcome(RunStatus.PASSED, f"rejected ({raw.kind}): {raw.message}", **base)
+    if status == CaseStatus.IMPLEMENTATION_DEFINED and readings:
         return _judge(raw, readings, ulp, raw.seconds, names)
-    if status == "implementation-defined":  # no readings (an exported suite's case): recorded, not judged
+    if status == CaseStatus.IMPLEMENTATION_DEFINED:  # no readings (an exported suite's case): recorded, not judged
         if raw.kind != "ok":
-            return Outcome("implementation-defined", raw.message, behaviour=f"{raw.kind}: {raw.message}"[:300],
+            return Outcome(RunStatus.IMPLEMENTATION_DEFINED, raw.message, behaviour=f"{raw.kind}: {raw.message}"[:300],
                            **base)
         assert expected is not None
         mismatches = _check_outputs(expected, raw, ulp, names=names)
         behaviour = "agrees with the kernel's reading" if not mismatches else \
             "differs from the kernel's reading: " + explain(mismatches)
-        return Outcome("implementation-defined", behaviour, actual=raw.outputs, mismatches=mismatches,
+        return Outcome(RunStatus.IMPLEMENTATION_DEFINED, behaviour, actual=raw.outputs, mismatches=mismatches,
                        behaviour=behaviour, **base)
     if raw.kind == "unsupported":
-        return Outcome("unsupported", raw.message, **base)
+        return Outcome(RunStatus.UNSUPPORTED, raw.message, **base)
     if raw.kind == "rejected":
-        return Outcome("error", f"rejected a valid model: {raw.message}", **base)
+        return Outcome(RunStatus.ERROR, f"rejected a valid model: {raw.message}", **base)
     if raw.kind == "error":
-        return Outcome("error", raw.message, **base)
+        return Outcome(RunStatus.ERROR, raw.message, **base)
     assert expected is not None
     mismatches = _check_outputs(expected, raw, ulp, names=names)
     if mismatches:
-        return Outcome("failed", explain(mismatches), actual=raw.outputs, mismatches=mismatches, **base)
-    return Outcome("passed", "", actual=raw.outputs, **base)
+        return Outcome(RunStatus.FAILED, explain(mismatches), actual=raw.outputs, mismatches=mismatches, **base)
+    return Outcome(RunStatus.PASSED, "", actual=raw.outputs, **base)
 
 
 def _names(readings: Sequence[Any]) -> str:
@@ -131,25 +136,25 @@ def _judge(raw: RawResult, readings: Sequence[Any], ulp: int, seconds: float, na
     """An implementation-defined case against its catalogued readings: the first reading the backend's answer
     matches (the kernel's first) is the one it follows; none matching is a failure (a rejection: an error)."""
     if raw.kind == "unsupported":
-        return Outcome("unsupported", raw.message, seconds)
+        return Outcome(RunStatus.UNSUPPORTED, raw.message, seconds)
     if raw.kind != "ok":
         rejecting = [r for r in readings if r.outputs is None]
         if rejecting:
             name = f"{rejecting[0].ambiguity}:{rejecting[0].name}"
-            return Outcome("implementation-defined", f"follows {name} ({raw.kind}: {raw.message})"[:2000], seconds,
+            return Outcome(RunStatus.IMPLEMENTATION_DEFINED, f"follows {name} ({raw.kind}: {raw.message})"[:2000], seconds,
                            behaviour=f"follows {name}: {raw.kind}", reading=name)
-        return Outcome("error", f"{raw.kind}: {raw.message}; no catalogued reading rejects this model (readings: "
+        return Outcome(RunStatus.ERROR, f"{raw.kind}: {raw.message}; no catalogued reading rejects this model (readings: "
                        f"{_names(readings)})", seconds)
     for r in readings:
         if r.outputs is not None and not _check_outputs(r.outputs, raw, ulp, r.judged):
             name = f"{r.ambiguity}:{r.name}"
             free = r.judged is not None and any(m is not None and not m.all() for m in r.judged)
             note = " (the elements this reading leaves free are not judged)" if free else ""
-            return Outcome("implementation-defined", f"follows {name}{note}", seconds, actual=raw.outputs,
+            return Outcome(RunStatus.IMPLEMENTATION_DEFINED, f"follows {name}{note}", seconds, actual=raw.outputs,
                            behaviour=f"follows {name}", reading=name)
     kernel = next(r for r in readings if r.outputs is not None) if any(r.outputs is not None for r in readings) \
         else None
     mismatches = [] if kernel is None else _check_outputs(kernel.outputs, raw, ulp, kernel.judged, names)
     vs = "" if kernel is None else f"; against {kernel.ambiguity}:{kernel.name} (the kernel's): " + explain(mismatches)
-    return Outcome("failed", f"matches none of the catalogued readings ({_names(readings)}){vs}", seconds,
+    return Outcome(RunStatus.FAILED, f"matches none of the catalogued readings ({_names(readings)}){vs}", seconds,
                    actual=raw.outputs, mismatches=mismatches, behaviour="follows no catalogued reading")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,18 @@ from ..types import by_dtype
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 #: numpy kinds kept as arrays besides the registry's dtypes: bool, integers, floats, complex
 _NUMERIC = frozenset("biufc")
+
+
+@dataclass
+class RawResult:
+    """What one call of a backend did, before it is judged (``outcome.classify``)."""
+
+    kind: str  # ok | unsupported | not-applicable | rejected | error | crashed | timeout
+    #: ok: each output an array (of a registry or plain numeric dtype) or what came back instead (:class:`Opaque`)
+    outputs: list[Any] = field(default_factory=list)
+    message: str = ""
+    seconds: float = 0.0
+    returned: str | None = None  # ok: what the backend returned when it was not a list of outputs ("None", ...)
 
 
 @dataclass(frozen=True)

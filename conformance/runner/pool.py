@@ -25,9 +25,11 @@ from collections import deque
 from typing import Any
 
 from . import record as record_mod
-from .execute import CaseRef, CaseResult, FileRef, Sources, finish, lookup
-from .isolation import BackendStartError, IsolatedBackend, Lost, RawResult, expectations_for
+from .execute import CaseRef, CaseResult, FileRef, Sources, finish
+from .expectations import Expectations, for_file
+from .isolation import BackendStartError, IsolatedBackend, Lost
 from .outcome import Outcome
+from .outputs import RawResult
 from .repro import TemplateRepro
 
 Ticket = int
@@ -47,7 +49,7 @@ class CasePool:
         self._tickets = itertools.count()
         self.expectations_path = expectations_path
         self._sources: Sources | None = None  # case files, loaded here only to record a lost case
-        self._expectations: Any = None
+        self._expectations: Expectations | None = None
 
     @property
     def name(self) -> str:
@@ -178,9 +180,9 @@ class CasePool:
             if self._sources is None:
                 self._sources = Sources()
             if self._expectations is None:
-                self._expectations = expectations_for(self.expectations_path, self.version)
+                self._expectations = for_file(self.expectations_path, self.version)
             case = self._sources.resolve(ref)
-            return finish(case, form, raw, lookup(self._expectations, case, form), backend, self.repro)
+            return finish(case, form, raw, self._expectations.expected(case.id, form), backend, self.repro)
         except Exception as e:  # (the case file changed since collection, say): the record says which case
             message = f"{raw.kind}: {raw.message} (and it could not be recorded in full: {type(e).__name__}: {e})"
             case_id = ref.case_id if isinstance(ref, FileRef) else getattr(ref.case, "id", "?")

@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import onnx
 
-from .outcome import FAILING, Outcome
+from ..domain import FAILING, Case, CaseStatus, RunStatus
+from ..types import by_dtype, code_of
+from .expectations import Expectation
+from .outcome import Outcome
 from .outputs import registered
 from .repro import model_code, values_of
-
-#: An expectation as it travels with a result: (status, reason, link, line in the expectations file).
-Expected = tuple[str, str, "str | None", int]
 
 
 def preview(a: Any, limit: int = 64) -> dict[str, Any] | None:
@@ -23,8 +23,6 @@ def preview(a: Any, limit: int = 64) -> dict[str, Any] | None:
     message says what came back instead)."""
     if not isinstance(a, np.ndarray):
         return None
-    from ..types import by_dtype, code_of
-
     flat = a.reshape(-1)[:limit] if a.flags.c_contiguous else np.asarray(a.flat[:limit])
     if not registered(a.dtype):  # a plain numpy array a backend returned (float64 for an int8 output, say)
         codes = flat.view(f"u{a.itemsize}").tolist() if a.dtype.kind in "biuf" and a.itemsize in (1, 2, 4, 8) else []
@@ -36,14 +34,7 @@ def preview(a: Any, limit: int = 64) -> dict[str, Any] | None:
             "codes": [int(c) for c in code_of(flat)], "truncated": a.size > limit}
 
 
-def spec_text(case: Any) -> dict[str, Any]:
-    clause = getattr(case, "clause", None)
-    if clause is not None:
-        return {"operator": clause.operator, "versions": clause.versions, "text": clause.text}
-    return dict(case.template.get("spec", {}))
-
-
-def build(case: Any, form: str, outcome: Outcome, entry: Expected | None, backend: tuple[str, str],
+def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, backend: tuple[str, str],
           model: onnx.ModelProto | None, feeds: dict[str, np.ndarray],
           repro: Callable[[str, list[str]], str] | None) -> dict[str, Any]:
     """The record of ``case`` in ``form`` on ``backend`` (name, version); ``repro(model_code, output_names)`` is
@@ -59,25 +50,25 @@ def build(case: Any, form: str, outcome: Outcome, entry: Expected | None, backen
         "case_status": meta["status"],
         "types": {io["formal"]: io["element_type"] for io in meta["inputs"]}
         | {"y": meta["outputs"][0]["element_type"] if meta["outputs"] else None},
-        "spec": spec_text(case),
+        "spec": case.spec_text(),
         "behaviour": outcome.behaviour,
         "reading": outcome.reading,
-        "expectation": None if entry is None else {"status": entry[0], "reason": entry[1], "link": entry[2],
-                                                   "line": entry[3]},
+        "expectation": None if entry is None else entry.as_record(),
         **outcome.summary(),
     }
     _label_mismatches(case, rec)
-    if outcome.status not in ("passed", "unsupported") or meta["status"] == "implementation-defined":
+    implementation_defined = meta["status"] == CaseStatus.IMPLEMENTATION_DEFINED
+    if outcome.status not in (RunStatus.PASSED, RunStatus.UNSUPPORTED) or implementation_defined:
         if model is None:
             model = case.model(form)
         values = values_of(model, feeds)
         rec["inputs"] = {k: preview(v) for k, v in values.items()}
         rec["expected"] = [preview(e) for e in (case.expected or [])]
         rec["actual"] = [preview(a) for a in (outcome.actual or [])]
-        if outcome.status in FAILING and getattr(case, "readings", None):  # what each catalogued reading gives
+        if outcome.status in FAILING and case.readings:  # what each catalogued reading gives
             rec["readings"] = {f"{r.ambiguity}:{r.name}": None if r.outputs is None else [preview(o) for o in r.outputs]
                                for r in case.readings}
-        if outcome.status in FAILING or (outcome.mismatches and meta["status"] == "implementation-defined"):
+        if outcome.status in FAILING or (outcome.mismatches and implementation_defined):
             code = model_code(model, values)
             try:
                 rec["repro"] = repro(code, [o.name for o in model.graph.output]) if repro else code
@@ -86,7 +77,7 @@ def build(case: Any, form: str, outcome: Outcome, entry: Expected | None, backen
     return rec
 
 
-def _label_mismatches(case: Any, rec: dict[str, Any]) -> None:
+def _label_mismatches(case: Case, rec: dict[str, Any]) -> None:
     """Each mismatch's first indices get the boundary their x element sits on (``labels``, aligned)."""
     x_labels = getattr(case, "x_labels", None)
     for m in rec.get("mismatches") or ():

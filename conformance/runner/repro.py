@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..types import NUMPY_NATIVE, by_dtype
+from ..types import NUMPY_NATIVE, by_dtype, from_tensor_proto
 
 
 def array_code(a: np.ndarray) -> str:
@@ -46,8 +46,6 @@ def model_code(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> str:
 
 
 def values_of(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    from ..types import from_tensor_proto
-
     values = {i.name: from_tensor_proto(i) for i in model.graph.initializer}
     values.update(feeds)
     return values

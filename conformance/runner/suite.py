@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ..domain import CaseStatus
 from ..types import from_tensor_proto
 
 
@@ -21,7 +23,7 @@ def _tensor(path: Path) -> np.ndarray:
 
 @dataclass
 class SuiteCase:
-    """One case of an exported suite, in one form (folder)."""
+    """One case of an exported suite, in one form (folder): a :class:`qdq_conformance.domain.Case`."""
 
     meta: dict[str, Any]
     template: dict[str, Any]
@@ -51,13 +53,23 @@ class SuiteCase:
 
     @property
     def expected(self) -> list[np.ndarray] | None:
-        if self.status == "invalid":
+        if self.status == CaseStatus.INVALID:
             return None
         data = self.folder / "test_data_set_0"
         return [_tensor(data / f"output_{k}.pb") for k in range(len(self.meta["outputs"]))]
 
+    @property
+    def readings(self) -> Sequence[Any]:
+        """None: an exported suite carries no catalogued readings (an implementation-defined case is recorded,
+        not judged)."""
+        return ()
+
     def metadata(self) -> dict[str, Any]:
         return self.meta
+
+    def spec_text(self) -> dict[str, Any]:
+        """The spec clause the case checks (its template's)."""
+        return dict(self.template.get("spec", {}))
 
 
 def load_suite(root: Path) -> tuple[dict[str, Any], list[SuiteCase]]:

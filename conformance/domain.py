@@ -1,0 +1,140 @@
+"""The vocabulary every stage shares: graph forms, size tiers, a case's status, a run's status, and the
+:class:`Case` protocol the runner and the plugin handle cases through.
+
+This module is at the bottom of the import graph (it imports nothing of the package), next to the element types
+(``types.py``) and the operator specs (``opspecs.py``). The enums are ``str`` enums: a member equals, hashes and
+prints as its value, so records, YAML files and command-line options keep their plain strings
+(``RunStatus.FAILED == "failed"``; ``json.dumps`` writes ``"failed"``).
+
+Two vocabularies are both called "status" in files, and are two types here:
+
+- :class:`CaseStatus`, what the corpus says of a case (``status:`` in a case file, ``case_status`` in a results
+  record): normative, implementation-defined, invalid;
+- :class:`RunStatus`, how a case ended on a backend (``status`` in a results record, and in an expectation entry):
+  passed, failed, error, crashed, timeout, invalid-accepted, unsupported, implementation-defined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import onnx
+
+
+class StrEnum(str, Enum):
+    """A ``str`` enum that formats as its value (``enum.StrEnum`` from Python 3.11, here for 3.10 too)."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+    @classmethod
+    def values(cls) -> tuple[str, ...]:
+        """Every member's value, in definition order."""
+        return tuple(m.value for m in cls)
+
+
+class Form(StrEnum):
+    """How a case's single-node model is built: every input a graph input (``runtime``), or every input but x an
+    initializer (``initializer``, which lets a runtime constant-fold)."""
+
+    RUNTIME = "runtime"
+    INITIALIZER = "initializer"
+
+
+#: every graph form, in the order runs and exports list them
+FORMS: tuple[str, ...] = Form.values()
+#: the ``--form`` choice that selects every form
+BOTH = "both"
+
+
+def forms_of(choice: str) -> tuple[str, ...]:
+    """The forms a ``--form`` choice (``runtime``, ``initializer`` or ``both``) selects."""
+    return FORMS if choice == BOTH else (choice,)
+
+
+class Tier(StrEnum):
+    """A case template's size tier (``tier:`` in a case file): ``large`` holds cases of a million elements and
+    more, run only when asked for."""
+
+    DEFAULT = "default"
+    LARGE = "large"
+
+
+#: the ``--tier`` choice that selects every tier
+ALL_TIERS = "all"
+
+
+def tiers_of(choice: str) -> tuple[str, ...]:
+    """The tiers a ``--tier`` choice (``default``, ``large`` or ``all``) selects."""
+    return Tier.values() if choice == ALL_TIERS else (choice,)
+
+
+class CaseStatus(StrEnum):
+    """What the corpus says of a case: the spec decides its answer (normative), the answer depends on an entry of
+    the ambiguity catalogue (implementation-defined), or its model must be rejected (invalid)."""
+
+    NORMATIVE = "normative"
+    IMPLEMENTATION_DEFINED = "implementation-defined"
+    INVALID = "invalid"
+
+
+class RunStatus(StrEnum):
+    """How a case ended on a backend (see ``runner/outcome.py`` for what each means)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+    INVALID_ACCEPTED = "invalid-accepted"
+    UNSUPPORTED = "unsupported"
+    IMPLEMENTATION_DEFINED = "implementation-defined"
+
+
+#: the run statuses that are failures (of the backend, or of the run when no expectation covers them), in the
+#: order summaries list them
+FAILING_ORDER: tuple[RunStatus, ...] = (RunStatus.FAILED, RunStatus.ERROR, RunStatus.CRASHED, RunStatus.TIMEOUT,
+                                        RunStatus.INVALID_ACCEPTED)
+FAILING: frozenset[str] = frozenset(FAILING_ORDER)
+#: run statuses in which the backend's answer was judged against the spec (a pass rate's denominator)
+JUDGED: tuple[RunStatus, ...] = (RunStatus.PASSED, *FAILING_ORDER)
+#: the statuses an expectation entry may record: the failing ones, and unsupported
+EXPECTABLE: frozenset[str] = FAILING | {RunStatus.UNSUPPORTED}
+
+
+@runtime_checkable
+class Case(Protocol):
+    """One case as the runner, the plugin and the results records see it: a corpus case
+    (``generators.case.ConcreteCase``) or an exported suite's (``runner.suite.SuiteCase``).
+
+    ``status`` is a :class:`CaseStatus` value; ``expected`` the oracle's outputs (None for an invalid case);
+    ``ulp`` the comparison's tolerance in units in the last place (0: exact); ``metadata()`` the JSON-ready
+    description a record copies its fields from; ``readings`` an implementation-defined case's catalogued
+    readings (``reference.readings.Reading``; empty when the case carries none)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def ulp(self) -> int: ...
+
+    @property
+    def expected(self) -> list[np.ndarray] | None: ...
+
+    @property
+    def readings(self) -> Sequence[Any]: ...
+
+    def model(self, form: str = ...) -> onnx.ModelProto: ...
+
+    def feeds(self, form: str = ...) -> dict[str, np.ndarray]: ...
+
+    def metadata(self) -> dict[str, Any]: ...
+
+    def spec_text(self) -> dict[str, Any]: ...
