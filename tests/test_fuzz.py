@@ -196,3 +196,57 @@ def test_signatures_group_by_operator_types_granularity_form_and_kind_of_mismatc
         "failed", "x", mismatches=[(0, Mismatch("values differ", 1, 3, [(0,)]))])))["mismatch"] == \
         "failed: values (x=nan)"
     assert np.isnan(nan.inputs[0][1][0])
+
+
+def test_a_per_axis_bug_shrinks_shape_scale_and_zero_point_together(tmp_path):
+    """Any per-axis case fails: each finding shrinks to the smallest valid per-axis shape ([1] with the axis given,
+    [1, 1] with the default axis 1), its one channel's scale and zero point with it (not stuck at 2x2x2x2)."""
+    out = tmp_path / "axis"
+    p = _cli("fuzz", "--backend", "python:tests.fuzz_backends:per_axis", "--ops", "DequantizeLinear", "--versions",
+             "21", "--types", "uint8/float/float", "--granularity", "per-axis", "--examples", "60", "--seed", "3",
+             "--out", str(out), "--expectations", "none", "--no-database")
+    assert (out / "findings.json").exists(), p.stdout + p.stderr
+    found = json.loads((out / "findings.json").read_text())
+    assert p.returncode == 1 and found["findings"], p.stdout + p.stderr
+    smallest = {"per-axis": [1], "per-axis-default-axis": [1, 1]}
+    for f in found["findings"]:
+        assert f["shape"] == smallest[f["parts"]["granularity"]], f
+        case = __import__("yaml").safe_load((out / f["case_file"]).read_text())["cases"][0]
+        assert case["inputs"]["scale"]["values"] == [1] and case["inputs"]["scale"]["shape"] == [1]
+        assert case["inputs"].get("zero_point", {"values": [0]})["values"] == [0]  # (given or omitted)
+        assert case["inputs"]["x"]["values"] == [0] * f["elements"]
+
+
+def test_a_finding_is_new_unless_a_failing_corpus_case_has_its_root_cause(planted, tmp_path):
+    """--corpus-results / --judge compare root causes (the signature qdq-conformance findings groups by, numbers
+    masked): a corpus case failing the same way in another shape and with other values exposes the finding."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(planted[0], out)
+    rows = json.loads((out / "findings.json").read_text())["findings"]
+    # the same bug, found again in a corpus case of another shape, with more elements differing
+    doc = __import__("yaml").safe_load((out / rows[0]["case_file"]).read_text())
+    case = doc["cases"][0]
+    case["id"] = "corpus-like"
+    case.pop("expected", None)
+    case["shape"] = case["inputs"]["x"]["shape"] = [3]
+    case["inputs"]["x"]["values"] = case["inputs"]["x"]["values"] * 3
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "c.yaml").write_text(__import__("yaml").safe_dump(doc))
+    bad = _cli("run", "--backend", PLANTED, "--cases", str(tmp_path / "corpus"), "--expectations", "none",
+               "--results", str(tmp_path / "bad.jsonl"))
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    p = _cli("fuzz", "--judge", str(out), "--corpus-results", str(tmp_path / "bad.jsonl"))
+    assert p.returncode == 0 and "0 finding(s), 0 root cause(s)" in p.stdout, p.stdout + p.stderr
+    judged = json.loads((out / "findings.json").read_text())
+    assert judged["findings"][0]["in_corpus"] is True and judged["findings"][0]["corpus_case"].startswith("quantize")
+    assert judged["summary"]["new_findings"] == 0 and judged["summary"]["root_causes"] == 1
+    # a corpus where nothing fails exposes nothing: the finding is new
+    good = _cli("run", "--backend", "reference", "--cases", str(tmp_path / "corpus"), "--results",
+                str(tmp_path / "good.jsonl"))
+    assert good.returncode == 0, good.stdout + good.stderr
+    p = _cli("fuzz", "--judge", str(out), "--corpus-results", str(tmp_path / "good.jsonl"))
+    assert p.returncode == 1 and "NEW" in p.stdout and "1 finding(s), 1 root cause(s)" in p.stdout, p.stdout
+    p = _cli("fuzz", "--judge", str(tmp_path / "nothing"), "--corpus-results", str(tmp_path / "good.jsonl"))
+    assert p.returncode == 2 and "--judge" in p.stderr and "Traceback" not in p.stderr

@@ -14,7 +14,8 @@ from ..progress import duration
 
 EXIT = {0: "no finding: every example passed, was unsupported or implementation-defined, or failed as an "
            "expectation says",
-        1: "findings: at least one example failed unexpectedly (each kept as a case file under --out)",
+        1: "findings: at least one example failed unexpectedly (each kept as a case file under --out); with "
+           "--judge: at least one finding no failing case of the corpus exposes",
         2: "interrupted (Ctrl-C: what was found so far is kept), or bad arguments (no operator version matches "
            "--ops / --versions / --types, a bad --budget), or --out or --corpus-results cannot be used",
         4: "the backend cannot be created, or its expectation file cannot be read"}
@@ -39,7 +40,7 @@ def _positive(text: str) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", required=True, metavar="NAME",
+    p.add_argument("--backend", metavar="NAME",
                    help="backend to fuzz, as for run: ort, onnx-reference, openvino, reference, mutant:ID, "
                         "python:MODULE:FACTORY, ...")
     p.add_argument("--budget", type=parse_duration, default=None, metavar="DURATION",
@@ -69,7 +70,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="per-example limit in the backend's worker (default: %(default)s s)")
     p.add_argument("--corpus-results", nargs="+", default=[], metavar="PATH",
                    help="results files of corpus runs of the same backend (one per graph form, say): each finding "
-                        "is marked as exposed by the corpus or NEW")
+                        "is marked as exposed by the corpus (a failing case with the same root cause: the signature "
+                        "qdq-conformance findings groups by, numbers in messages masked) or NEW")
+    p.add_argument("--judge", default=None, metavar="DIR",
+                   help="run nothing: judge the findings of an earlier run's --out DIR against --corpus-results "
+                        "again (after cases were added to the corpus, say), rewrite its findings.json, print the "
+                        "table")
     p.add_argument("--no-database", action="store_true",
                    help="neither read nor write the Hypothesis database (<cache>/fuzz/hypothesis)")
 
@@ -100,6 +106,11 @@ def run(args: argparse.Namespace) -> int:
     from .search import Executor, Search
     from .strategies import combinations, spec_keys
 
+    if args.judge is not None:
+        return _judge(Path(args.judge), args.corpus_results, export)
+    if not args.backend:
+        print("error: the following arguments are required: --backend", file=sys.stderr)
+        return 2
     try:
         import hypothesis  # noqa: F401
     except ImportError:
@@ -114,12 +125,12 @@ def run(args: argparse.Namespace) -> int:
     forms = ("runtime", "initializer") if args.form == "both" else (args.form,)
     budget = args.budget if args.budget is not None else (None if args.examples else 600.0)
     out = Path(args.out)
-    corpus: set[tuple[str, ...]] | None = None
+    corpus: dict[tuple[str, ...], Any] | None = None
     if args.corpus_results:
         from ..runner.results import ResultsError
 
         try:
-            corpus = set().union(*(export.corpus_signatures(Path(p)) for p in args.corpus_results))
+            corpus = export.corpus_index([Path(p) for p in args.corpus_results])
         except ResultsError as e:
             print(f"error: --corpus-results: {e}", file=sys.stderr)
             return 2
@@ -155,8 +166,31 @@ def run(args: argparse.Namespace) -> int:
         pool.close()
 
 
+def _judge(out: Path, corpus_results: list[str], export: Any) -> int:
+    from ..runner.results import ResultsError
+
+    if not corpus_results:
+        print("error: --judge needs --corpus-results", file=sys.stderr)
+        return 2
+    try:
+        corpus = export.corpus_index([Path(p) for p in corpus_results])
+    except ResultsError as e:
+        print(f"error: --corpus-results: {e}", file=sys.stderr)
+        return 2
+    try:
+        rows, summary = export.rejudge(out, corpus)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"error: --judge {out}: not the --out folder of a fuzz run ({type(e).__name__}: {e})", file=sys.stderr)
+        return 2
+    print(export.table(rows))
+    print(f"fuzz {summary.get('backend')} {summary.get('backend_version')}: {summary['findings']} distinct "
+          f"finding(s), {summary['root_causes']} root cause(s); not exposed by a failing case of the corpus: "
+          f"{summary['new_findings']} finding(s), {summary['new_root_causes']} root cause(s)")
+    return 1 if summary["new_findings"] else 0
+
+
 def _search(args: argparse.Namespace, pool: Any, keys: list[tuple[str, str, int]], forms: tuple[str, ...],
-            budget: float | None, out: Path, corpus: set[tuple[str, ...]] | None, exp: Any, cache: Path,
+            budget: float | None, out: Path, corpus: dict[tuple[str, ...], Any] | None, exp: Any, cache: Path,
             export: Any, executor_cls: Any, search_cls: Any, header: Any) -> int:
     start = time.monotonic()
     tty = sys.stderr.isatty()
@@ -187,14 +221,14 @@ def _search(args: argparse.Namespace, pool: Any, keys: list[tuple[str, str, int]
         if f.description is None or f.case is None:
             continue
         row = export.write_finding(out, f, pool.name, pool.version)
-        row["in_corpus"] = None if corpus is None else export.finding_coarse(f.parts) in corpus
         if row["case_file_problem"]:
             print(f"warning: {row['case_file']} does not load back as its case: {row['case_file_problem']}",
                   file=sys.stderr)
         rows.append(row)
+    counts = export.judge(rows, corpus)
     stats = {"backend": pool.name, "backend_version": pool.version, "seed": args.seed, "examples_tried": search.tried,
              "examples_rejected": search.rejected, "backend_calls": search.executor.calls,
-             "findings": len(rows), "new_findings": None if corpus is None else sum(not r["in_corpus"] for r in rows),
+             **counts,
              "seconds": round(elapsed, 1), "interrupted": interrupted, "forms": list(forms),
              "ops": args.ops, "versions": args.versions, "types": args.types, "granularity": args.granularity,
              "expectations": str(exp.path) if exp.path else None}
@@ -207,7 +241,9 @@ def _search(args: argparse.Namespace, pool: Any, keys: list[tuple[str, str, int]
     n = export.write_results(out / "results.jsonl", head, search.executor.records_in_order(),
                              {"duration_s": round(elapsed, 1), "fuzz": stats, "interrupted": interrupted})
     print(export.table(rows))
-    new = f", {stats['new_findings']} not exposed by the corpus" if corpus is not None else ""
+    new = (f" ({counts['root_causes']} root cause(s); not exposed by a failing case of the corpus: "
+           f"{counts['new_findings']} finding(s), {counts['new_root_causes']} root cause(s))" if corpus is not None
+           else f" ({counts['root_causes']} root cause(s))")
     print(f"fuzz {pool.name} {pool.version}: {search.tried:,} examples tried ({search.rejected:,} rejected, "
           f"{search.executor.calls:,} backend calls), {len(rows)} distinct finding(s){new}, {duration(elapsed)}; "
           f"case files in {out / 'cases'}, results ({n:,} records) in {out / 'results.jsonl'}")

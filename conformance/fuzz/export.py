@@ -7,7 +7,8 @@
 - ``findings/<case id>/``: the model and its inputs and expected outputs (ONNX backend-test layout,
   ``model.onnx``, ``test_data_set_0/input_K.pb``, ``output_K.pb``), ``repro.py`` (standalone, the backend's own
   API) and ``record.json`` (the results record of the failure).
-- ``findings.json``: every finding (signature, hits, minimal example, files, whether the corpus exposes it).
+- ``findings.json``: every finding (signature, hits, minimal example, files, its root cause and whether a failing
+  case of the corpus exposes it: :func:`judge`).
 - ``results.jsonl``: the results of every example tried, in the runner's format (``report`` and ``diff`` read it).
 """
 
@@ -16,8 +17,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -98,42 +100,89 @@ def write_finding(out: Path, f: Finding, backend: str, version: str) -> dict[str
             "shape": list(d.x_shape), "elements": math.prod(d.x_shape), "distinct_x_values": d.distinct_values,
             "case_file": str(case_file.relative_to(out)), "folder": str(folder.relative_to(out)),
             "model": str((folder / data_folder / "model.onnx").relative_to(out)),
-            "repro": str((folder / "repro.py").relative_to(out)) if repro else None, "case_file_problem": problem}
+            "repro": str((folder / "repro.py").relative_to(out)) if repro else None, "case_file_problem": problem,
+            "root_cause": list(root_cause(f.record))}
 
 
-def zero_point_mode(case_id: str) -> str:
-    parts = case_id.split("-")
-    return "omitted" if "nozp" in parts else "output_dtype" if "outdtype" in parts else "given"
+def root_cause(record: dict[str, Any]) -> tuple[str, ...]:
+    """A failure's root cause: the signature ``qdq-conformance findings`` and the report group failing cases by
+    (``reports/findings.py``: operator, type pattern, granularity, graph form, status, kind of mismatch, and the
+    message with its numbers, names and types masked), so that a fuzzed example and a corpus case that fail for one
+    reason share it, whatever their versions, concrete types and values."""
+    from qdq_conformance.reports.findings import signature
+
+    return signature(record, str(record.get("form") or "-"))
 
 
-def coarse(operator: str, types: str, zero_point: str, granularity: str, form: str, status: str) -> tuple[str, ...]:
-    return (operator, types, zero_point, granularity, form, status)
+@dataclass
+class Exposed:
+    """A corpus case that exposes a root cause: the first one read, how many do, and whether an expectation
+    entry covers it (its reason)."""
+
+    case: str
+    cases: int = 1
+    expected: str | None = None
 
 
-def corpus_signatures(path: Path) -> set[tuple[str, ...]]:
-    """What a corpus run's results file exposes: (operator version, type pattern, zero-point mode, granularity,
-    form, status) of each of its failing cases, expected by an expectation or not."""
-    from ..runner.outcome import FAILING
+def corpus_index(paths: Sequence[Path]) -> dict[tuple[str, ...], Exposed]:
+    """The root causes of the failing cases of corpus runs' results files (expected by an expectation or not),
+    each with its first case; raises :class:`qdq_conformance.runner.results.ResultsError` on a file that cannot
+    be read."""
+    from qdq_conformance.reports.findings import FAILING, is_expected
+
     from ..runner.results import read
 
-    _, records, _ = read(path)
-    out = set()
-    for r in records:
-        if r.get("status") not in FAILING:
-            continue
-        t = r.get("types") or {}
-        types = "/".join(str(t[k]) for k in ("x", "x_scale", "y_scale", "y") if t.get(k))
-        if r.get("operator") == "DynamicQuantizeLinear":
-            types = "/".join(str(t[k]) for k in ("x", "y") if t.get(k))
-        out.add(coarse(f"{r.get('domain')}::{r.get('operator')}-{r.get('version')}", types,
-                       zero_point_mode(str(r.get("id"))), str(r.get("granularity")), str(r.get("form")),
-                       str(r.get("status"))))
+    out: dict[tuple[str, ...], Exposed] = {}
+    for path in paths:
+        _, records, _ = read(path)
+        for rec in records:
+            if rec.get("status") not in FAILING:
+                continue
+            r = cast("dict[str, Any]", rec)
+            key = root_cause(r)
+            reason = (r.get("expectation") or {}).get("reason") if is_expected(r) else None
+            if key in out:
+                out[key].cases += 1
+                out[key].expected = out[key].expected or reason
+            else:
+                out[key] = Exposed(str(r.get("id")), 1, reason)
     return out
 
 
-def finding_coarse(parts: dict[str, str]) -> tuple[str, ...]:
-    return coarse(parts["operator"], parts["types"], parts["zero_point"],
-                  parts["granularity"].replace("-default-axis", ""), parts["form"], parts["mismatch"].split(":", 1)[0])
+def judge(rows: Sequence[dict[str, Any]], corpus: dict[tuple[str, ...], Exposed] | None) -> dict[str, Any]:
+    """Mark each finding row (``write_finding``'s) with its root cause and whether a failing
+    corpus case exposes it (``in_corpus``: True, False, or None without corpus results); the counts."""
+    from qdq_conformance.reports.findings import Finding as Group
+
+    causes: dict[tuple[str, ...], bool | None] = {}
+    for row in rows:
+        key = tuple(row["root_cause"])
+        row["root_cause"] = list(key)
+        row["root_cause_id"] = Group(key).id
+        hit = None if corpus is None else corpus.get(key)
+        row["in_corpus"] = None if corpus is None else hit is not None
+        row["corpus_case"] = hit.case if hit else None
+        row["corpus_expected"] = hit.expected if hit else None
+        causes[key] = row["in_corpus"]
+    return {"findings": len(rows), "root_causes": len(causes),
+            "new_findings": None if corpus is None else sum(not r["in_corpus"] for r in rows),
+            "new_root_causes": None if corpus is None else sum(not v for v in causes.values())}
+
+
+def rejudge(out: Path, corpus: dict[tuple[str, ...], Exposed]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Judge an earlier run's findings (``out/findings.json``) against corpus results again (after cases were
+    added to the corpus, say); rewrites findings.json. Raises OSError / ValueError / KeyError on a folder that is
+    not a fuzz run's."""
+    path = out / "findings.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rows = data["findings"]
+    for row in rows:
+        if not row.get("root_cause"):  # (written before root causes were recorded: from the finding's record)
+            row["root_cause"] = list(root_cause(json.loads((out / row["folder"] / "record.json").read_text())))
+    counts = judge(rows, corpus)
+    data["summary"].update(counts)
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return rows, data["summary"]
 
 
 def write_results(path: Path, head: dict[str, Any], records: Iterable[str], summary: dict[str, Any]) -> int:
@@ -150,16 +199,18 @@ def write_results(path: Path, head: dict[str, Any], records: Iterable[str], summ
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
-    """The final table of findings (one line each)."""
+    """The final table of findings (one line each; ``cause``: the root cause's finding id, as
+    ``qdq-conformance findings`` names it; ``corpus``: whether a failing corpus case exposes that root cause)."""
     if not rows:
         return "no finding"
     lines = [f"{'#':>3} {'hits':>5}  {'operator':34} {'types':36} {'zp':12} {'granularity':24} {'attrs':11} "
-             f"{'form':11} {'shape':10} {'corpus':7} mismatch"]
+             f"{'form':11} {'shape':10} {'cause':9} {'corpus':7} mismatch"]
     for k, r in enumerate(rows, 1):
         p = r["parts"]
         corpus = {True: "yes", False: "NEW", None: "?"}[r.get("in_corpus")]
         shape = "x".join(map(str, r["shape"])) or "scalar"
         lines.append(f"{k:>3} {r['hits']:>5}  {p['operator']:34} {p['types']:36} {p['zero_point']:12} "
-                     f"{p['granularity']:24} {p['attributes']:11} {p['form']:11} {shape:10} {corpus:7} "
+                     f"{p['granularity']:24} {p['attributes']:11} {p['form']:11} {shape:10} "
+                     f"{r.get('root_cause_id') or '-':9} {corpus:7} "
                      f"{p['mismatch']}")
     return "\n".join(lines)

@@ -89,7 +89,10 @@ def _zp_pool(t: str) -> tuple[float, ...]:
 
     et = TYPES[t]
     got = [zero_point_value(r, et) for r in ("zero", *ZP_RECIPES)]
-    return tuple(_exact([v for v in got if v is not None], et))
+    # simplest first: the smallest magnitudes (so a shrunk zero point is 3 rather than the type's maximum, when
+    # either fails the same way)
+    return tuple(sorted(_exact([v for v in got if v is not None], et),
+                        key=lambda v: (not math.isfinite(v), abs(v) if math.isfinite(v) else 0.0, v < 0)))
 
 
 def _x_pool(d: dict[str, Any], spec: opspecs.OpSpec) -> list[float]:
@@ -148,15 +151,22 @@ def _near(t: ElementType, radius: float) -> st.SearchStrategy[float]:
     return st.floats(-r, r, allow_nan=False, allow_infinity=False, width=64)
 
 
+def _element(t: ElementType, pool: Sequence[float], free: Sequence[st.SearchStrategy[float]]) -> st.SearchStrategy[float]:
+    """One value of type ``t`` (made exact later): from ``pool`` (simplest first) half the time, else from the
+    ``free`` strategies."""
+    branches = [st.sampled_from(list(pool))] * max(1, len(free)) if pool else []
+    return st.one_of(*branches, *free)
+
+
+def _exact_one(v: float, t: ElementType) -> float:
+    return (_exact([v], t) or _exact([1.0], t) or [0.0])[0]
+
+
 def _values(draw: Any, t: ElementType, n: int, pool: Sequence[float],
             free: Sequence[st.SearchStrategy[float]]) -> tuple[float, ...]:
-    """``n`` values of type ``t``: from ``pool`` (simplest first) half the time, else from the ``free``
-    strategies."""
-    branches = [st.sampled_from(list(pool))] * max(1, len(free)) if pool else []
-    element = st.one_of(*branches, *free)
-    raw = draw(st.lists(element, min_size=n, max_size=n))
-    exact = [(_exact([v], t) or _exact([1.0], t) or [0.0])[0] for v in raw]
-    return tuple(exact)
+    """``n`` values of type ``t`` (see :func:`_element`)."""
+    raw = draw(st.lists(_element(t, pool, free), min_size=n, max_size=n))
+    return tuple(_exact_one(v, t) for v in raw)
 
 
 def combinations(spec: opspecs.OpSpec, patterns: Sequence[str] = ()) -> list[tuple[str, ...]]:
@@ -187,10 +197,44 @@ def _granularities(kind: str, spec: opspecs.OpSpec) -> list[str]:
     return out
 
 
-def _dims(draw: Any, rank: int, low: int = 1) -> list[int]:
-    """``rank`` dimensions of 1 to 4 (``low`` 0: an empty dimension now and then)."""
-    dim = st.integers(1, 4) if low else st.integers(0, 12).map(lambda v: v // 3 + 1 if v < 12 else 0)
-    return draw(st.lists(dim, min_size=rank, max_size=rank))
+def _dims(draw: Any, rank: int, low: int = 1, budget: int = MAX_ELEMENTS) -> list[int]:
+    """``rank`` dimensions of 1 to 4 (``low`` 0: an empty dimension now and then) whose product stays within
+    ``budget``: each dimension's bound is what the ones before it leave, so a shape never needs clamping (a clamp
+    would hide from the shrinker that a smaller dimension gives a smaller case)."""
+    out: list[int] = []
+    for _ in range(rank):
+        top = max(1, min(4, budget // max(1, math.prod(d for d in out if d))))
+        if low:
+            out.append(draw(st.integers(1, top)))
+        else:
+            v = draw(st.integers(0, 3 * top))
+            out.append(v // 3 + 1 if v < 3 * top else 0)
+    return out
+
+
+def _parameters(draw: Any, kind: str, types: tuple[str, ...], zp_mode: str, groups: int,
+                count: tuple[int, int] | None = None) -> tuple[int, list[float], list[float] | None]:
+    """The scale and zero-point values, drawn together per element (a list of (scale, zero point) pairs): when the
+    shape shrinks, an element's pair goes with it, so the parameters left stay aligned with their elements.
+
+    ``count`` (per-axis: 1 to 4 channels; blocked: 1 to 3 blocks): a list of ``groups`` pairs is drawn a free
+    number of times within ``count``, and that number *is* the axis dimension or the number of blocks (``groups``:
+    the blocked scale's other dimensions), so shrinking it shrinks the shape and the parameters at once; without
+    ``count``, ``groups`` pairs. Returns the number drawn (1 without ``count``), the scales, the zero points."""
+    st_ = TYPES[types[1]]
+    scale_free = (st.integers(1, 64).map(float) if st_.is_integer else
+                  st.floats(2.0**-10, 2.0**10, allow_nan=False, allow_infinity=False, width=64))
+    scale_el = _element(st_, _scale_pool(st_.name), [scale_free])
+    zt = TYPES[types[2]] if kind == "Q" else TYPES[types[0]]
+    element: st.SearchStrategy[Any] = scale_el
+    if zp_mode == "given":
+        element = st.tuples(scale_el, _element(zt, _zp_pool(zt.name), [_free(zt)]))
+    group = st.lists(element, min_size=groups, max_size=groups)
+    drawn = [draw(group)] if count is None else draw(st.lists(group, min_size=count[0], max_size=count[1]))
+    raw = [e for g in drawn for e in g]
+    if zp_mode != "given":
+        return len(drawn), [_exact_one(v, st_) for v in raw], None
+    return len(drawn), [_exact_one(v, st_) for v, _ in raw], [_exact_one(z, zt) for _, z in raw]
 
 
 @st.composite
@@ -200,41 +244,33 @@ def descriptions(draw: Any, keys: Sequence[tuple[str, str, int]], types: Sequenc
     :func:`spec_keys`); ``types``: glob patterns on ``x/scale/y`` (``x/y`` for DynamicQuantizeLinear);
     ``granularities``: the granularities to draw (default: every one the version has)."""
     usable = [k for k in keys if combinations(opspecs.get(*k), types)
-              and [g for g in _granularities(kind_of(k[1]), opspecs.get(*k)) if not granularities or g in granularities]]
+              and any(not granularities or g in granularities for g in _granularities(kind_of(k[1]), opspecs.get(*k)))]
     spec = opspecs.get(*draw(st.sampled_from(usable)))
     kind = kind_of(spec.name)
-    types = draw(st.sampled_from(combinations(spec, types)))
-    y = types[-1]
+    combo: tuple[str, ...] = draw(st.sampled_from(combinations(spec, types)))
+    y = combo[-1]
     zp_mode = draw(st.sampled_from(_modes(kind, spec, y)))
     gran = draw(st.sampled_from([g for g in _granularities(kind, spec) if not granularities or g in granularities]))
     axis: int | None = None
     block_size: int | None = None
+    n_scale = 1
+    count: tuple[int, int] | None = None
     if gran in ("per-tensor", "per-tensor-1d"):
         x_shape = _dims(draw, draw(st.integers(1, 3) if kind != "DQL" else st.integers(1, 2)), low=0)
         scale_shape: list[int] = [] if gran == "per-tensor" else [1]
     else:
+        # The rank and the axis first, then the parameters, whose number sets the axis dimension (per-axis) or
+        # the number of blocks (blocked); the other dimensions fit in what that leaves (no clamping).
         rank = draw(st.integers(1, 4 if gran == "per-axis" else 3))
-        x_shape = _dims(draw, rank)
         omit = rank >= 2 and spec.attributes.get("axis") is not None and draw(st.booleans())
         a = 1 if omit else draw(st.integers(-rank, rank - 1))
         axis = None if omit else a
-        if gran == "per-axis":
-            scale_shape = [x_shape[a % rank]]
-        else:
+        a %= rank
+        if gran == "blocked":
             block_size = draw(st.integers(1, 5))
-            blocks = draw(st.integers(1, 3))
-            x_shape[a % rank] = draw(st.integers((blocks - 1) * block_size + 1, blocks * block_size))
-            scale_shape = list(x_shape)
-            scale_shape[a % rank] = blocks
-    if math.prod(x_shape) > MAX_ELEMENTS:
-        x_shape = [min(d, 2) for d in x_shape]
-        if gran == "per-axis":
-            scale_shape = [x_shape[(axis if axis is not None else 1) % len(x_shape)]]
-        elif gran == "blocked":
-            assert block_size is not None
-            a = (axis if axis is not None else 1) % len(x_shape)
-            scale_shape = list(x_shape)
-            scale_shape[a] = math.ceil(x_shape[a] / block_size)
+        others = _dims(draw, rank - 1, budget=MAX_ELEMENTS // (4 if gran == "per-axis" else 3 * (block_size or 1)))
+        n_scale = math.prod(others) if gran == "blocked" else 1
+        count = (1, 4) if gran == "per-axis" else (1, 3)
     attrs: list[tuple[str, int]] = []
     yt = TYPES[y]
     if "saturate" in spec.attributes and not yt.is_integer and kind == "Q":
@@ -243,17 +279,25 @@ def descriptions(draw: Any, keys: Sequence[tuple[str, str, int]], types: Sequenc
         precision = draw(st.sampled_from([0, TYPES["float"].proto, TYPES["float16"].proto, TYPES["bfloat16"].proto]))
         if precision:  # (0: the attribute omitted: the scale's type sets the precision)
             attrs.append(("precision", precision))
-    d: dict[str, Any] = {"types": types, "attributes": attrs}
-    n_scale = math.prod(scale_shape)
+    d: dict[str, Any] = {"types": combo, "attributes": attrs}
     if kind != "DQL":
-        st_ = TYPES[types[1]]
-        scale_free = (st.integers(1, 64).map(float) if st_.is_integer else
-                       st.floats(2.0**-10, 2.0**10, allow_nan=False, allow_infinity=False, width=64))
-        d["scale"] = _values(draw, st_, n_scale, _scale_pool(st_.name), [scale_free])
-        if zp_mode == "given":
-            zt = TYPES[y] if kind == "Q" else TYPES[types[0]]
-            d["zero_point_values"] = _values(draw, zt, n_scale, _zp_pool(zt.name), [_free(zt)])
-    x_t = TYPES[types[0]]
+        drawn, scales, zps = _parameters(draw, kind, combo, zp_mode, n_scale, count)
+        if gran == "per-axis":
+            x_shape = [*others[:a], drawn, *others[a:]]
+            scale_shape = [drawn]
+        elif gran == "blocked":
+            assert block_size is not None
+            dim = draw(st.integers(0, block_size - 1))  # the last block's elements past its first
+            x_shape = [*others[:a], (drawn - 1) * block_size + 1 + dim, *others[a:]]
+            scale_shape = [*others[:a], drawn, *others[a:]]
+            # the pairs were drawn block by block: put the block axis where the axis is
+            order = np.moveaxis(np.arange(len(scales)).reshape([drawn, *others]), 0, a).reshape(-1)
+            scales = [scales[k] for k in order]
+            zps = None if zps is None else [zps[k] for k in order]
+        d["scale"] = tuple(scales)
+        if zps is not None:
+            d["zero_point_values"] = tuple(zps)
+    x_t = TYPES[combo[0]]
     if kind == "DQ":
         x_free = [_free(x_t)]
     else:
@@ -261,6 +305,6 @@ def descriptions(draw: Any, keys: Sequence[tuple[str, str, int]], types: Sequenc
                                                                                           or 1.0)
         x_free = [_near(x_t, min(reach, 3e38)), _free(x_t)]
     x = _values(draw, x_t, math.prod(x_shape), _x_pool(d, spec), x_free)
-    return Description(spec.domain, spec.name, spec.version, tuple(types), zp_mode, gran, tuple(x_shape),
+    return Description(spec.domain, spec.name, spec.version, tuple(combo), zp_mode, gran, tuple(x_shape),
                        tuple(scale_shape), axis, block_size, tuple(attrs), x, tuple(d.get("scale", ())),
                        d.get("zero_point_values"))
