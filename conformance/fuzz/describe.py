@@ -82,6 +82,29 @@ def literals(values: tuple[float, ...]) -> list[Any]:
     return [_literal(v) for v in values]
 
 
+def declared_ambiguity(d: Description) -> str | None:
+    """The catalogue entry a corpus case of this kind names (``ambiguity:``): the entries the kernel applies only
+    to a case that declares them (``reference.readings``), so that a fuzzed case is implementation-defined
+    exactly where the corpus's own cases are: a DynamicQuantizeLinear x with NaN or an infinity, or whose range
+    overflows (dql-nan, as the corpus's nan, inf and huge-range cases), an empty one (dql-empty); a one-element 1-D
+    scale at version 10 (v10-one-element-scale) and in com.microsoft without axis (ms-one-element-no-axis)."""
+    if d.kind == "DQL":
+        x = np.asarray(d.x, dtype=np.float32)
+        if not x.size:
+            return "dql-empty"
+        if not np.isfinite(x).all():
+            return "dql-nan"
+        with np.errstate(all="ignore"):
+            span = np.float32(max(0.0, float(x.max()))) - np.float32(min(0.0, float(x.min())))
+        return None if np.isfinite(span) else "dql-nan"
+    if d.granularity == "per-tensor-1d":
+        if d.domain == "ai.onnx" and d.version == 10:
+            return "v10-one-element-scale"
+        if d.domain == "com.microsoft":
+            return "ms-one-element-no-axis"
+    return None
+
+
 def template(d: Description, template_id: str | None = None, description: str | None = None) -> dict[str, Any]:
     """The case-file template (plain data, valid against cases/case.schema.json) of ``d``."""
     kind = d.kind
@@ -92,6 +115,9 @@ def template(d: Description, template_id: str | None = None, description: str | 
         "spec": {"operator": d.op, "versions": str(d.version), "text": CLAUSES[kind]},
         "operator": d.op, "domain": d.domain, "versions": [d.version], "family": "random", "status": "normative",
     }
+    ambiguity = declared_ambiguity(d)
+    if ambiguity:
+        data["status"], data["ambiguity"] = "implementation-defined", ambiguity
     if kind == "DQL":
         data["types"] = {"x": d.types[0], "y": d.types[1]}
     else:
