@@ -28,8 +28,11 @@ if TYPE_CHECKING:
 class StrEnum(str, Enum):
     """A ``str`` enum that formats as its value (``enum.StrEnum`` from Python 3.11, here for 3.10 too)."""
 
-    __str__ = str.__str__
-    __format__ = str.__format__
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __format__(self, format_spec: str) -> str:
+        return str.__format__(self, format_spec)
 
     @classmethod
     def values(cls) -> tuple[str, ...]:
@@ -95,15 +98,16 @@ class RunStatus(StrEnum):
     IMPLEMENTATION_DEFINED = "implementation-defined"
 
 
+# The collections below hold the plain values (a report's template or a YAML dump gets plain strings).
 #: the run statuses that are failures (of the backend, or of the run when no expectation covers them), in the
 #: order summaries list them
-FAILING_ORDER: tuple[RunStatus, ...] = (RunStatus.FAILED, RunStatus.ERROR, RunStatus.CRASHED, RunStatus.TIMEOUT,
-                                        RunStatus.INVALID_ACCEPTED)
+FAILING_ORDER: tuple[str, ...] = tuple(s.value for s in (RunStatus.FAILED, RunStatus.ERROR, RunStatus.CRASHED,
+                                                           RunStatus.TIMEOUT, RunStatus.INVALID_ACCEPTED))
 FAILING: frozenset[str] = frozenset(FAILING_ORDER)
 #: run statuses in which the backend's answer was judged against the spec (a pass rate's denominator)
-JUDGED: tuple[RunStatus, ...] = (RunStatus.PASSED, *FAILING_ORDER)
+JUDGED: tuple[str, ...] = (RunStatus.PASSED.value, *FAILING_ORDER)
 #: the statuses an expectation entry may record: the failing ones, and unsupported
-EXPECTABLE: frozenset[str] = FAILING | {RunStatus.UNSUPPORTED}
+EXPECTABLE: frozenset[str] = FAILING | {RunStatus.UNSUPPORTED.value}
 
 
 @runtime_checkable

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from qdq_conformance.domain import FAILING, RunStatus
 from qdq_conformance.rules import RULES
+from qdq_conformance.runner.results import CaseRecord, expectation_of, is_expected
 from qdq_conformance.types import TYPES, ElementType
 
-FAILING = frozenset({"failed", "error", "crashed", "timeout", "invalid-accepted"})
 #: formal input / output names in the order findings list their types
 _ROLES = ("x", "x_scale", "y_scale", "scale", "x_zero_point", "y_zero_point", "zero_point", "y")
 _TYPE_NAME = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(TYPES, key=len, reverse=True)) + r")(?![A-Za-z0-9_])")
@@ -60,7 +61,7 @@ def quantized_role(operator: str | None) -> str:
     return "x" if "Dequantize" in (operator or "") else "y"
 
 
-def type_pattern(rec: dict[str, Any]) -> str:
+def type_pattern(rec: CaseRecord) -> str:
     """``y integer, zero point``: the quantized side's type class, and whether a zero point is given."""
     types = rec.get("types") or {}
     role = quantized_role(rec.get("operator"))
@@ -76,7 +77,7 @@ def first_part(message: str) -> str:
     return " ".join(_TRACEBACK.split(message or "", maxsplit=1)[0].split())
 
 
-def mask(rec: dict[str, Any]) -> str:
+def mask(rec: CaseRecord) -> str:
     """The message with what differs between cases of one problem masked: numbers, names, the runner's own words
     around a backend's error (``rejected a valid model: ...``, ``error: ...; no catalogued reading rejects this
     model``, which depend on the case's status, not on the problem); a long one keeps its start and its end."""
@@ -119,7 +120,7 @@ KIND_TEXT = {"wrong saturation bound": "values differ: the other end of the rang
              "infinity": "values differ at an infinity", "other values": "values differ"}
 
 
-def mismatch_kind(rec: dict[str, Any]) -> str:
+def mismatch_kind(rec: CaseRecord) -> str:
     """How a failed case's values differ, from the previews of its mismatching outputs: ``wrong saturation
     bound`` (one end of the range for the other), ``NaN``, ``infinity``, ``off by one`` (every differing element),
     ``other values``; ``""`` for other statuses and mismatches that are not about values."""
@@ -150,20 +151,14 @@ def mismatch_kind(rec: dict[str, Any]) -> str:
     return next((k for k in _KIND_ORDER if k in kinds), "")
 
 
-def signature(rec: dict[str, Any], form: str) -> tuple[str, ...]:
+def signature(rec: CaseRecord, form: str) -> tuple[str, ...]:
     """(operator, type pattern, granularity, form, status, kind of mismatch, masked message); ``*`` where a
     backend's own error message stands for the problem (see the module's text)."""
     op, kind = f"{rec.get('domain')}::{rec.get('operator')}", mismatch_kind(rec)
     if kind:
         return (op, type_pattern(rec), str(rec.get("granularity") or "-"), form, rec["status"], kind, mask(rec))
-    rule = f"rule {rec.get('rule')}: " if rec["status"] == "invalid-accepted" and rec.get("rule") else ""
+    rule = f"rule {rec.get('rule')}: " if rec["status"] == RunStatus.INVALID_ACCEPTED and rec.get("rule") else ""
     return (op, "*", "*", form, rec["status"], "", rule + mask(rec))
-
-
-def is_expected(rec: dict[str, Any]) -> bool:
-    """A failing case an expectation entry covers with the status it ended in."""
-    e = rec.get("expectation") or {}
-    return bool(e) and e.get("status") == rec["status"]
 
 
 @dataclass
@@ -175,7 +170,7 @@ class Finding:
     types: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     spans: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))  # family, ... -> counts
     cases: list[tuple[str, str]] = field(default_factory=list)  # (id, form) of every case-form
-    example: dict[str, Any] = field(default_factory=dict)
+    example: dict[str, Any] = field(default_factory=dict)  # id, form, message, rule, repro of one case
     entries: dict[int, dict[str, Any]] = field(default_factory=dict)  # expectation line -> entry, case-forms
     operator: str = field(init=False)  # the key's parts a finding's text uses
     form: str = field(init=False)
@@ -199,7 +194,7 @@ class Finding:
         """``new`` (no case expected), ``expected`` (every case), or ``partly expected``."""
         return "expected" if not self.new else "new" if not self.expected else "partly expected"
 
-    def add(self, rec: dict[str, Any], n_forms: int, forms: Iterable[str]) -> None:
+    def add(self, rec: CaseRecord, n_forms: int, forms: Iterable[str]) -> None:
         self.count += n_forms
         self.versions.add(rec.get("version"))
         types = rec.get("types") or {}
@@ -213,7 +208,7 @@ class Finding:
         self.cases += [(rec["id"], f) for f in forms]
         if is_expected(rec):
             self.expected += n_forms
-            e = rec["expectation"]
+            e = expectation_of(rec)
             entry = self.entries.setdefault(e.get("line") or 0, {"line": e.get("line"), "reason": e.get("reason"),
                                                                   "link": e.get("link"), "cases": 0})
             entry["cases"] += n_forms
@@ -228,7 +223,7 @@ class Finding:
             text = KIND_TEXT.get(self.kind, self.kind)
             return f"{msg.split('; against ')[0]}; {text}" if msg.startswith("matches none") else text
         rule = self.example.get("rule")
-        if self.status == "invalid-accepted" and rule:
+        if self.status == RunStatus.INVALID_ACCEPTED and rule:
             summary = RULES[rule].summary if rule in RULES else ""
             msg = f"{msg} (it breaks {rule}{': ' + summary if summary else ''})"
         msg, no_reading, _ = msg.partition("; no catalogued reading rejects this model")
@@ -322,7 +317,7 @@ def span(versions: Iterable[Any], known: list[Any] | None = None) -> str:
     return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
-def known_versions(cases: Iterable[dict[str, Any]]) -> dict[str, list[Any]]:
+def known_versions(cases: Iterable[CaseRecord]) -> dict[str, list[Any]]:
     """Per operator, the versions the run has (for :func:`span`)."""
     out: dict[str, set[Any]] = defaultdict(set)
     for c in cases:
@@ -335,10 +330,10 @@ def sort_key(f: Finding) -> tuple[int, int, str]:
     return (0 if f.new else 1, -f.count, "\x1f".join(f.key))
 
 
-def group(cases: Iterable[dict[str, Any]]) -> list[Finding]:
+def group(cases: Iterable[CaseRecord]) -> list[Finding]:
     """Every failing case-form in exactly one finding (so the counts add up to the failing case-forms), sorted by
     :func:`sort_key`. A case that fails with one signature in both graph forms counts twice under form ``both``."""
-    by_id: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_id: dict[str, list[CaseRecord]] = defaultdict(list)
     for c in cases:
         if c["status"] in FAILING:
             by_id[c["id"]].append(c)
@@ -357,8 +352,8 @@ def group(cases: Iterable[dict[str, Any]]) -> list[Finding]:
     return sorted(findings.values(), key=sort_key)
 
 
-def _entry_line(rec: dict[str, Any]) -> int | None:
-    return (rec.get("expectation") or {}).get("line") if is_expected(rec) else None
+def _entry_line(rec: CaseRecord) -> int | None:
+    return expectation_of(rec).get("line") if is_expected(rec) else None
 
 
 def index(findings: list[Finding]) -> dict[tuple[str, str], int]:

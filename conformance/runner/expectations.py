@@ -328,7 +328,7 @@ def _entry(raw: Any, where: str, file_measured: tuple[str, ...]) -> Entry:
     if unknown:
         raise ExpectationError(f"{where}: unknown key(s) {sorted(map(str, unknown))}")
     if not isinstance(raw.get("status"), str) or raw["status"] not in EXPECTABLE:
-        raise ExpectationError(f"{where}: status must be one of {sorted(s.value for s in EXPECTABLE)}")
+        raise ExpectationError(f"{where}: status must be one of {sorted(EXPECTABLE)}")
     if not raw.get("reason") or not raw.get("cases"):
         raise ExpectationError(f"{where}: every entry needs 'cases' and a 'reason'")
     patterns = raw["cases"] if isinstance(raw["cases"], list) else [raw["cases"]]

@@ -93,39 +93,38 @@ def classify(raw: RawResult, *, status: str, expected: list[np.ndarray] | None, 
     """The outcome of one case: ``status`` is the case's (normative, implementation-defined or invalid);
     ``readings``: an implementation-defined case's catalogued readings (``reference.readings.Reading``);
     ``names``: the model's output names (for the messages)."""
-    base = {"seconds": raw.seconds}
     if raw.kind in (RunStatus.CRASHED, RunStatus.TIMEOUT):
-        return Outcome(raw.kind, raw.message, **base)
+        return Outcome(raw.kind, raw.message, seconds=raw.seconds)
     if raw.kind == "not-applicable":  # the adapter could not hand the case over: nothing is known of the backend
-        return Outcome(RunStatus.UNSUPPORTED, raw.message, **base)
+        return Outcome(RunStatus.UNSUPPORTED, raw.message, seconds=raw.seconds)
     if status == CaseStatus.INVALID:
         if raw.kind == "ok":
             return Outcome(RunStatus.INVALID_ACCEPTED, "the backend ran a model that must be rejected", actual=raw.outputs,
-                           **base)
-        return Outcome(RunStatus.PASSED, f"rejected ({raw.kind}): {raw.message}", **base)
+                           seconds=raw.seconds)
+        return Outcome(RunStatus.PASSED, f"rejected ({raw.kind}): {raw.message}", seconds=raw.seconds)
     if status == CaseStatus.IMPLEMENTATION_DEFINED and readings:
         return _judge(raw, readings, ulp, raw.seconds, names)
     if status == CaseStatus.IMPLEMENTATION_DEFINED:  # no readings (an exported suite's case): recorded, not judged
         if raw.kind != "ok":
             return Outcome(RunStatus.IMPLEMENTATION_DEFINED, raw.message, behaviour=f"{raw.kind}: {raw.message}"[:300],
-                           **base)
+                           seconds=raw.seconds)
         assert expected is not None
         mismatches = _check_outputs(expected, raw, ulp, names=names)
         behaviour = "agrees with the kernel's reading" if not mismatches else \
             "differs from the kernel's reading: " + explain(mismatches)
         return Outcome(RunStatus.IMPLEMENTATION_DEFINED, behaviour, actual=raw.outputs, mismatches=mismatches,
-                       behaviour=behaviour, **base)
+                       behaviour=behaviour, seconds=raw.seconds)
     if raw.kind == "unsupported":
-        return Outcome(RunStatus.UNSUPPORTED, raw.message, **base)
+        return Outcome(RunStatus.UNSUPPORTED, raw.message, seconds=raw.seconds)
     if raw.kind == "rejected":
-        return Outcome(RunStatus.ERROR, f"rejected a valid model: {raw.message}", **base)
+        return Outcome(RunStatus.ERROR, f"rejected a valid model: {raw.message}", seconds=raw.seconds)
     if raw.kind == "error":
-        return Outcome(RunStatus.ERROR, raw.message, **base)
+        return Outcome(RunStatus.ERROR, raw.message, seconds=raw.seconds)
     assert expected is not None
     mismatches = _check_outputs(expected, raw, ulp, names=names)
     if mismatches:
-        return Outcome(RunStatus.FAILED, explain(mismatches), actual=raw.outputs, mismatches=mismatches, **base)
-    return Outcome(RunStatus.PASSED, "", actual=raw.outputs, **base)
+        return Outcome(RunStatus.FAILED, explain(mismatches), actual=raw.outputs, mismatches=mismatches, seconds=raw.seconds)
+    return Outcome(RunStatus.PASSED, "", actual=raw.outputs, seconds=raw.seconds)
 
 
 def _names(readings: Sequence[Any]) -> str:

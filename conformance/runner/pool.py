@@ -147,7 +147,7 @@ class CasePool:
             for ticket, ref, form in queue:
                 del self._owner[ticket]
                 self._done[ticket] = self._record_lost(ref, form, RawResult(
-                    "crashed", f"the backend's worker could not be started again: {e}"))
+                    "crashed", message=f"the backend's worker could not be started again: {e}"))
 
     def _receive(self, k: int) -> None:
         queue = self._queues[k]
