@@ -66,12 +66,6 @@ class OpSpec:
             return (param[len("tensor("):-1],)
         return self.constraints[param]
 
-    def input(self, name: str) -> Formal:
-        for f in self.inputs:
-            if f.name == name:
-                return f
-        raise KeyError(name)
-
     def violation(self, rule: str, detail: str, input: str | None = None) -> SpecViolation:  # noqa: A002
         return SpecViolation(rule, detail, op=self.name, domain=self.domain, version=self.version, input=input)
 

@@ -9,7 +9,6 @@ every alias is expanded (an alias counts as the nodes it repeats, so an alias bo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import yaml
 
 from qdq_conformance.errors import CaseFileError
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "CaseFileError", "LineDict", "LineList", "Located",
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "CaseFileError", "LineDict", "LineList",
            "line_of", "load_yaml", "read_case_file"]
 
 #: the largest case file, in bytes (the corpus's largest is under 30 KB; PyYAML reads about 1 MB in 3 s)
@@ -187,11 +186,3 @@ def line_of(obj: Any, key: str | None = None) -> int | None:
     if key is not None and isinstance(obj, LineDict):
         return obj.lines.get(key, obj.line)
     return getattr(obj, "line", None)
-
-
-@dataclass(frozen=True)
-class Located:
-    """Where a case template came from."""
-
-    file: str
-    line: int

@@ -25,10 +25,6 @@ from .granularity import Granularity, broadcast
 
 INT32 = TYPES["int32"]
 
-#: What a NaN quotient becomes for an integer target. Ambiguity catalogue: ``nan-to-integer``.
-#: The kernel reads NaN as a zero quotient, so the output is the zero point.
-NAN_TO_INTEGER = "zero-point"
-
 
 def divide(x: np.ndarray, scale: np.ndarray, precision: ElementType) -> np.ndarray:
     """``x / scale`` in the given precision (ambiguity catalogue: division-precision; also

@@ -333,7 +333,6 @@ def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | N
              outputs: Sequence[np.ndarray], declared: str | None = None) -> list[Reading]:
     """Every computable reading of every catalogue entry whose question arises for this node (``declared``: the
     entry a case names, whose validity readings apply too), the kernel's reading of each entry first."""
-    catalogue = _catalogue
     node = _node(domain, op, version, inputs, attrs, outputs)
     found: list[Reading] = []
     for amb, fn in COMPUTED.items():
@@ -342,7 +341,7 @@ def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | N
         computed = fn(node)
         if computed is None:
             continue
-        entry = catalogue()[amb]
+        entry = _catalogue()[amb]
         order = [entry.kernel_reading] + [r for r in entry.readings if r != entry.kernel_reading]
         free = _nan_free(node, amb)
         for name in order:
@@ -361,6 +360,6 @@ def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | N
     if declared is not None and not any(r.ambiguity == declared for r in found):
         # The case's own entry, whose question does not arise for these inputs: its kernel reading stands alone.
         judged = _dql_judged(node.x, node.outputs[1]) if op == "DynamicQuantizeLinear" else None
-        found.append(Reading(declared, catalogue()[declared].kernel_reading, node.outputs, judged))
+        found.append(Reading(declared, _catalogue()[declared].kernel_reading, node.outputs, judged))
     return found
 
