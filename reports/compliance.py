@@ -13,11 +13,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from qdq_conformance.runner.results import read
+from qdq_conformance.domain import FAILING, RunStatus
+from qdq_conformance.runner.results import CaseRecord, Results, read
 
 from .findings import Finding, group, known_versions
-
-FAILING = ("failed", "error", "crashed", "timeout", "invalid-accepted")
 
 
 def md(text: object) -> str:
@@ -39,7 +38,7 @@ def _summary(text: str, limit: int = 700) -> str:
     return text[:cut] if cut >= 120 else text[: limit - 3].rstrip() + "..."
 
 
-def _findings(cases: list[dict[str, Any]], top: int, per_entry: int = 3) -> list[str]:
+def _findings(cases: list[CaseRecord], top: int, per_entry: int = 3) -> list[str]:
     """Per backend: the expectation entries covering the most failing case-forms, each with its reason (written
     for people) and the findings (:func:`findings.group`) it explains; then the findings no entry explains."""
     found = group(cases)
@@ -74,7 +73,7 @@ def _findings(cases: list[dict[str, Any]], top: int, per_entry: int = 3) -> list
     return lines
 
 
-def render_markdown(results: list[tuple[dict[str, Any], list[dict[str, Any]], Any]], top: int = 6,
+def render_markdown(results: list[Results], top: int = 6,
                     command: str = "") -> str:
     out = ["# ONNX Q/DQ compliance table", ""]
     if command:
@@ -87,7 +86,7 @@ def render_markdown(results: list[tuple[dict[str, Any], list[dict[str, Any]], An
     for head, cases, _ in results:
         cnt = Counter(c["status"] for c in cases)
         bad = sum(cnt[s] for s in FAILING)
-        judged = cnt["passed"] + bad
+        judged = cnt[RunStatus.PASSED] + bad
         score = f"{100 * cnt['passed'] / judged:.1f}%" if judged else "-"
         forms = ",".join(sorted({c.get("form") or "" for c in cases}))
         out.append(f"| {md(head.get('backend'))} | {md(head.get('backend_version'))} | {md(forms)} | {cnt['passed']} | {bad} | "

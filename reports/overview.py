@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..runner.results import ResultsError, read
+from ..domain import FAILING, RunStatus
+from ..runner.results import Results, ResultsError, is_expected, passed_against_entry, read
 from .diff import CATEGORIES, diff_records
-from .findings import FAILING, Finding, group, is_expected, known_versions, shorten
-
-Results = tuple[dict[str, Any], list[dict[str, Any]], "dict[str, Any] | None"]
+from .findings import Finding, group, known_versions, shorten
 
 
 def n_of(n: int, what: str) -> str:
@@ -58,7 +57,7 @@ class Overview:
 
     @property
     def judged(self) -> int:
-        return self.counts["passed"] + self.failing
+        return self.counts[RunStatus.PASSED] + self.failing
 
     @property
     def new_failing(self) -> int:
@@ -102,8 +101,7 @@ def overview(results: Results, baseline: Results | None = None, baseline_name: s
     counts = Counter(c["status"] for c in cases)
     ov = Overview(group(cases), known_versions(cases), counts,
                   expected_failing=sum(1 for c in cases if c["status"] in FAILING and is_expected(c)),
-                  unexpected_passes=sum(1 for c in cases if c["status"] == "passed" and
-                                        (c.get("expectation") or {}).get("status") in FAILING),
+                  unexpected_passes=sum(1 for c in cases if passed_against_entry(c)),
                   complete=summary is not None and not summary.get("interrupted") and not summary.get("error"))
     if baseline is not None:
         ov.since = since(baseline, results, ov.findings, baseline_name)
