@@ -116,9 +116,9 @@ def test_a_case_the_adapter_cannot_hand_over_is_unsupported_even_when_invalid():
     from qdq_conformance.runner.outcome import classify
     from qdq_conformance.runner.outputs import RawResult
 
-    assert classify(RawResult("not-applicable", message="quark only"), status="invalid", expected=None,
+    assert classify(RawResult("not-applicable", message="quark only"), case_status="invalid", expected=None,
                     ulp=0).status == "unsupported"
-    assert classify(RawResult("unsupported", message="NOT_IMPLEMENTED"), status="invalid", expected=None,
+    assert classify(RawResult("unsupported", message="NOT_IMPLEMENTED"), case_status="invalid", expected=None,
                     ulp=0).status == "passed"  # the backend itself refused to run the model
-    assert classify(RawResult("not-applicable", message="x"), status="implementation-defined", expected=None,
+    assert classify(RawResult("not-applicable", message="x"), case_status="implementation-defined", expected=None,
                     ulp=0).status == "unsupported"

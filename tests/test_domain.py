@@ -65,7 +65,7 @@ def test_a_record_holds_only_what_the_schema_names(cases):
     case = cases[0]
     entry = Expectation("failed", "a reason", None, 7)
     for raw in (RawResult("ok", list(case.expected)), RawResult("error", message="boom")):
-        outcome = classify(raw, status=case.status, expected=case.expected, ulp=case.ulp, readings=case.readings)
+        outcome = classify(raw, case_status=case.status, expected=case.expected, ulp=case.ulp, readings=case.readings)
         rec = record.build(case, "runtime", outcome, entry, ("x", "1"), None, case.feeds("runtime"), None)
         assert set(rec) <= names, set(rec) - names
         assert rec["expectation"] == {"status": "failed", "reason": "a reason", "link": None, "line": 7}

@@ -204,7 +204,7 @@ def test_status_policy_demotes_only_when_a_reading_changes_the_answer():
 
 def _judge(actual: list[np.ndarray] | None, rs: list[Reading], kind: str = "ok"):
     raw = RawResult(kind, actual or [], message="boom" if kind != "ok" else "")
-    return classify(raw, status="implementation-defined", expected=None, readings=rs)
+    return classify(raw, case_status="implementation-defined", expected=None, readings=rs)
 
 
 def test_an_implementation_defined_case_is_judged_against_its_readings():

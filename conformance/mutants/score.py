@@ -72,7 +72,7 @@ def judge(m: Mutant, forms: Sequence[str] = ("runtime",)) -> Verdict:
     for form in forms:
         for k, case in enumerate(_CASES):
             raw = call_backend(backend, _model(k, form), case.feeds(form))
-            outcome = classify(raw, status=case.status, expected=case.expected, ulp=case.ulp)
+            outcome = classify(raw, case_status=case.status, expected=case.expected, ulp=case.ulp)
             run += 1
             if outcome.status in FAILING:
                 message = outcome.message.splitlines()[0][:300] if outcome.message else ""

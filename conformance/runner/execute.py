@@ -73,9 +73,9 @@ class Sources:
     """The case files a worker has loaded, each once."""
 
     def __init__(self) -> None:
-        self._files: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
+        self._files: dict[tuple[str, tuple[str, ...]], list[Case]] = {}
 
-    def load(self, source: tuple[str, tuple[str, ...]]) -> list[Any]:
+    def load(self, source: tuple[str, tuple[str, ...]]) -> list[Case]:
         cases = self._files.get(source)
         if cases is None:
             from qdq_conformance.generators.cache import load_file_cached
@@ -124,8 +124,8 @@ def call_backend(backend: Any, model: onnx.ModelProto, feeds: Mapping[str, np.nd
 
 
 def _trace(e: BaseException, limit: int = 6) -> str:
-    """The innermost ``limit`` frames of ``e``'s traceback, as Python prints them (without the column carets,
-    whose computation re-parses every line and was the larger part of an error's cost)."""
+    """The innermost ``limit`` frames of ``e``'s traceback, as Python prints them but without the column carets:
+    computing them re-parses every source line, most of what printing a traceback costs."""
     frames = traceback.extract_tb(e.__traceback__)[-limit:]
     lines = ["Traceback (most recent call last):"]
     for f in frames:
@@ -140,7 +140,7 @@ def finish(case: Case, form: str, raw: RawResult, entry: Expectation | None, bac
            feeds: dict[str, np.ndarray] | None = None, names: Sequence[str] = ()) -> CaseResult:
     """Classify ``raw`` against the case's rule and write its record (``model`` and ``feeds``: the case's, when
     already at hand and unchanged; ``names``: its output names)."""
-    outcome = classify(raw, status=case.status, expected=case.expected, ulp=case.ulp,
+    outcome = classify(raw, case_status=case.status, expected=case.expected, ulp=case.ulp,
                        readings=case.readings, names=names)
     rec = record_mod.build(case, form, outcome, entry, backend, model,
                            feeds if feeds is not None else case.feeds(form), repro)

@@ -1,4 +1,4 @@
-"""From what a backend did to a status, following the case's status and comparison rule.
+"""From what a backend did to a run status (``domain.RunStatus``), following the case status and comparison rule.
 
 Statuses: passed, failed (wrong values, shape or type), unsupported (declined as not implemented: a skip),
 error (accepted the model, then raised; or refused a valid model), crashed, timeout, invalid-accepted (ran a
@@ -88,23 +88,24 @@ def _check_outputs(expected: Sequence[np.ndarray], raw: RawResult, ulp: int,
     return out
 
 
-def classify(raw: RawResult, *, status: str, expected: list[np.ndarray] | None, ulp: int = 0,
+def classify(raw: RawResult, *, case_status: str, expected: list[np.ndarray] | None, ulp: int = 0,
              readings: Sequence[Any] = (), names: Sequence[str] = ()) -> Outcome:
-    """The outcome of one case: ``status`` is the case's (normative, implementation-defined or invalid);
+    """The outcome of one case: ``case_status`` is the case's :class:`CaseStatus` (normative,
+    implementation-defined or invalid);
     ``readings``: an implementation-defined case's catalogued readings (``reference.readings.Reading``);
     ``names``: the model's output names (for the messages)."""
     if raw.kind in (RunStatus.CRASHED, RunStatus.TIMEOUT):
         return Outcome(raw.kind, raw.message, seconds=raw.seconds)
     if raw.kind == "not-applicable":  # the adapter could not hand the case over: nothing is known of the backend
         return Outcome(RunStatus.UNSUPPORTED, raw.message, seconds=raw.seconds)
-    if status == CaseStatus.INVALID:
+    if case_status == CaseStatus.INVALID:
         if raw.kind == "ok":
             return Outcome(RunStatus.INVALID_ACCEPTED, "the backend ran a model that must be rejected", actual=raw.outputs,
                            seconds=raw.seconds)
         return Outcome(RunStatus.PASSED, f"rejected ({raw.kind}): {raw.message}", seconds=raw.seconds)
-    if status == CaseStatus.IMPLEMENTATION_DEFINED and readings:
+    if case_status == CaseStatus.IMPLEMENTATION_DEFINED and readings:
         return _judge(raw, readings, ulp, raw.seconds, names)
-    if status == CaseStatus.IMPLEMENTATION_DEFINED:  # no readings (an exported suite's case): recorded, not judged
+    if case_status == CaseStatus.IMPLEMENTATION_DEFINED:  # no readings (an exported suite's case): recorded, not judged
         if raw.kind != "ok":
             return Outcome(RunStatus.IMPLEMENTATION_DEFINED, raw.message, behaviour=f"{raw.kind}: {raw.message}"[:300],
                            seconds=raw.seconds)

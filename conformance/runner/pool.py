@@ -5,7 +5,7 @@ case. So the workers do not wait to be asked: given the run order (the plan), th
 time, run them (model, backend, comparison, record) and queue the finished results, while the pytest process
 reports the previous items. An item then only collects its result.
 
-Isolation is unchanged: a worker runs its cases one after the other and its beacon (shared memory) shows the one
+A case stays isolated: a worker runs its cases one after the other and its beacon (shared memory) shows the one
 it is on, so when it dies or runs one case past the timeout, that case is recorded as crashed or timeout, the
 worker is replaced and its other unanswered cases are handed to the new one. (A worker sends its results a few
 at a time, which saves the pytest process a wake-up per case; results that died with it are simply computed

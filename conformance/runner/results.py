@@ -24,7 +24,8 @@ import onnx
 from .. import __version__
 from ..domain import FAILING, RunStatus
 
-#: seconds between flushes of a results file (a flush per case cost the pytest process a system call per case)
+#: seconds between flushes of a results file (flushing after every case would cost the pytest process a system
+#: call per case)
 FLUSH_EVERY = 0.25
 
 
