@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from qdq_conformance.domain import FAILING, RunStatus
+from qdq_conformance.domain import BOTH, FAILING, FORMS, RunStatus
 from qdq_conformance.rules import RULES
 from qdq_conformance.runner.results import CaseRecord, expectation_of, is_expected
 from qdq_conformance.types import TYPES, ElementType
@@ -285,7 +285,7 @@ def _version_order(v: Any) -> tuple[int, str]:
 
 
 def forms_text(form: str) -> str:
-    return "both forms" if form == "both" else f"{form} form"
+    return "both forms" if form == BOTH else f"{form} form"
 
 
 def shorten(text: str, limit: int, middle: bool = True) -> str:
@@ -330,6 +330,9 @@ def sort_key(f: Finding) -> tuple[int, int, str]:
     return (0 if f.new else 1, -f.count, "\x1f".join(f.key))
 
 
+_BOTH_FORMS = sorted(FORMS)
+
+
 def group(cases: Iterable[CaseRecord]) -> list[Finding]:
     """Every failing case-form in exactly one finding (so the counts add up to the failing case-forms), sorted by
     :func:`sort_key`. A case that fails with one signature in both graph forms counts twice under form ``both``."""
@@ -341,9 +344,9 @@ def group(cases: Iterable[CaseRecord]) -> list[Finding]:
     for recs in by_id.values():
         keys = [signature(r, "") for r in recs]  # the form is key[3]
         forms = sorted({r.get("form") or "-" for r in recs})
-        if len(recs) == 2 and keys[0] == keys[1] and forms == ["initializer", "runtime"] and \
+        if len(recs) == 2 and keys[0] == keys[1] and forms == _BOTH_FORMS and \
                 _entry_line(recs[0]) == _entry_line(recs[1]):
-            key = (*keys[0][:3], "both", *keys[0][4:])
+            key = (*keys[0][:3], BOTH, *keys[0][4:])
             findings.setdefault(key, Finding(key)).add(recs[0], 2, forms)
             continue
         for r, k in zip(recs, keys, strict=True):
