@@ -32,6 +32,12 @@ OPERATORS: tuple[tuple[str, str], ...] = (
     (QUARK, "ExtendedDequantizeLinear"),
 )
 
+#: The quantization granularities, which the scale's shape selects (QuantizeLinear 21: "There are three supported
+#: quantization granularities, determined by the shape of `y_scale`").
+PER_TENSOR = "per-tensor"
+PER_AXIS = "per-axis"
+BLOCKED = "blocked"
+
 
 @dataclass(frozen=True)
 class Formal:
@@ -59,6 +65,21 @@ class OpSpec:
     @property
     def key(self) -> str:
         return f"{self.domain}::{self.name}-{self.version}"
+
+    @property
+    def granularities(self) -> tuple[str, ...]:
+        """The granularities this version allows, read from its attributes (onnx.defs for ai.onnx): per-tensor
+        always; per-axis with an ``axis`` attribute (ai.onnx 13+ but DynamicQuantizeLinear, the contrib
+        operators); blocked with a ``block_size`` attribute (ai.onnx 21+). The kernel, the generators and (through
+        the kernel's plans) the checker all ask here."""
+        return ((PER_TENSOR,) + ((PER_AXIS,) if "axis" in self.attributes else ())
+                + ((BLOCKED,) if "block_size" in self.attributes else ()))
+
+    @property
+    def axis_optional_per_tensor(self) -> bool:
+        """The ``axis`` attribute has no default, and leaving it out means per-tensor (com.microsoft: "If it's not
+        specified, it means per-tensor quantization and input 'x_scale' and 'x_zero_point' must be scalars")."""
+        return "axis" in self.attributes and self.attributes["axis"] is None
 
     def allowed(self, param: str) -> tuple[str, ...]:
         """The element type names a type parameter (or a fixed ``tensor(x)``) allows."""
@@ -88,7 +109,7 @@ def _from_onnx(schema: onnx.defs.OpSchema) -> OpSpec:
                      for tc in schema.type_constraints},
         attributes={name: (a.default_value.i if a.default_value.HasField("i") else None)
                     for name, a in schema.attributes.items()},
-        doc=schema.doc,
+        doc=schema.doc or "",
         rank1_axis_ignored="axis" in schema.attributes
         and "When the rank of the input is 1" in schema.attributes["axis"].description,
     )

@@ -66,7 +66,7 @@ def _int(name: str, proto: int, dtype: type, bits: int, signed: bool) -> Element
 
 
 def _float(name: str, proto: int, dtype: type, bits: int, *, inf: bool, nan: bool, neg_zero: bool) -> ElementType:
-    info = ml_dtypes.finfo(dtype)
+    info = ml_dtypes.finfo(dtype)  # type: ignore[no-untyped-call]  # ml_dtypes has no annotations
     return ElementType(
         name, proto, np.dtype(dtype), bits, "float",
         max_finite=float(info.max), has_inf=inf, has_nan=nan, has_negative_zero=neg_zero,

@@ -13,7 +13,9 @@ from onnx import TensorProto
 from qdq_conformance import opspecs
 from qdq_conformance.domain import FORMS, CaseStatus, Form
 from qdq_conformance.modelbuild import single_node_model
-from qdq_conformance.types import by_dtype
+from qdq_conformance.types import by_dtype, by_proto
+
+from .labels import case_labels
 
 
 @dataclass
@@ -94,8 +96,6 @@ class ConcreteCase:
     def x_labels(self, indices: list[tuple[int, ...]]) -> list[str] | None:
         """Which boundary x sits on at each multi-index (``tie 110.5, quotient inexact``), recomputed from the
         final inputs for the few elements a failure reports (generators/labels.py)."""
-        from .labels import case_labels
-
         return case_labels(self, indices)
 
     def spec_text(self) -> dict[str, Any]:
@@ -151,8 +151,6 @@ class ConcreteCase:
 
 
 def _type_name(proto: int) -> str:
-    from qdq_conformance.types import by_proto
-
     try:
         return by_proto(proto).name
     except KeyError:

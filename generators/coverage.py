@@ -54,13 +54,12 @@ def _required(spec: opspecs.OpSpec, cov: VersionCoverage) -> None:
         gran.add("per-tensor")
         return
     gran.add("per-tensor")
-    per_axis = not (spec.domain == opspecs.AI_ONNX and spec.version < 13)
-    if per_axis:
+    if opspecs.PER_AXIS in spec.granularities:
         ranks = range(1, 6) if spec.domain == opspecs.AI_ONNX else (3,)
         for r in ranks:
             for a in range(r):
                 gran.update({f"per-axis rank {r} axis {a}", f"per-axis rank {r} axis {a - r}"})
-    if "block_size" in spec.attributes:
+    if opspecs.BLOCKED in spec.granularities:
         for r in (1, 2, 3):
             for a in range(r):
                 gran.add(f"blocked rank {r} axis {a}")

@@ -21,7 +21,7 @@ from qdq_conformance.ambiguities import catalogue
 from qdq_conformance.compare import compare
 from qdq_conformance.errors import SpecViolation
 from qdq_conformance.reference import evaluate
-from qdq_conformance.reference.readings import readings
+from qdq_conformance.reference.readings import Reading, readings
 from qdq_conformance.types import TYPES, ElementType, by_dtype, by_name
 
 from .boundaries import SCALE_RECIPES, TARGETS, place, scale_values
@@ -243,7 +243,7 @@ def _build(b: _Build) -> ConcreteCase:
     if outputs is not None and "expected" in data:
         _check_golden(tpl, base_id, outputs, spec)
     ambiguity = data.get("ambiguity")
-    case_readings = []
+    case_readings: list[Reading] = []
     if outputs is not None:
         # The kernel computes the catalogue's readings; the status policy (generators/status.py) decides.
         found = readings(spec.domain, spec.name, spec.version, [a for _, a in inputs], attrs, outputs, ambiguity)

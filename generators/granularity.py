@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 from qdq_conformance import opspecs
 
@@ -33,11 +34,9 @@ class GVar:
 
 
 def _supports(spec: opspecs.OpSpec, kind: str) -> bool:
-    if kind in ("per-axis", "per-tensor-1d"):
-        return not (spec.domain == opspecs.AI_ONNX and spec.version < 13) or kind == "per-tensor-1d"
-    if kind == "blocked":
-        return spec.domain == opspecs.AI_ONNX and spec.version >= 21 and "block_size" in spec.attributes
-    return True
+    """Whether the version allows the template's granularity (``per-tensor-1d``: a one-element 1-D scale, which
+    every version takes as per-tensor)."""
+    return kind == "per-tensor-1d" or kind in spec.granularities
 
 
 def _axes(sel: object, rank: int, sign: str) -> list[int]:
@@ -48,7 +47,7 @@ def _axes(sel: object, rank: int, sign: str) -> list[int]:
     elif sel == "first":
         axes = [0]
     else:
-        axes = [a % rank for a in sel if -rank <= a < rank]  # type: ignore[union-attr]
+        axes = [a % rank for a in cast("list[int]", sel) if -rank <= a < rank]  # a list of axes
     if sign == "negative":
         return [a - rank for a in axes]
     if sign == "both":

@@ -168,7 +168,7 @@ def _dequantize(spec: opspecs.OpSpec, inputs: Sequence[np.ndarray | None], attrs
         d = xs[k] - z[k]
         p = d * s[k]
         parts = [f"x-zp={_g(d)}"]
-        if xt.is_integer and not (xt.int_min <= d <= xt.int_max):  # type: ignore[operator]
+        if xt.is_integer and not (xt.int_min <= d <= xt.int_max):
             parts.append(f"outside {xt.name}")
         if out.is_float:
             r = round_to(np.array([p]), out)[0]

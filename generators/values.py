@@ -21,6 +21,7 @@ from .recipe import Ctx, Recipe
 
 def _finite_max(t: ElementType) -> float:
     if t.is_integer:
+        assert t.int_max is not None
         return float(t.int_max)
     assert t.max_finite is not None
     return t.max_finite
@@ -28,6 +29,7 @@ def _finite_max(t: ElementType) -> float:
 
 def _y_bounds(ctx: Ctx) -> tuple[float, float]:
     if ctx.y.is_integer:
+        assert ctx.y.int_min is not None and ctx.y.int_max is not None
         return float(ctx.y.int_min) - ctx.zp_value, float(ctx.y.int_max) - ctx.zp_value
     m = _finite_max(ctx.y)
     return -m - ctx.zp_value, m - ctx.zp_value
@@ -96,7 +98,7 @@ def ties_near_bounds(ctx: Ctx) -> Recipe | None:
 def signed_zero(ctx: Ctx) -> Recipe | None:
     if ctx.x.is_integer:
         return None
-    tiny = float(2.0 ** (ctx.x.min_exp - ctx.x.mantissa_bits)) if ctx.x.min_exp is not None else 0.0
+    tiny = float(2.0 ** (ctx.x.min_exp - (ctx.x.mantissa_bits or 0))) if ctx.x.min_exp is not None else 0.0
     return Recipe([-0.0, 0.0, -tiny, tiny, -0.0])
 
 
@@ -127,12 +129,12 @@ def codes_boundary(ctx: Ctx) -> Recipe | None:
         return Recipe([float(v) for v in vals])
     m = _finite_max(t)
     tiny = 2.0 ** (t.min_exp - t.mantissa_bits) if t.min_exp is not None and t.mantissa_bits is not None else 0.0
-    vals = [0.0, -0.0, tiny, -tiny, m, -m, 1.0, -1.0]
+    floats = [0.0, -0.0, tiny, -tiny, m, -m, 1.0, -1.0]
     if t.has_nan:
-        vals.append(np.nan)
+        floats.append(np.nan)
     if t.has_inf:
-        vals += [np.inf, -np.inf]
-    return Recipe(vals)
+        floats += [np.inf, -np.inf]
+    return Recipe(floats)
 
 
 def int32_extremes(ctx: Ctx) -> Recipe | None:

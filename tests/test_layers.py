@@ -2,24 +2,24 @@
 module importing a module of a higher layer.
 
 Read from the source with :mod:`ast` (every ``import``, at module level or inside a function, under
-``TYPE_CHECKING`` too), for the modules of the installed ``qdq_conformance`` namespace wherever its folders are: the
-repository's ``conformance/``, ``generators/`` and ``reports/`` under an editable install, site-packages under a
-wheel. ``python -m pytest tests/test_layers.py`` is its own step in ``.ci/run``.
+``TYPE_CHECKING`` too), for the modules of the installed ``qdq_conformance`` namespace wherever its folders are
+(tests/sources.py). ``python -m pytest tests/test_layers.py`` is its own step in ``.ci/run``.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from .sources import ROOTS, modules
+
 #: The layers, lowest first. A module belongs to the layer of its longest matching prefix; it may import modules of
 #: its own layer and of lower ones, never of a higher one.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("types and specs", ("qdq_conformance", "qdq_conformance.types", "qdq_conformance.opspecs",
-                         "qdq_conformance.versions", "qdq_conformance.rules", "qdq_conformance.errors",
+    ("types and specs", ("qdq_conformance", "qdq_conformance.types", "qdq_conformance.domain",
+                         "qdq_conformance.opspecs", "qdq_conformance.rules", "qdq_conformance.errors",
                          "qdq_conformance.resources", "qdq_conformance.ambiguities", "qdq_conformance.compare",
                          "qdq_conformance.modelbuild", "qdq_conformance.cachedir", "qdq_conformance.progress")),
     ("kernel", ("qdq_conformance.reference",)),
@@ -30,26 +30,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("front ends", ("qdq_conformance.plugin", "qdq_conformance.fuzz", "qdq_conformance.mutants.cli",
                     "qdq_conformance.checker.cli", "qdq_conformance.cli")),
 )
-
-#: The packages whose folders are walked (the subpackages a pyproject maps from folders of their own included).
-ROOTS = ("qdq_conformance", "qdq_conformance.generators", "qdq_conformance.reports")
-
-
-def _modules() -> dict[str, tuple[Path, bool]]:
-    """Module name -> (file, is a package), for every module under :data:`ROOTS`."""
-    found: dict[str, tuple[Path, bool]] = {}
-    for root in ROOTS:
-        spec = importlib.util.find_spec(root)
-        assert spec is not None and spec.submodule_search_locations, root
-        for folder in map(Path, spec.submodule_search_locations):
-            for f in sorted(folder.rglob("*.py")):
-                parts = list(f.relative_to(folder).with_suffix("").parts)
-                is_package = parts[-1] == "__init__"
-                if is_package:
-                    parts = parts[:-1]
-                found.setdefault(".".join([root, *parts]), (f, is_package))
-    return found
-
 
 def _imports(name: str, path: Path, is_package: bool, known: dict[str, tuple[Path, bool]]) -> set[str]:
     """The first-party modules ``name`` imports (``from pkg import mod`` is an import of ``pkg.mod``)."""
@@ -74,7 +54,7 @@ def _imports(name: str, path: Path, is_package: bool, known: dict[str, tuple[Pat
 
 
 def _graph() -> dict[str, set[str]]:
-    known = _modules()
+    known = modules()
     return {name: _imports(name, path, is_package, known) for name, (path, is_package) in known.items()}
 
 

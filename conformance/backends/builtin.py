@@ -24,7 +24,7 @@ class OrtBackend:
 
     def __init__(self, provider: str = "CPUExecutionProvider", optimization: str = "all", threads: int = 1,
                  custom_ops_libraries: tuple[str, ...] | list[str] = ()) -> None:
-        import onnxruntime as ort
+        import onnxruntime as ort  # here, not at the top: only this backend's worker pays its import
 
         ort.set_default_logger_severity(4)  # errors come back as exceptions; keep the C++ log quiet
         self.version = ort.__version__
@@ -34,7 +34,7 @@ class OrtBackend:
         self.custom_ops_libraries = list(custom_ops_libraries)
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        from .ort_io import run_session, session
+        from .ort_io import run_session, session  # (both import onnxruntime: see __init__)
         from .ort_probe import decide, feed_refusal
 
         try:
@@ -70,7 +70,7 @@ class OnnxReferenceBackend:
         self.version = onnx.__version__
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        from onnx.reference import ReferenceEvaluator
+        from onnx.reference import ReferenceEvaluator  # onnx.reference's import, for this backend only
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -94,7 +94,7 @@ class OnnxReferenceBackend:
 def _reference_refusal(model: onnx.ModelProto) -> str | None:
     """Why onnx.reference has no implementation of one of the model's ai.onnx nodes at the model's opset, asked
     of its operator registry (``onnx.reference.ops.load_op``); None if it has one for every node."""
-    from onnx.reference.ops import load_op
+    from onnx.reference.ops import load_op  # (see OnnxReferenceBackend.run)
 
     opset = {"" if o.domain == "ai.onnx" else o.domain: o.version for o in model.opset_import}.get("")
     for node in model.graph.node:
@@ -114,7 +114,7 @@ class OracleBackend:
     version = __version__
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        from ..reference import run
+        from ..reference import run  # the kernel's import (0.1 s), for this backend's worker only
 
         try:
             return run(model, feeds)
@@ -151,7 +151,7 @@ class OnnxBackendModule:
             raise Unsupported(_first_line(str(e))) from None
         except Exception as e:
             if self.module.__name__.split(".")[0] == "onnxruntime":  # ask ONNX Runtime, as the ort backend does
-                from .ort_probe import decide
+                from .ort_probe import decide  # (imports onnxruntime: see OrtBackend.__init__)
 
                 raise decide(model, e) from None
             text = str(e)

@@ -44,7 +44,7 @@ class OpenVinoBackend:
     name = "openvino"
 
     def __init__(self, device: str = "CPU") -> None:
-        import openvino as ov
+        import openvino as ov  # an optional dependency (the openvino extra): imported when the backend is made
 
         self._ov = ov
         self.version = ov.__version__.split("-")[0]

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
+from onnxruntime.capi import onnxruntime_pybind11_state as C
 
 from .base import Rejected, Unsupported
 
@@ -127,8 +128,6 @@ def opset_refusal(domain: str, version: int) -> str | None:
 
 @functools.cache
 def _schemas() -> dict[tuple[str, str], list]:
-    from onnxruntime.capi import onnxruntime_pybind11_state as C
-
     out: dict[tuple[str, str], list] = {}
     for s in C.get_all_operator_schema():
         out.setdefault((s.domain, s.name), []).append(s)

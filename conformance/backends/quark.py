@@ -28,6 +28,7 @@ import onnx
 from ..cachedir import cache_root
 from ..opspecs import QUARK
 from .base import NotApplicable
+from .builtin import OrtBackend
 
 #: The amd-quark release whose sources `build` fetches when none is installed (override: --quark-version).
 DEFAULT_QUARK_VERSION = "0.13"
@@ -167,7 +168,7 @@ class QuarkBackend:
     name = "quark"
 
     def __init__(self, library: Path | None = None) -> None:
-        import onnxruntime as ort
+        import onnxruntime as ort  # here, not at the top: only this backend's worker pays its import
 
         self.library = library or find_library()
         self.version = f"{DEFAULT_QUARK_VERSION}+ort{ort.__version__}" if self.library else "not built"
@@ -183,8 +184,6 @@ class QuarkBackend:
             raise NotApplicable(self.reason)
         if {n.domain for n in model.graph.node} != {QUARK}:
             raise NotApplicable("the quark backend runs com.amd.quark operators only (ai.onnx cases: use --backend ort)")
-        from .builtin import OrtBackend
-
         backend = OrtBackend(custom_ops_libraries=[str(self.library)])
         return backend.run(model, feeds)
 

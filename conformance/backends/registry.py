@@ -12,41 +12,38 @@ where ``make_backend(**options)`` returns an object with ``name``, ``version``, 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from .base import Backend
+from .base import Backend, MissingBackend
+from .builtin import OnnxBackendModule, OnnxReferenceBackend, OracleBackend, OrtBackend
+from .command import CommandBackend
+from .openvino_backend import OpenVinoBackend
+from .quark import QuarkBackend
+from .tvm_backend import TvmBackend
 
 ENTRY_POINT_GROUP = "onnx_qdq_conformance.backends"
 
 
 def _ort(options: Mapping[str, Any]) -> Backend:
-    from .builtin import OrtBackend
-
     return OrtBackend(provider=options.get("ort_provider") or "CPUExecutionProvider",
                       optimization=options.get("ort_optimization") or "all",
                       threads=int(options.get("ort_threads") or 1))
 
 
 def _onnx_reference(options: Mapping[str, Any]) -> Backend:
-    from .builtin import OnnxReferenceBackend
-
     return OnnxReferenceBackend()
 
 
 def _oracle(options: Mapping[str, Any]) -> Backend:
-    from .builtin import OracleBackend
-
     return OracleBackend()
 
 
 def _openvino(options: Mapping[str, Any]) -> Backend:
-    from .base import MissingBackend
-    from .openvino_backend import OpenVinoBackend
-
     try:
-        import openvino  # noqa: F401
+        import openvino  # noqa: F401  (an optional dependency: is it installed?)
     except ImportError as e:
         return MissingBackend("openvino", f"openvino is not installed ({e}); pip install "
                                           "'onnx-qdq-conformance[openvino]'")
@@ -54,18 +51,12 @@ def _openvino(options: Mapping[str, Any]) -> Backend:
 
 
 def _quark(options: Mapping[str, Any]) -> Backend:
-    from .quark import QuarkBackend
-
     return QuarkBackend()
 
 
 def _tvm(options: Mapping[str, Any]) -> Backend:
-    from .base import MissingBackend
-
     try:
-        from .tvm_backend import TvmBackend
-
-        return TvmBackend()
+        return TvmBackend()  # (imports tvm, an optional dependency)
     except ImportError as e:
         return MissingBackend("tvm", f"Apache TVM is not installed ({e}); pip install 'onnx-qdq-conformance[tvm]'")
 
@@ -92,20 +83,16 @@ def create(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
     if spec in BUILTIN:
         return BUILTIN[spec](options)
     if spec.startswith("onnx-backend:"):
-        from .builtin import OnnxBackendModule
-
         return OnnxBackendModule(spec.split(":", 1)[1])
     if spec.startswith("mutant:"):  # the reference kernel with one shortcut (qdq-conformance mutants --list)
+        # imported for mutant: only: the zoo and the kernel it patches cost every other backend's worker
+        # 0.1 s at start (measured)
         from ..mutants import backend
 
         return backend(spec.split(":", 1)[1])
     if spec.startswith("command:"):
-        from .command import CommandBackend
-
         return CommandBackend(spec.split(":", 1)[1], version=options.get("command_version") or "unknown")
     if spec.startswith("python:"):
-        import importlib
-
         try:
             module, factory = spec.split(":", 2)[1:]
             return getattr(importlib.import_module(module), factory)(**options)

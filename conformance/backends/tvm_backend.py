@@ -28,7 +28,7 @@ class TvmBackend:
     name = "tvm"
 
     def __init__(self, target: str = "llvm") -> None:
-        import tvm
+        import tvm  # an optional dependency (the tvm extra): imported when the backend is made
 
         self._tvm = tvm
         self.version = tvm.__version__

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from .. import __version__
+from .. import __version__, reference
+from ..backends.base import Rejected
 from ..errors import SpecViolation
 
 # dtypes for witnesses
@@ -43,9 +44,7 @@ class Witness:
     domain: str = "ai.onnx"
 
     def evaluate(self) -> list[np.ndarray]:
-        from ..reference import evaluate
-
-        return evaluate(self.domain, self.op, self.version, list(self.inputs), dict(self.attrs))
+        return reference.evaluate(self.domain, self.op, self.version, list(self.inputs), dict(self.attrs))
 
 
 @dataclass(frozen=True)
@@ -141,12 +140,9 @@ class MutantBackend:
             _get(target, name)
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        from ..backends.base import Rejected
-        from ..reference import run
-
         with applied(self._patches):
             try:
-                return run(model, feeds)
+                return reference.run(model, feeds)
             except SpecViolation as e:
                 raise Rejected(str(e)) from None
 

@@ -11,7 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from ..domain import BOTH, FORMS, forms_of
+from ..generators.cache import load_file_cached
+from ..generators.corpus import CASES_DIR, case_files
+from ..generators.loader import CaseFileError
 from ..progress import duration
+from . import REGISTRY, names
 from .base import Mutant
 from .score import Verdict, score
 
@@ -37,8 +41,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def select(patterns: list[str]) -> list[Mutant]:
     """The mutants whose id matches one of ``patterns`` (all when empty), in the zoo's order."""
-    from . import REGISTRY, names
-
     if not patterns:
         return [REGISTRY[n] for n in names()]
     unknown = [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n in REGISTRY)]
@@ -49,10 +51,6 @@ def select(patterns: list[str]) -> list[Mutant]:
 
 def load_cases(root: Path | None) -> tuple[list[Any], list[str]]:
     """The default-tier cases of every case file under ``root`` (the runner's cached expansion), and errors."""
-    from qdq_conformance.generators.cache import load_file_cached
-    from qdq_conformance.generators.corpus import CASES_DIR, case_files
-    from qdq_conformance.generators.loader import CaseFileError
-
     cases: list[Any] = []
     errors: list[str] = []
     for path in case_files(root or CASES_DIR):
@@ -87,8 +85,6 @@ def _line(v: Verdict, m: Mutant) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import REGISTRY
-
     try:
         mutants = select(args.only)
     except ValueError as e:

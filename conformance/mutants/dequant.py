@@ -14,6 +14,8 @@ import numpy as np
 from onnx import TensorProto
 
 from ..opspecs import OpSpec
+from ..reference import arith, ops
+from ..reference import granularity as gran
 from ..types import ElementType, by_dtype
 from .base import F32, I32, U8, Patch, W, a, function_patch, mutant, wrap
 
@@ -29,17 +31,14 @@ Formula = Callable[[np.ndarray, np.ndarray, np.ndarray | None, ElementType], np.
 def _dq(fn: Formula, *, only: Callable[[np.ndarray, np.ndarray | None], bool] = lambda x, zp: True
         ) -> Sequence[Patch]:
     """The patch computing DequantizeLinear as ``fn`` for inputs ``only`` selects (the kernel for the others)."""
-    from ..reference import ops
-    from ..reference.granularity import broadcast
-
     original = ops.dequantize
 
     def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
                    granularity: object) -> np.ndarray:
         if not only(x, zero_point):
             return original(x, scale, zero_point, out=out, granularity=granularity)  # type: ignore[arg-type]
-        s = broadcast(scale, x.shape, granularity)  # type: ignore[arg-type]
-        z = None if zero_point is None else broadcast(zero_point, x.shape, granularity)  # type: ignore[arg-type]
+        s = gran.broadcast(scale, x.shape, granularity)  # type: ignore[arg-type]
+        z = None if zero_point is None else gran.broadcast(zero_point, x.shape, granularity)  # type: ignore[arg-type]
         with np.errstate(all="ignore"):
             return np.asarray(fn(x, s, z, out)).reshape(x.shape).astype(out.dtype)
 
@@ -48,15 +47,11 @@ def _dq(fn: Formula, *, only: Callable[[np.ndarray, np.ndarray | None], bool] = 
 
 def product(d: np.ndarray, s: np.ndarray, out: ElementType) -> np.ndarray:
     """The kernel's product: both factors rounded to ``out``, multiplied in ``out``'s precision."""
-    from ..reference import arith
-
     dp, sp = arith.to_float64(arith.to_precision(d, out)), arith.to_float64(arith.to_precision(s, out))
     return arith.cast_float(arith.round_to(dp * sp, out), out)
 
 
 def _exact_difference(x: np.ndarray, z: np.ndarray | None) -> np.ndarray:
-    from ..reference import arith
-
     d = arith.to_float64(x)
     return d if z is None else d - arith.to_float64(z)
 
@@ -69,8 +64,6 @@ def _integer(x: np.ndarray, zp: np.ndarray | None) -> bool:
         "output precision, e.g. a precomputed bias)", FORMULA + " " + OUTPUT,
         witness=W("DequantizeLinear", 21, "scale 0.1, x 1, zero point 3: (1 - 3) * 0.1 = -0.2 in float32, 0.1 - 0.3 = -0.20000002", a([1], U8), a(0.1, F32), a(3, U8)))
 def _distributed() -> Sequence[Patch]:
-    from ..reference import arith
-
     def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
         a = arith.to_float64(product(arith.to_float64(x), s, out))
         if z is None:
@@ -98,8 +91,6 @@ def _narrow() -> Sequence[Patch]:
                   "a bfloat16 tie (-> 2**24); rounded once it goes up to 2**24 + 2**17", a([2**24 + 2**16 + 1], I32),
                   a(1, ml_dtypes.bfloat16)))
 def _product_f32() -> Sequence[Patch]:
-    from ..reference import arith
-
     def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
         d = arith.to_precision(x, arith.F32)
         if z is not None:
@@ -139,8 +130,6 @@ def _no_sign_extension() -> Sequence[Patch]:
         "scale's type", OUTPUT,
         witness=W("DequantizeLinear", 23, "output_dtype float16 with a float32 scale", a([1], U8), a(1, F32), output_dtype=TensorProto.FLOAT16))
 def _output_dtype_ignored() -> Sequence[Patch]:
-    from ..reference import ops
-
     original = ops.plan_dequantize_linear
 
     def plan(spec: OpSpec, inputs: Sequence[np.ndarray | None], attrs: Mapping[str, int]) -> object:
@@ -154,8 +143,6 @@ def _output_dtype_ignored() -> Sequence[Patch]:
                   "2072 * float16(scale) and 2071 * scale both round to 1061, 2072 * scale to 1062",
                   a([2071], np.uint16), a(0.5123098, F32), output_dtype=TensorProto.FLOAT16))
 def _scale_not_rounded() -> Sequence[Patch]:
-    from ..reference import arith
-
     def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
         d = arith.to_float64(arith.to_precision(_exact_difference(x, z), out))
         return arith.cast_float(arith.round_to(d * arith.to_float64(s), out), out)
@@ -168,8 +155,6 @@ def _scale_not_rounded() -> Sequence[Patch]:
         witness=W("DequantizeLinear", 21, "int32 100000 times a float16 scale 1: beyond float16's 65504, so +inf",
                   a([100000, -100000], I32), a(1, np.float16)))
 def _overflow_saturates() -> Sequence[Patch]:
-    from ..reference import arith, ops
-
     original = ops.dequantize
 
     def dequantize(x: np.ndarray, *args: object, **kw: object) -> np.ndarray:
@@ -188,8 +173,6 @@ def _overflow_saturates() -> Sequence[Patch]:
         witness=W("DequantizeLinear", 23, "float32 scale 0.6288445 to bfloat16 is 0.62890625 (nearest), not 0.625 "
                   "(truncated)", a([1], U8), a(0.6288445, F32), output_dtype=TensorProto.BFLOAT16))
 def _bf16_truncates() -> Sequence[Patch]:
-    from ..reference import arith
-
     original = arith.to_precision
 
     def to_precision(x: np.ndarray, p: ElementType) -> np.ndarray:

@@ -13,6 +13,8 @@ import numpy as np
 from onnx import TensorProto
 
 from ..opspecs import OpSpec
+from ..reference import arith, ops
+from ..reference import quantize as qmod
 from ..types import ElementType
 from .base import F16, F32, I16, U8, Patch, W, a, function_patch, mutant
 
@@ -22,15 +24,11 @@ DIVISION = "The quantization formula is `y = saturate((x / y_scale) + y_zero_poi
 
 
 def _divide(fn: object) -> Sequence[Patch]:
-    from ..reference import quantize as qmod
-
     return function_patch(qmod, "divide", fn)
 
 
 def _in(p: ElementType, a: np.ndarray) -> np.ndarray:
     """``a`` rounded once to precision ``p``, as exact float64 values."""
-    from ..reference import arith
-
     return arith.to_float64(arith.to_precision(np.asarray(a), p))
 
 
@@ -38,9 +36,6 @@ def _in(p: ElementType, a: np.ndarray) -> np.ndarray:
         "dividing", DIVISION,
         witness=W("QuantizeLinear", 21, "scale 0.1 (not a power of two): 3.2500002 / 0.1 is 32.5 in float32 (-> 32), x * (1/0.1) gives 32.500004 (-> 33)", np.nextafter(a([3.25], F32), F32(4)), a(0.1, F32), a(0, U8)))
 def _reciprocal() -> Sequence[Patch]:
-    from ..reference import arith
-    from ..reference import quantize as qmod
-
     def divide(x: np.ndarray, scale: np.ndarray, precision: ElementType) -> np.ndarray:
         with np.errstate(all="ignore"):
             if precision is arith.F32:
@@ -57,8 +52,6 @@ def _reciprocal() -> Sequence[Patch]:
         "precision attribute, int32)", PRECISION,
         witness=W("QuantizeLinear", 23, "float16 x and scale: 1538 / 3 = 512.67 is 512.5 in float16 (-> 512), 512.67 in float32 (-> 513)", a([1538], F16), a(3, F16), a(0, I16)))
 def _float32_always() -> Sequence[Patch]:
-    from ..reference import arith
-
     def divide(x: np.ndarray, scale: np.ndarray, precision: ElementType) -> np.ndarray:
         with np.errstate(all="ignore"):
             return np.divide(arith.to_precision(x, arith.F32), arith.to_precision(scale, arith.F32))
@@ -69,8 +62,6 @@ def _float32_always() -> Sequence[Patch]:
         "neither the operands nor the quotient to it", PRECISION,
         witness=W("QuantizeLinear", 23, "float16 x and scale: 1538 / 3 = 512.67 is 512.5 in float16 (-> 512), exactly 512.67 in float64 (-> 513)", a([1538], F16), a(3, F16), a(0, I16)))
 def _float64_always() -> Sequence[Patch]:
-    from ..reference import arith
-
     def divide(x: np.ndarray, scale: np.ndarray, precision: ElementType) -> np.ndarray:
         with np.errstate(all="ignore"):
             return arith.to_float64(x) / arith.to_float64(scale)
@@ -82,9 +73,6 @@ def _float64_always() -> Sequence[Patch]:
         "integer", PRECISION,
         witness=W("QuantizeLinear", 21, "float32: 0.35 / 0.1 rounds to 3.5 in float32 (-> 4) but is 3.4999999 exactly (-> 3)", a([0.35], F32), a(0.1, F32), a(0, U8)))
 def _excess_precision() -> Sequence[Patch]:
-    from ..reference import arith
-    from ..reference import quantize as qmod
-
     original = qmod.divide
 
     def divide(x: np.ndarray, scale: np.ndarray, precision: ElementType) -> np.ndarray:
@@ -105,9 +93,6 @@ def _excess_precision() -> Sequence[Patch]:
         "normal range (2**-126) only ever meets rounding to an integer or to a float8 / float4 / float6 code, "
         "where it is 0 with its sign either way.")
 def _narrow_via_f32() -> Sequence[Patch]:
-    from ..reference import arith
-    from ..reference import quantize as qmod
-
     original = qmod.divide
 
     def divide(x: np.ndarray, scale: np.ndarray, precision: ElementType) -> np.ndarray:
@@ -123,8 +108,6 @@ def _narrow_via_f32() -> Sequence[Patch]:
 @mutant("precision-ignored", "ignores the precision attribute: divides in the scale's type", PRECISION,
         witness=W("QuantizeLinear", 25, "precision=float16 with float32 operands: 2.5004 rounds to 2.5 in float16 (-> 2), not 3", a([2.5004], F32), a(1, F32), a(0, U8), precision=TensorProto.FLOAT16))
 def _precision_ignored() -> Sequence[Patch]:
-    from ..reference import ops
-
     original = ops.plan_quantize_linear
 
     def plan(spec: OpSpec, inputs: Sequence[np.ndarray | None], attrs: Mapping[str, int]) -> object:
@@ -139,8 +122,6 @@ def _precision_ignored() -> Sequence[Patch]:
         witness=W("QuantizeLinear", 21, "output_dtype int8 without a zero point", a([-1], F32), a(1, F32),
                   output_dtype=TensorProto.INT8))
 def _output_dtype_ignored() -> Sequence[Patch]:
-    from ..reference import ops
-
     original = ops.plan_quantize_linear
 
     def plan(spec: OpSpec, inputs: Sequence[np.ndarray | None], attrs: Mapping[str, int]) -> object:

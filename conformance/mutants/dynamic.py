@@ -11,6 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from ..reference import granularity as gran
+from ..reference import ops
+from ..reference import quantize as qmod
 from ..types import TYPES
 from .base import F32, Patch, W, a, function_patch, mutant
 
@@ -24,9 +27,6 @@ RANGE = "Data range is adjusted to include 0."
 def body(x: np.ndarray, *, include_zero: bool = True,
          round_zp: Callable[[Any], Any] = np.rint) -> list[np.ndarray]:
     """(y, y_scale, y_zero_point) as the function body computes them, with the steps the arguments name."""
-    from ..reference.granularity import Granularity
-    from ..reference.quantize import quantize
-
     q_min, q_max = F32(0), F32(255)
     with np.errstate(all="ignore"):
         lo = np.min(x) if x.size else F32(np.inf)
@@ -40,14 +40,12 @@ def body(x: np.ndarray, *, include_zero: bool = True,
         zero_point = np.uint8(0 if np.isnan(zp) else int(zp))
     y_scale = np.array(scale, F32)
     y_zero_point = np.array(zero_point, np.uint8)
-    y = quantize(x, y_scale, y_zero_point, out=TYPES["uint8"], granularity=Granularity("per-tensor"),
-                 precision=TYPES["float"])
+    y = qmod.quantize(x, y_scale, y_zero_point, out=TYPES["uint8"], granularity=gran.Granularity("per-tensor"),
+                      precision=TYPES["float"])
     return [y, y_scale, y_zero_point]
 
 
 def _replace(**steps: object) -> Sequence[Patch]:
-    from ..reference import ops
-
     return function_patch(ops, "dynamic_quantize", lambda x: body(x, **steps))  # type: ignore[arg-type]
 
 

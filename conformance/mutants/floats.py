@@ -14,6 +14,8 @@ import ml_dtypes
 import numpy as np
 from onnx import TensorProto
 
+from ..reference import arith, ops
+from ..reference import quantize as qmod
 from ..types import ElementType, by_dtype
 from .base import F32, Patch, W, a, function_patch, mutant
 
@@ -33,9 +35,6 @@ def _floats(fn: Step, *, only: Callable[[ElementType], bool] = lambda t: t.bits 
             with_zero_point: bool = True) -> Sequence[Patch]:
     """The patch replacing the kernel's float-target step by ``fn(v, out, saturate) -> array of out``, where ``v``
     is the exact sum x / y_scale + zero point in float64; targets outside ``only`` keep the kernel's step."""
-    from ..reference import arith
-    from ..reference import quantize as qmod
-
     original = qmod._to_float
 
     def to_float(q: np.ndarray, zp: np.ndarray | None, out: ElementType, saturate: bool) -> np.ndarray:
@@ -51,8 +50,6 @@ def _floats(fn: Step, *, only: Callable[[ElementType], bool] = lambda t: t.bits 
 
 
 def _standard(v: np.ndarray, out: ElementType, saturate: bool) -> np.ndarray:
-    from ..reference import arith
-
     return arith.encode_float(arith.round_to(v, out), out, saturate)
 
 
@@ -66,8 +63,6 @@ def _after(post: Callable[[np.ndarray, np.ndarray, ElementType], np.ndarray]) ->
 
 def _via(dtype: type) -> Step:
     def fn(v: np.ndarray, out: ElementType, saturate: bool) -> np.ndarray:
-        from ..reference import arith
-
         w = v.astype(np.float32).astype(dtype).astype(np.float64)  # the shortcut: an intermediate 16-bit type
         return _standard(arith.to_float64(np.asarray(w)), out, saturate)
     return fn
@@ -138,8 +133,6 @@ def _fnuz_as_fn() -> Sequence[Patch]:
         y32 = y.astype(np.float32)
         if out.has_negative_zero or out.bits != 8:
             return y32
-        from ..reference import arith
-
         negative_zero = (arith.round_to(v, out) == 0) & np.signbit(v)
         return np.where(negative_zero, np.nan, y32)
     return _floats(_after(post))
@@ -160,8 +153,6 @@ def _ftz() -> Sequence[Patch]:
         witness=W("QuantizeLinear", 21, "float8e4m3fn, saturate=0: 460 rounds down to 448 (below the overflow threshold 464)", a([460], F32), a(1, F32), a(0, ml_dtypes.float8_e4m3fn), saturate=0))
 def _overflow_first() -> Sequence[Patch]:
     def fn(v: np.ndarray, out: ElementType, saturate: bool) -> np.ndarray:
-        from ..reference import arith
-
         r = arith.round_to(v, out)
         assert out.max_finite is not None
         r = np.where(np.isfinite(v) & (np.abs(v) > out.max_finite), np.copysign(np.inf, v), r)
@@ -172,8 +163,6 @@ def _overflow_first() -> Sequence[Patch]:
 def _rounder(step: Callable[[np.ndarray], np.ndarray]) -> Step:
     """The kernel's rounding to the target with ``step`` in place of round-half-to-even on the scaled magnitude."""
     def fn(v: np.ndarray, out: ElementType, saturate: bool) -> np.ndarray:
-        from ..reference import arith
-
         assert out.mantissa_bits is not None and out.min_exp is not None and out.max_finite is not None
         a = np.abs(v)
         _, e2 = np.frexp(a)
@@ -214,8 +203,6 @@ def _inf_kept() -> Sequence[Patch]:
         witness=W("QuantizeLinear", 21, "float8e4m3fn zero point 0.5: 1 + 0.5 = 1.5", a([1], F32), a(1, F32),
                   a(0.5, ml_dtypes.float8_e4m3fn)))
 def _float_zp_ignored() -> Sequence[Patch]:
-    from ..reference import ops
-
     original = ops.dequantize
 
     def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, **kw: object) -> np.ndarray:

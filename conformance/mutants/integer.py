@@ -14,6 +14,9 @@ from collections.abc import Callable, Sequence
 import ml_dtypes
 import numpy as np
 
+from ..reference import arith, ops
+from ..reference import granularity as gran
+from ..reference import quantize as qmod
 from ..types import ElementType
 from .base import F16, F32, I8, I16, U8, Patch, W, a, function_patch, mutant, store_int, wrap
 
@@ -28,8 +31,6 @@ SATURATION = ("Saturation is done according to: - uint16: [0, 65535] - int16: [-
 
 def _ints(fn: Callable[[np.ndarray, np.ndarray, ElementType], np.ndarray]) -> Sequence[Patch]:
     """The patch replacing the kernel's integer step by ``fn(q, z, out) -> final integer values (float64)``."""
-    from ..reference import quantize as qmod
-
     def to_integer(dest: np.ndarray, q: np.ndarray, zp: np.ndarray | None, lo: object, hi: object,
                    out: ElementType) -> None:
         q64 = np.asarray(q, np.float64)
@@ -142,9 +143,6 @@ def _zp_ignored() -> Sequence[Patch]:
         FORMULA + " " + TIES,
         witness=W("QuantizeLinear", 21, "scale exactly 1: 2.7 rounds to 3, 300 saturates to 255", a([2.7, 300], F32), a(1, F32), a(0, U8)))
 def _scale_one() -> Sequence[Patch]:
-    from ..reference import arith, ops
-    from ..reference.granularity import broadcast
-
     original = ops.quantize
 
     def quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
@@ -154,7 +152,7 @@ def _scale_one() -> Sequence[Patch]:
         with np.errstate(all="ignore"):
             v = arith.to_float64(x)
             if zero_point is not None:
-                v = v + arith.to_float64(broadcast(zero_point, x.shape, kw["granularity"]))  # type: ignore[arg-type]
+                v = v + arith.to_float64(gran.broadcast(zero_point, x.shape, kw["granularity"]))  # type: ignore[arg-type]
             if out.is_integer:
                 assert out.int_min is not None and out.int_max is not None
                 return store_int(wrap(np.trunc(v), out.int_min, out.int_max), out.dtype)
@@ -168,8 +166,6 @@ def _scale_one() -> Sequence[Patch]:
         witness=W("QuantizeLinear", 23, "float16 scale, int16 target: zero point 2049 (float16 2048), and 40000 "
                   "saturating to 32767 (float16 32768)", a([30000, 40000], F16), a(1, F16), a(2049, I16)))
 def _zp_in_narrow() -> Sequence[Patch]:
-    from ..reference import arith, ops
-
     original = ops.quantize
     precision: list[ElementType] = []
 

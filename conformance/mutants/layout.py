@@ -15,6 +15,10 @@ import ml_dtypes
 import numpy as np
 
 from ..opspecs import AI_ONNX, OpSpec
+from ..reference import dequantize as dmod
+from ..reference import granularity as gran
+from ..reference import ops
+from ..reference import quantize as qmod
 from ..types import by_dtype
 from .base import F32, U8, Patch, W, a, function_patch, mutant
 
@@ -35,8 +39,6 @@ Planner = Callable[[OpSpec, Sequence[np.ndarray | None], Mapping[str, int]], Any
 
 def _planners(edit: Callable[[OpSpec, dict[str, int]], dict[str, int]]) -> Sequence[Patch]:
     """Patches running both planners on the node's attributes as ``edit`` rewrites them."""
-    from ..reference import ops
-
     def wrapped(original: Planner) -> Planner:
         def plan(spec: OpSpec, inputs: Sequence[np.ndarray | None], attrs: Mapping[str, int]) -> Any:
             return original(spec, inputs, edit(spec, dict(attrs)))
@@ -70,8 +72,6 @@ def _negative_axis() -> Sequence[Patch]:
         "too far)", AXIS,
         witness=W("QuantizeLinear", 21, "axis=-1 on rank 3 is axis 2, not 1", a(np.ones((2, 3, 4)), F32), a([1, 2, 4, 8], F32), axis=-1))
 def _negative_axis_off() -> Sequence[Patch]:
-    from ..reference import granularity as gran
-
     original = gran.resolve
 
     def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...], zp_shape: Any,
@@ -88,8 +88,6 @@ def _negative_axis_off() -> Sequence[Patch]:
         "one-element-scale, is already read as per-tensor): either way the one scale and zero point apply to every "
         "element, so per-axis and per-tensor compute the same values. Blocked scales are not touched.")
 def _one_element() -> Sequence[Patch]:
-    from ..reference import granularity as gran
-
     original = gran.resolve
 
     def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...], zp_shape: Any,
@@ -102,8 +100,6 @@ def _one_element() -> Sequence[Patch]:
 def _params(edit: Callable[[np.ndarray, Any], np.ndarray], which: tuple[str, ...] = ("scale", "zero_point")
             ) -> Sequence[Patch]:
     """Patches handing ``ops.quantize`` / ``ops.dequantize`` scale and / or zero point as ``edit(param, g)``."""
-    from ..reference import ops
-
     def wrapped(original: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
         def call(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, **kw: Any) -> np.ndarray:
             g = kw["granularity"]
@@ -137,9 +133,6 @@ def _per_axis_zp_first() -> Sequence[Patch]:
 
 
 def _broadcasts(make: Callable[[Callable[..., np.ndarray]], Callable[..., np.ndarray]]) -> Sequence[Patch]:
-    from ..reference import dequantize as dmod
-    from ..reference import quantize as qmod
-
     return [*function_patch(qmod, "broadcast", make(qmod.broadcast)),
             *function_patch(dmod, "broadcast", make(dmod.broadcast))]
 
@@ -180,9 +173,6 @@ def _blocked_partial() -> Sequence[Patch]:
 @mutant("dq-block-size-ignored", "blocked DequantizeLinear ignores block_size and uses ceil(Di / Si)", BLOCKED,
         witness=W("DequantizeLinear", 21, "Di=9, Si=2, block_size 6 (ceil(9/2) = 5): element 5 is in the first block", a(np.ones((1, 9)), U8), a([[1, 2]], F32), axis=1, block_size=6))
 def _dq_block_size() -> Sequence[Patch]:
-    from ..reference import dequantize as dmod
-    from ..reference import granularity as gran
-
     original = dmod.broadcast
 
     def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Any) -> np.ndarray:
@@ -208,8 +198,6 @@ def _tail(x_or_y: np.ndarray) -> np.ndarray:
         "last byte (they read back as code 0)", PACKED,
         witness=W("QuantizeLinear", 21, "int4, 3 elements: the third fills half of the last byte", a([1, 1, 1], F32), a(1, F32), a(0, ml_dtypes.int4)))
 def _tail_dropped() -> Sequence[Patch]:
-    from ..reference import ops
-
     original = ops.quantize
 
     def quantize(x: np.ndarray, *args: Any, **kw: Any) -> np.ndarray:
@@ -226,8 +214,6 @@ def _tail_dropped() -> Sequence[Patch]:
         "last byte as code 0", PACKED,
         witness=W("DequantizeLinear", 21, "int4, 3 elements: the third fills half of the last byte", a([1, 1, 1], ml_dtypes.int4), a(1, F32)))
 def _tail_misread() -> Sequence[Patch]:
-    from ..reference import ops
-
     original = ops.dequantize
 
     def dequantize(x: np.ndarray, *args: Any, **kw: Any) -> np.ndarray:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import FAILING
+from ..domain import FAILING, Form
 from ..generators.parallel import usable_cores
 from ..runner.execute import call_backend
 from ..runner.outcome import classify
@@ -61,7 +61,7 @@ def _model(k: int, form: str) -> Any:
     return _MODELS[key]
 
 
-def judge(m: Mutant, forms: Sequence[str] = ("runtime",)) -> Verdict:
+def judge(m: Mutant, forms: Sequence[str] = (Form.RUNTIME.value,)) -> Verdict:
     """Run mutant ``m`` over the normative cases (in ``forms``) until one fails it."""
     t0 = time.perf_counter()
     try:
@@ -87,7 +87,7 @@ def _judge_by_id(args: tuple[str, tuple[str, ...]]) -> Verdict:
         return judge(_MUTANTS[args[0]], args[1])
 
 
-def score(cases: Iterable[Any], mutants: Sequence[Mutant], *, forms: Sequence[str] = ("runtime",),
+def score(cases: Iterable[Any], mutants: Sequence[Mutant], *, forms: Sequence[str] = (Form.RUNTIME.value,),
           jobs: int | None = None, progress: Callable[[Verdict], None] | None = None) -> list[Verdict]:
     """Verdicts for ``mutants`` (in their order) over the normative ones of ``cases``.
 

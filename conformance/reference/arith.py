@@ -8,6 +8,8 @@ itself from float64, with round-half-to-even, gradual underflow and IEEE overflo
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ..types import NUMPY_NATIVE, TYPES, ElementType
@@ -47,7 +49,7 @@ def round_to(v: np.ndarray, t: ElementType) -> np.ndarray:
         quantum = np.ldexp(1.0, (exponent - t.mantissa_bits).astype(np.int32))
         r = np.rint(a / quantum) * quantum  # exact: scaling by a power of two, rint ties to even
         r = np.where(r > t.max_finite, np.inf, r)
-        return np.copysign(r, v)
+        return cast(np.ndarray, np.copysign(r, v))
 
 
 def cast_float(v: np.ndarray, t: ElementType) -> np.ndarray:

@@ -11,12 +11,15 @@ dq-precision: the literal reading, not a product computed wider and rounded once
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ..types import ElementType, by_dtype
 from . import arith
 from .chunks import map_chunked
-from .granularity import Granularity, broadcast
+from .granularity import Granularity
+from .granularity import broadcast as broadcast  # (re-exported: a mutant hooks in here)
 
 
 def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
@@ -60,7 +63,7 @@ def multiply(d64: np.ndarray, s: np.ndarray, out: ElementType) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         d = arith.to_precision(d64, out)
         if out is arith.F32:
-            return np.multiply(d, s)
+            return cast(np.ndarray, np.multiply(d, s))
         # float16 / bfloat16: the product of two such values is exact in float64; round once.
         prod = arith.to_float64(d) * arith.to_float64(s)
         return arith.cast_float(arith.round_to(prod, out), out)

@@ -15,11 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..opspecs import AI_ONNX, MS, OpSpec
+from ..opspecs import BLOCKED, PER_AXIS, PER_TENSOR, OpSpec
 
-PER_TENSOR = "per-tensor"
-PER_AXIS = "per-axis"
-BLOCKED = "blocked"
+__all__ = ["BLOCKED", "PER_AXIS", "PER_TENSOR", "Granularity", "block_size_range", "broadcast", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -49,14 +47,6 @@ def _is_single(shape: tuple[int, ...]) -> bool:
     return len(shape) == 0 or tuple(shape) == (1,)
 
 
-def _supports_per_axis(spec: OpSpec) -> bool:
-    return not (spec.domain == AI_ONNX and spec.version < 13)
-
-
-def _supports_blocked(spec: OpSpec) -> bool:
-    return spec.domain == AI_ONNX and spec.version >= 21 and spec.name != "DynamicQuantizeLinear"
-
-
 def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...],
             zp_shape: tuple[int, ...] | None, attrs: Mapping[str, int | None], scale_name: str) -> Granularity:
     """Decide the granularity from the scale's shape and the attributes, enforcing the version's rules."""
@@ -73,7 +63,7 @@ def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...]
     if block_size < 0:
         raise spec.violation("QDQ010", f"block_size {block_size} is negative; it must be a positive integer",
                              "block_size")
-    has_axis_attr = spec.domain == MS
+    has_axis_attr = spec.axis_optional_per_tensor
     axis_attr = attrs.get("axis")
     if len(scale_shape) == 0:
         if has_axis_attr and axis_attr is not None:
@@ -81,19 +71,19 @@ def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...]
                                  scale_name)
         return Granularity(PER_TENSOR)
     one_element = len(scale_shape) == 1 and scale_shape[0] == 1
-    if not _supports_per_axis(spec):
+    if PER_AXIS not in spec.granularities:
         # Version 10: "'x_scale' and 'x_zero_point' are both scalars." A one-element 1-D scale is read as a
         # scalar (ambiguity catalogue: v10-one-element-scale); anything larger is not allowed.
         if one_element:
             return Granularity(PER_TENSOR)
         raise spec.violation("QDQ005", f"scale must be a scalar at version {spec.version}, got shape "
                              f"{list(scale_shape)}", scale_name)
-    if block_size > 0 and not _supports_blocked(spec):
+    if block_size > 0 and BLOCKED not in spec.granularities:
         raise spec.violation("QDQ009", "block_size is not defined at this version", "block_size")
     if block_size == 0:
         if len(scale_shape) != 1:
             detail = (f"a scale of rank {len(scale_shape)} needs blocked quantization (block_size > 0)"
-                      if _supports_blocked(spec) else f"scale must be a scalar or 1-D, got shape {list(scale_shape)}")
+                      if BLOCKED in spec.granularities else f"scale must be a scalar or 1-D, got shape {list(scale_shape)}")
             raise spec.violation("QDQ005", detail, scale_name)
         if has_axis_attr and axis_attr is None:
             if one_element:

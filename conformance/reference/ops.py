@@ -15,9 +15,11 @@ from onnx import TensorProto
 from ..opspecs import AI_ONNX, MS, QUARK, OpSpec
 from ..types import TYPES, ElementType, by_dtype, by_proto
 from . import granularity as gran
-from .dequantize import dequantize
-from .dynamic import dynamic_quantize
-from .quantize import quantize
+
+# (re-exported: the entries call the arithmetic through this module's attributes, where a mutant hooks in)
+from .dequantize import dequantize as dequantize
+from .dynamic import dynamic_quantize as dynamic_quantize
+from .quantize import quantize as quantize
 
 Inputs = Sequence[np.ndarray | None]
 Attrs = Mapping[str, int]

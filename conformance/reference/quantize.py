@@ -15,13 +15,15 @@ Order of operations, for every version:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
 from ..types import TYPES, ElementType
 from . import arith
 from .chunks import map_chunked
-from .granularity import Granularity, broadcast
+from .granularity import Granularity
+from .granularity import broadcast as broadcast  # (re-exported: a mutant hooks in here)
 
 INT32 = TYPES["int32"]
 
@@ -37,9 +39,9 @@ def divide(x: np.ndarray, scale: np.ndarray, precision: ElementType) -> np.ndarr
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if precision is arith.F32:
-            return np.divide(arith.to_precision(x, precision), arith.to_precision(scale, precision))
+            return cast(np.ndarray, np.divide(arith.to_precision(x, precision), arith.to_precision(scale, precision)))
         if precision is INT32:
-            return arith.to_float64(x) / arith.to_float64(scale)
+            return cast(np.ndarray, arith.to_float64(x) / arith.to_float64(scale))
         xp = arith.to_float64(arith.to_precision(x, precision))
         sp = arith.to_float64(arith.to_precision(scale, precision))
         return arith.to_float64(arith.to_precision(xp / sp, precision))
@@ -101,6 +103,7 @@ def quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *,
 
         return map_chunked(to_float, x, [s, z], out.dtype)
     assert out.int_min is not None and out.int_max is not None
+    int_min, int_max = out.int_min, out.int_max
     work = np.float64 if out.bits > 16 else np.float32
     lo: np.ndarray | None = None
     hi: np.ndarray | None = None
@@ -111,6 +114,6 @@ def quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *,
     def to_integer(dest: np.ndarray, xc: np.ndarray, sc: np.ndarray, zc: np.ndarray | None,
                    loc: np.ndarray | None, hic: np.ndarray | None) -> None:
         q = np.asarray(divide(xc, sc, precision))  # rank 0: numpy returns a scalar; work on an array
-        _to_integer(dest, q, zc, out.int_min if loc is None else loc, out.int_max if hic is None else hic, out)
+        _to_integer(dest, q, zc, int_min if loc is None else loc, int_max if hic is None else hic, out)
 
     return map_chunked(to_integer, x, [s, z, lo, hi], out.dtype)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -89,17 +90,17 @@ def _exact_quotient_rounded(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.
 
 def _exact(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
     with np.errstate(all="ignore"):
-        return arith.to_float64(x) / arith.to_float64(s)
+        return cast(np.ndarray, arith.to_float64(x) / arith.to_float64(s))
 
 
 def _float32_operands(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
     with np.errstate(all="ignore"):
-        return np.divide(arith.to_precision(x, F32), arith.to_precision(s, F32))
+        return cast(np.ndarray, np.divide(arith.to_precision(x, F32), arith.to_precision(s, F32)))
 
 
 def _truncation(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
     with np.errstate(all="ignore"):
-        return np.trunc(arith.to_float64(x) / arith.to_float64(s))  # exact: |x|, |s| < 2**31
+        return cast(np.ndarray, np.trunc(arith.to_float64(x) / arith.to_float64(s)))  # exact: |x|, |s| < 2**31
 
 
 def _division_precision(n: Node) -> dict[str, Division] | None:

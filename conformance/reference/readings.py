@@ -17,7 +17,7 @@ Readings the catalogue describes but does not define precisely enough to compute
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -248,7 +248,7 @@ def _block_size_si_1(n: Node) -> dict[str, Outputs | None] | None:
 #: Every entry's readings, by catalogue id: a function of the node giving each reading's outputs (None for a
 #: rejection), or None when the entry's question does not arise for the node. Validity entries are computed only
 #: for a case that names them (their question is about which models are valid, which the case's shape decides).
-COMPUTED: dict[str, Callable[[Node], dict[str, Outputs | None] | None]] = {
+COMPUTED: dict[str, Callable[[Node], Mapping[str, Outputs | None] | None]] = {
     "nan-to-integer": _nan_to_integer,
     "division-precision": division_entry("division-precision"),
     "mixed-precision-operands": division_entry("mixed-precision-operands"),
