@@ -1,20 +1,24 @@
 """A pytest plugin for the runner's tests (``-p tests.protocol_probe``): counts the calls of pytest's per-phase
-hooks, checks item locations and tells whether garbage collection is back on at the end. With ``--probe-full``
-it gives every corpus item pytest's full protocol (through an extra marker, as a conftest adding a marker
-would); with ``--probe-skip ID`` it skips the cases whose id contains ID."""
+hooks, checks item locations, tells whether garbage collection is back on at the end and which pytest ran. With
+``--probe-full`` it gives every corpus item pytest's full protocol (through an extra marker, as a conftest adding
+a marker would); with ``--probe-skip ID`` it skips the cases whose id contains ID; with ``--probe-reports PATH`` it
+writes every test report (node id, phase, outcome, expected-failure reason, longrepr) to PATH as JSON."""
 
 from __future__ import annotations
 
 import gc
+import json
 
 import pytest
 
 _calls = {"setup": 0, "makereport": 0, "location": 0}
+_reports: list[list[object]] = []
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--probe-full", action="store_true")
     parser.addoption("--probe-skip", default=None)
+    parser.addoption("--probe-reports", default=None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -39,6 +43,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     _calls["makereport"] += 1
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _reports.append([report.nodeid, report.when, report.outcome, getattr(report, "wasxfail", None),
+                     report.longreprtext, list(report.location), [k for k, _ in report.user_properties]])
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
+    path = terminalreporter.config.getoption("probe_reports")
+    if path:
+        with open(path, "w") as fh:
+            json.dump(_reports, fh)
     terminalreporter.write_line(f"probe: setup hooks {_calls['setup']}, makereport hooks {_calls['makereport']}, "
                                 f"locations differ {_calls['location']}, gc on {gc.isenabled()}")
+    terminalreporter.write_line(f"probe: pytest {pytest.__version__}")

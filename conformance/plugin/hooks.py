@@ -15,7 +15,8 @@ from ..domain import FAILING, FORMS, CaseStatus
 from ..resources import cases_dir
 from ..runner import expectations as expectations_mod
 from ..runner.results import ResultsWriter, header
-from . import options, protocol, sharding, stopping
+from . import fastpath, options, sharding, stopping
+from .distributed import is_controller, is_worker
 from .items import CaseFailure, CaseFile, CaseItem, LoadErrorItem, SuiteFile, forms_of
 from .state import STATE, RunState
 from .terminal import RunTerminal
@@ -39,23 +40,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """``pytest --backend=NAME`` with no paths runs the corpus, not the testpaths: load the conftest files of the
-    corpus folder, not the self-tests' (their fixtures have no business in a corpus run, and a conftest out of
-    the items' scope costs a hook-caller lookup on every hook call of every item)."""
-    ns = early_config.known_args_namespace
-    if getattr(ns, "qdq_backend", None) and not ns.file_or_dir:
-        ns.file_or_dir = [str(getattr(ns, "qdq_suite", None) or getattr(ns, "qdq_cases", None) or CASES_DIR)]
-
-
-def _is_xdist_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
-
-
-def _xdist_controller(config: pytest.Config) -> bool:
-    """True in the pytest-xdist process that hands items to workers (and runs none itself)."""
-    dist = getattr(config.option, "dist", "no")
-    return not _is_xdist_worker(config) and dist != "no" and bool(getattr(config.option, "numprocesses", None)
-                                                                   or getattr(config.option, "tx", None))
+    """``pytest --backend=NAME`` with no paths runs the corpus (or --suite, or --cases), not the testpaths: the
+    folder joins the command line's arguments (changed in place, as pytest's documentation of this hook shows)."""
+    ns = parser.parse_known_args(args)
+    if getattr(ns, "qdq_backend", None) and not getattr(ns, "file_or_dir", None):
+        args.append(str(getattr(ns, "qdq_suite", None) or getattr(ns, "qdq_cases", None) or CASES_DIR))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -65,12 +54,8 @@ def pytest_configure(config: pytest.Config) -> None:
     options.check(config)  # (usage errors known before a backend starts: one line, exit status 4)
     _register_markers(config)
     suite = config.getoption("qdq_suite")
-    if config.args_source != pytest.Config.ArgsSource.ARGS:
-        # `pytest --backend=ort` alone runs the corpus (or the suite), not the self-tests in testpaths.
-        root = Path(suite) if suite else Path(config.getoption("qdq_cases") or CASES_DIR)
-        config.args = [str(root)]
-    worker = _is_xdist_worker(config)
-    collects = worker or not _xdist_controller(config)
+    worker = is_worker(config)
+    collects = worker or not is_controller(config)
     state = RunState(spec, options.backend_options(config), config.getoption("qdq_case_timeout"),
                      config.getoption("qdq_strict_expectations"), expectations_mod.Expectations(),
                      workers=options.worker_count(config) if collects else 1)
@@ -152,7 +137,7 @@ def pytest_collection(session: pytest.Session) -> None:
     live on, made the collector walk a growing heap again and again (a quarter of the collection time). It is
     collected once, then frozen, in pytest_collection_modifyitems."""
     state = session.config.stash.get(STATE, None)
-    if state is not None and gc.isenabled() and not _xdist_controller(session.config):  # (it collects nothing)
+    if state is not None and gc.isenabled() and not is_controller(session.config):  # (it collects nothing)
         gc.disable()
         state.gc_paused = True
 
@@ -192,7 +177,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(mark)
             if isinstance(item, CaseItem):
                 item.xfail_mark = mark.mark
-                item.own_mark_count += 1
+                item.runner_marks += 1
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -200,12 +185,12 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     """Hand the backend's workers the run order, so they run cases ahead of the items (not in a pytest-xdist
     worker, where the controller decides the order item by item)."""
     config = session.config
-    if STATE not in config.stash or config.option.collectonly:
+    if STATE not in config.stash or config.getoption("collectonly"):
         return
     state = config.stash[STATE]
-    state.lean = protocol.lean_possible(session, (CaseItem, LoadErrorItem))
-    state.skipping = config.pluginmanager.has_plugin("skipping")
-    if _is_xdist_worker(config) or state.pool is None:
+    state.lean = fastpath.applies(session, (CaseItem, LoadErrorItem))
+    state.skipping = config.pluginmanager.has_plugin("skipping")  # (-p no:skipping: xfail markers do nothing)
+    if is_worker(config) or state.pool is None:
         return
     order = []
     for item in session.items:
@@ -217,20 +202,20 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-    """A corpus item reports its case in the lean protocol (``protocol.py``) when that can make no
-    difference; anything else gets pytest's own protocol."""
-    if not isinstance(item, CaseItem) or len(item.own_markers) != item.own_mark_count:
-        return None
+    """A corpus item runs through the runner's one shortcut (``fastpath.py``: pytest's per-phase hooks left out)
+    when that can make no difference; anything else gets pytest's own protocol."""
     state = item.config.stash.get(STATE, None)
-    if state is None or not state.lean:
+    if state is None or not isinstance(item, CaseItem):
         return None
-    protocol.run(item, item.xfail_mark if state.skipping else None)
     state.reported += 1
     if state.reported % FREEZE_EVERY == 0:
         # pytest keeps every report until the end: collect the garbage of the last items, then move what lives on
         # out of the way of the next collections (frozen, they no longer make each of them walk the whole run).
         gc.collect()
         gc.freeze()
+    if not state.lean or len(item.own_markers) != item.runner_marks:
+        return None
+    fastpath.run(item, item.xfail_mark if state.skipping else None)
     return True
 
 
@@ -284,11 +269,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.gc_paused = False
     if state.pool is not None:
         state.pool.close()
-    if _is_xdist_worker(config):
+    if is_worker(config):
         return
     # A subset run (-k, -m, deselection) or an entry for a graph form that did not run says nothing about
     # entries it did not reach; only entries whose cases all ran and passed, or that no full run reaches, are stale.
-    subset = bool(config.option.keyword or config.option.markexpr or state.deselected)
+    subset = bool(config.getoption("keyword") or config.getoption("markexpr") or state.deselected)
     forms = set(forms_of(config))
     stale = state.tracker.stale(state.expectations, subset, forms)
     warn = config.pluginmanager.has_plugin("warnings")  # a corpus run turns it off (-p no:warnings)

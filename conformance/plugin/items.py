@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pytest import Mark
 
 from .. import domain
 from ..compare import format_indices
@@ -55,34 +54,36 @@ def marker_names(case: Case, form: str) -> list[str]:
     return names
 
 
-_MARKS: dict[str, Mark] = {}
+_MARKS: dict[str, pytest.MarkDecorator] = {}
 
 
-def _mark(name: str) -> Mark:
-    """One Mark per name (pytest's by-name lookup is the slow part of add_marker for 50,000 items)."""
+def _mark(name: str) -> pytest.MarkDecorator:
+    """One ``pytest.mark.NAME`` per name (pytest's by-name lookup is the slow part of add_marker for 50,000 items)."""
     mark = _MARKS.get(name)
     if mark is None:
-        mark = _MARKS[name] = getattr(pytest.mark, name).mark
+        mark = _MARKS[name] = getattr(pytest.mark, name)
     return mark
 
 
-def marks_of(case: Case, form: str) -> list[Mark]:
+def marks_of(case: Case, form: str) -> list[pytest.MarkDecorator]:
     return [_mark(name) for name in marker_names(case, form)]
 
 
 class CaseItem(pytest.Item):
-    def __init__(self, *, case: Case, form: str, ref: CaseRef, line: int = 0, marks: list[Mark] | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(self, *, case: Case, form: str, ref: CaseRef, line: int = 0,
+                 marks: list[pytest.MarkDecorator] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
         self.form = form
         self.ref = ref
         self.line = line
         self.position: int | None = None  # in the run order handed to the backend's workers
-        # add_marker's work, in bulk; -k matches marker names through the markers themselves (not keywords)
-        self.own_markers.extend(marks if marks is not None else marks_of(case, form))
-        self.xfail_mark: Mark | None = None  # the runner's xfail marker (a failing expectation), when it has one
-        self.own_mark_count = len(self.own_markers)  # more: markers from elsewhere (see protocol.py)
+        for mark in marks if marks is not None else marks_of(case, form):
+            self.add_marker(mark)
+        #: the markers the runner gave this item (its selectors, then an expectation's xfail): more means markers
+        #: from elsewhere, which give the item pytest's full protocol (fastpath.py)
+        self.runner_marks = len(self.own_markers)
+        self.xfail_mark: pytest.Mark | None = None  # the runner's xfail marker (a failing expectation), if any
         meta = case.metadata()
         self.extra_keyword_matches.update({meta["family"], meta["status"], meta["operator"]})
 
@@ -113,12 +114,12 @@ class CaseItem(pytest.Item):
 
     @cached_property
     def location(self) -> tuple[str, int | None, str]:
-        """pytest's ``location``, whose path part (relative to the rootdir) pytest computes once per file here
-        instead of once per item."""
+        """pytest's ``location``, whose path part (relative to the rootdir) pytest computes for the first item of a
+        file and the others reuse."""
         parent = self.parent
         rel = getattr(parent, "item_relpath", None)
         if rel is None:
-            rel = pytest.Item.location.func(self)[0]  # type: ignore[attr-defined]
+            rel = super().location[0]
             if isinstance(parent, (CaseFile, SuiteFile)):
                 parent.item_relpath = rel
         _, line, domain = self.reportinfo()

@@ -14,6 +14,7 @@ from ..domain import ALL_TIERS, BOTH, FORMS, Tier
 from ..generators.parallel import usable_cores
 from ..runner.results import unwritable
 from . import sharding
+from .distributed import is_worker
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def worker_count(config: pytest.Config) -> int:
         if n > most:
             raise pytest.UsageError(f"--workers: at most {most} here ({usable_cores()} usable cores), got {n}")
         return n
-    if hasattr(config, "workerinput"):
+    if is_worker(config):
         return 1
     return max(1, min(usable_cores(), 4))
 
@@ -156,7 +157,7 @@ def check(config: pytest.Config) -> None:
         why = _not_a_file(Path(exp))
         if why:
             raise pytest.UsageError(f"--expectations {exp}: {why}")
-    if hasattr(config, "workerinput"):  # (a pytest-xdist worker writes neither)
+    if is_worker(config):  # (a pytest-xdist worker writes neither)
         return
     report = config.getoption("qdq_report")
     results = results_path(config)

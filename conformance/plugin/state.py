@@ -30,10 +30,10 @@ class RunState:
     backend_name: str = ""
     backend_version: str = ""
     deselected: int = 0
-    lean: bool = False  # corpus items report in the lean protocol (protocol.py)
+    lean: bool = False  # corpus items may take the runner's shortcut through pytest (fastpath.py)
     skipping: bool = True  # the skipping plugin is on (it applies xfail markers)
     gc_paused: bool = False  # automatic garbage collection is off while the corpus is collected
-    reported: int = 0  # items reported through the lean protocol
+    reported: int = 0  # corpus items whose protocol has started
     started: float = field(default_factory=time.time)
 
     def backend(self) -> CasePool:

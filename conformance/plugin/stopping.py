@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from ..runner.results import ResultsWriter, header
+from .distributed import is_worker
 from .state import STATE
 
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -80,7 +81,7 @@ class StopOnSignal:
 
 def install(config: pytest.Config) -> None:
     """Register the plugin for this run (in the process that writes the results)."""
-    if hasattr(config, "workerinput"):
+    if is_worker(config):
         return
     plugin = StopOnSignal()
     config.pluginmanager.register(plugin, "qdq-conformance-stopping")

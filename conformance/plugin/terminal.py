@@ -23,7 +23,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,7 +74,8 @@ class Tally:
     other_failures: int = 0  # failures that are no case's (a case file that cannot be loaded, a Python test)
     first: list[str] = field(default_factory=list)  # the first unexpected failures, one line each
 
-    def add(self, report: pytest.TestReport) -> None:
+    def add(self, report: pytest.TestReport, category: Callable[[pytest.TestReport], str]) -> None:
+        """Count ``report``; ``category``: pytest's result category of a report (``xfailed``, ``xpassed``, ...)."""
         if report.when == "teardown":
             self.done += 1
         if report.failed:
@@ -94,10 +95,11 @@ class Tally:
         if report.failed:
             self.unexpected[status] += 1
             self._remember(report, note)
-        elif hasattr(report, "wasxfail"):
-            if report.skipped:
+        else:
+            kind = category(report)
+            if kind == "xfailed":
                 self.expected[status] += 1
-            else:  # passed though an expectation says it fails (under --strict-expectations, a failure)
+            elif kind == "xpassed":  # passed though an expectation says it fails (--strict-expectations: a failure)
                 self.against[status] += 1
 
     def _remember(self, report: pytest.TestReport, note: dict[str, Any] | None) -> None:
@@ -166,9 +168,14 @@ class RunTerminal:
                     self.tr.write("\n", flush=True)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.tally.add(report)
+        self.tally.add(report, self._category)
         if self.running and report.when == "teardown" and self.session and self.tally.done < self.session.testscollected:
             self._draw()  # (the last one is drawn when the loop ends)
+
+    def _category(self, report: pytest.TestReport) -> str:
+        """pytest's result category of ``report``, as the terminal shows it (``pytest_report_teststatus``)."""
+        status = self.config.hook.pytest_report_teststatus(report=report, config=self.config)
+        return str(status[0]) if status else ""
 
     def _extra(self) -> str:
         n = self.tally.failed_reports

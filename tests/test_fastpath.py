@@ -1,0 +1,144 @@
+"""The runner's one shortcut through pytest (``conformance/plugin/fastpath.py``) reports what pytest's own protocol
+reports, report by report, under the oldest pytest the project supports and under the installed one.
+
+Each run is a corpus run of ``tests/data/runner_cases`` against a misbehaving backend (failures, a crash, an
+unsupported case, an accepted invalid model), with expectations that turn failures into xfail, pass against one
+(xpass, or ``[XPASS(strict)]``), name the wrong status, and a conftest-style skip marker on one item. The same run
+with a foreign marker on every item (``--probe-full``: pytest's full protocol) must end the same: every report's
+outcome, expected-failure reason and longrepr, pytest's final line, the JUnit XML, the results file, and where
+``-x`` / ``--maxfail`` stop.
+
+The oldest pytest (the floor of the package's ``pytest>=...`` requirement, latest patch release) is installed with
+pip into a temporary folder put first on ``PYTHONPATH``. Without the network the test is skipped, except under CI
+(the ``CI`` environment variable set), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ROOT / "tests" / "data" / "runner_cases"
+FAKE = "python:tests.fake_backends:make"
+EXPECTATIONS = (
+    "backend: misbehaving\nentries:\n"
+    "  - cases: 'quantizelinear-*-basic-float-int8'\n    status: failed\n    reason: off by one\n"
+    "  - cases: 'quantizelinear-13-basic-float-uint8'\n    status: failed\n    reason: was broken once\n"
+    "  - cases: 'quantizelinear-13-ties-near-bounds-*'\n    status: error\n    reason: wrong status\n")
+#: (pytest arguments, whether the run goes to its end) per scenario
+SCENARIOS = {
+    "expectations": (["-k", "not nan and not signed", "-rA"], True),
+    "strict-maxfail": (["--strict-expectations", "--maxfail=2", "-rA"], False),
+    "exitfirst": (["-x", "--form", "runtime"], False),
+}
+
+
+def oldest_supported() -> str:
+    """pip's spelling of the oldest pytest the package accepts: ``pytest>=8`` -> ``pytest==8.0.*``."""
+    for text in metadata.requires("onnx-qdq-conformance") or ():
+        req = Requirement(text)
+        if req.name == "pytest" and not req.marker:
+            floor = next(s.version for s in req.specifier if s.operator in (">=", "=="))
+            major, minor = ([*floor.split("."), "0"])[:2]
+            return f"pytest=={major}.{minor}.*"
+    raise AssertionError("the package does not require pytest")
+
+
+@pytest.fixture(scope="module")
+def oldest_pytest(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The oldest supported pytest, installed into a temporary folder: (folder, version)."""
+    spec = oldest_supported()
+    target = tmp_path_factory.mktemp("oldest-pytest")
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
+           "--target", str(target), spec]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        error = None if p.returncode == 0 else (p.stderr or p.stdout).strip()[-800:]
+    except (OSError, subprocess.TimeoutExpired) as e:
+        error = str(e)
+    if error is not None:
+        message = f"cannot install {spec} (needed to check the runner against it): {error}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    versions = [d.name.removesuffix(".dist-info").split("-", 1)[1] for d in target.glob("pytest-*.dist-info")]
+    assert len(versions) == 1, versions
+    return target, versions[0]
+
+
+@pytest.fixture(params=["installed", "oldest"])
+def pytest_under_test(request: pytest.FixtureRequest) -> tuple[dict[str, str], str]:
+    """The environment that runs a given pytest, and that pytest's version."""
+    env = dict(os.environ)
+    if request.param == "installed":
+        return env, pytest.__version__
+    target, version = request.getfixturevalue("oldest_pytest")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(target), env.get("PYTHONPATH")) if p)
+    return env, version
+
+
+def corpus_run(tmp_path: Path, env: dict[str, str], mode: str, args: list[str]) -> dict[str, object]:
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(EXPECTATIONS)
+    junit, results, dump = (tmp_path / f"{mode}.{ext}" for ext in ("xml", "jsonl", "json"))
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--cases", str(CASES), f"--backend={FAKE}",
+           "--expectations", str(exp), "-p", "tests.protocol_probe", "--probe-reports", str(dump),
+           "--probe-skip", "saturation-huge-float-int8[initializer]", f"--junitxml={junit}", "--results",
+           str(results), *args, *(["--probe-full"] if mode == "full" else [])]
+    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    lines = p.stdout.splitlines()
+    probe = [ln for ln in lines if ln.startswith("probe: ")]
+    assert len(probe) == 2, p.stdout[-3000:] + p.stderr[-3000:]
+    k = max(i for i, ln in enumerate(lines) if ln.startswith("=") and "qdq-conformance:" in ln)
+    records = [json.loads(x) for x in results.read_text().splitlines()]
+    return {
+        "exit": p.returncode,
+        "final line": lines[k - 1].strip("= ").split(" in ")[0],  # (without the duration)
+        "reports": json.loads(dump.read_text()),
+        "junit": sorted(_junit(junit)),
+        "results": sorted((r["id"], r["form"], r["status"]) for r in records if r["type"] == "case"),
+        "unexpected": [ln for ln in lines if ln.startswith(("FAILED", "XPASS", "XFAIL", "ERROR"))],
+        "probe": probe,
+    }
+
+
+def _junit(path: Path) -> list[tuple[str, list[tuple[str, str]]]]:
+    out = []
+    for tc in ET.parse(path).getroot().iter("testcase"):
+        kids = sorted((k.tag, k.get("message") or "") for k in tc if k.tag in ("failure", "error", "skipped"))
+        out.append((tc.get("name") or "", kids))
+    return out
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_the_shortcut_reports_what_pytests_protocol_reports(tmp_path, pytest_under_test, scenario):
+    env, version = pytest_under_test
+    args, to_the_end = SCENARIOS[scenario]
+    seen = {mode: corpus_run(tmp_path, env, mode, args) for mode in ("fast", "full")}
+    fast, full = seen["fast"], seen["full"]
+    assert fast["probe"][1] == full["probe"][1] == f"probe: pytest {version}"
+    # the shortcut ran (no per-phase hook for any corpus item but the marker-skipped one), the full protocol did not
+    assert fast["probe"][0].startswith("probe: setup hooks 0, "), fast["probe"]
+    assert not full["probe"][0].startswith("probe: setup hooks 0, "), full["probe"]
+    assert "locations differ 0, gc on True" in fast["probe"][0]
+    for key in ("exit", "final line", "reports", "junit", "results", "unexpected"):
+        assert fast[key] == full[key], (key, version)
+    outcomes = {(r[1], r[2], r[3] is not None) for r in fast["reports"]}
+    assert fast["exit"] == 1
+    if to_the_end:  # every kind of report: xfailed, xpassed, skipped by a marker (no record), failed
+        assert {("call", "skipped", True), ("call", "passed", True), ("setup", "skipped", False),
+                ("call", "failed", False)} <= outcomes, outcomes
+        assert len(fast["results"]) == 13 and "xfailed" in fast["final line"] and "xpassed" in fast["final line"]
+    else:  # -x / --maxfail stopped the run early, at the same item
+        assert len(fast["results"]) < 13, fast["results"]
+    if scenario == "strict-maxfail":
+        assert any("[XPASS(strict)]" in r[4] for r in fast["reports"]) or len(fast["results"]) < 13
