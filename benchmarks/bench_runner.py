@@ -5,7 +5,9 @@ Runtime session and run once (exotic types through OrtValue, as the runner must)
 Runner: ``pytest --backend=ort`` on the same cases, as ``qdq-conformance run`` runs it, with the corpus cache
 already filled, as after a first run (collection, backend
 worker processes on every core, comparison, expectations and the results file included); ``--xdist N`` also
-times the same run under pytest-xdist with N workers.
+times the same run under pytest-xdist with N workers; ``--full-protocol`` also times it with pytest's full run-test
+protocol for every item (a foreign marker on each, as a conftest would add: the runner's one shortcut through pytest,
+``qdq_conformance/plugin/fastpath.py``, then never applies), which is what the shortcut saves.
 Target (issue 4): runner <= 1.5x the bare loop on 2 cores.
 
 Failures workload (issue 14): the main job, ``qdq-conformance run --report``, against ONNX Runtime with one
@@ -14,7 +16,7 @@ failures, every one with its full record, mismatches and repro) and no expectati
 time over the time its last case finished (the last case report in the pytest process). Target: <= 1.15, however
 many the failures.
 
-    python benchmarks/bench_runner.py [--rounds N] [--xdist N] [--failures-only]
+    python benchmarks/bench_runner.py [--rounds N] [--xdist N] [--full-protocol] [--failures-only]
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: failures, 1,736 unexpected failures in the runtime graph form alone)
 OFF_BY_ONE_EVERY = 8
 _TIMING_ENV = "QDQ_BENCH_TIMING"
+_FULL_PROTOCOL_ENV = "QDQ_BENCH_FULL_PROTOCOL"
 
 
 class _OffByOne:
@@ -71,6 +74,15 @@ def pytest_runtest_logreport(report: Any) -> None:
     _last_case[0] = time.time()
 
 
+def pytest_collection_modifyitems(items: list[Any]) -> None:
+    """With $QDQ_BENCH_FULL_PROTOCOL set: a foreign marker on every item, so each gets pytest's full protocol."""
+    if os.environ.get(_FULL_PROTOCOL_ENV):
+        import pytest
+
+        for item in items:
+            item.add_marker(pytest.mark.usefixtures())
+
+
 def pytest_unconfigure(config: Any) -> None:
     out = os.environ.get(_TIMING_ENV)
     if out:
@@ -96,14 +108,18 @@ def bare_loop(prepared: list[tuple[Any, Any]]) -> float:
     return time.perf_counter() - t0
 
 
-def runner(xdist: int = 0) -> tuple[float, str]:
+def runner(xdist: int = 0, full_protocol: bool = False) -> tuple[float, str]:
     with tempfile.TemporaryDirectory() as tmp:
         from qdq_conformance.plugin.options import RUN_FLAGS
 
         cmd = [sys.executable, "-m", "pytest", "--backend=ort", *RUN_FLAGS,  # as `qdq-conformance run`
                "--results", os.path.join(tmp, "r.jsonl")] + (["-n", str(xdist)] if xdist else [])
+        env = dict(os.environ)
+        if full_protocol:
+            cmd += ["-p", "benchmarks.bench_runner"]
+            env[_FULL_PROTOCOL_ENV] = "1"
         t0 = time.perf_counter()
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
         dt = time.perf_counter() - t0
     return dt, p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr[-300:]
 
@@ -136,6 +152,8 @@ def main() -> None:
                     help="alternate bare loop and runner N times (ABBA order) and report every ratio and their "
                          "median: this machine's speed drifts by up to 30%% between minutes (default 3)")
     ap.add_argument("--xdist", type=int, default=0, metavar="N", help="also time the run with pytest-xdist -n N")
+    ap.add_argument("--full-protocol", action="store_true",
+                    help="also time the run with pytest's full protocol for every item (the shortcut's saving)")
     ap.add_argument("--failures-only", action="store_true", help="only the failures workload")
     ap.add_argument("--failures-form", choices=("runtime", "initializer", "both"), default="both",
                     help="graph form(s) of the failures workload (default: both, as the main job)")
@@ -159,6 +177,11 @@ def main() -> None:
               f"ratio {ratios[-1]:.2f}", flush=True)
     print(f"runner / bare loop: {statistics.median(ratios):.2f} (median of {len(ratios)}; "
           f"range {min(ratios):.2f}-{max(ratios):.2f}; target <= 1.5)")
+    if args.full_protocol:
+        t_full, tail = runner(full_protocol=True)
+        t_bare = bare_loop(prepared)
+        print(f"runner with pytest's full protocol for every item: {t_full:.1f} s against a bare loop of "
+              f"{t_bare:.1f} s ({t_full / t_bare:.2f}x)   [{tail}]", flush=True)
     if args.xdist:
         t_bare = bare_loop(prepared)
         t_x, tail = runner(args.xdist)
