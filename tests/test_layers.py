@@ -134,6 +134,37 @@ def test_no_module_imports_a_higher_layer(graph):
     assert upward == []
 
 
+def _unexplained_local_imports(path: Path) -> list[int]:
+    """Lines of imports inside a function or class with no comment saying why: on a line of the run of imports
+    it belongs to, or on the line above the run."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    found = []
+    for outer in ast.walk(ast.parse(text, str(path))):
+        if not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for node in ast.walk(outer):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            first = last = node.lineno - 1
+            while first > 0 and lines[first - 1].lstrip().startswith(("import ", "from ")):
+                first -= 1
+            while last + 1 < len(lines) and lines[last + 1].lstrip().startswith(("import ", "from ")):
+                last += 1
+            run = lines[first:last + 1]
+            if not any("#" in line for line in run) and not (first > 0 and lines[first - 1].lstrip().startswith("#")):
+                found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_imports_inside_functions_say_why():
+    """Imports belong at the top of a module; one inside a function says why in a comment (an optional
+    dependency, or a cost measured and saved)."""
+    unexplained = [f"{name} line {line}" for name, (path, _) in sorted(modules().items())
+                   for line in _unexplained_local_imports(path)]
+    assert unexplained == []
+
+
 def test_the_cycle_finder_finds_cycles():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []

@@ -36,7 +36,7 @@ class TvmBackend:
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         tvm = self._tvm
-        from tvm import relax
+        from tvm import relax  # (tvm, optional: see __init__)
         from tvm.relax.frontend.onnx import from_onnx
 
         for vi in [*model.graph.input, *model.graph.output]:
