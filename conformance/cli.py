@@ -153,58 +153,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return int(pytest.main(pytest_args))
 
 
-def _cmd_report(args: argparse.Namespace) -> int:
-    """Render results files as an HTML report (one file: its verdict and findings first) or a scoreboard (several:
-    each backend's findings, the cases where they disagree)."""
-    from .reports.render import render_files
-    from .runner.results import ResultsError, unwritable
-
-    why = unwritable(Path(args.output))
-    if why:
-        print(f"error: -o {args.output}: {why}", file=sys.stderr)
-        return 2
-    if args.baseline and len(args.results) > 1:
-        print("error: --baseline takes one results file (a report), not several", file=sys.stderr)
-        return 2
-    try:
-        out = render_files([Path(p) for p in args.results], Path(args.output),
-                           Path(args.baseline) if args.baseline else None)
-    except ResultsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"error: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
-        return 2
-    print(f"wrote {out}")
-    return 0
-
-
-def _cmd_diff(args: argparse.Namespace) -> int:
-    """Compare two results files: cases that regressed, were fixed, changed, appeared or disappeared."""
-    from .reports.diff import diff_files, render_html, render_text
-    from .runner.results import ResultsError, unwritable
-
-    why = unwritable(Path(args.output)) if args.output else None
-    if why:
-        print(f"error: -o {args.output}: {why}", file=sys.stderr)
-        return 2
-    try:
-        d = diff_files(Path(args.old), Path(args.new))
-    except ResultsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(render_text(d, limit=args.limit or 10**9))
-    if args.output:
-        try:
-            print(f"wrote {render_html(d, Path(args.output))}")
-        except OSError as e:
-            print(f"error: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
-            return 2
-    if args.exit_zero:
-        return 0
-    return 1 if d.counts()["regressed"] or d.incomplete() else 0
-
-
 def _cmd_check(args: argparse.Namespace) -> int:
     """Check every quantization node of ONNX models against its opset's spec (the same rules as the kernel)."""
     from .checker.cli import run
@@ -262,13 +210,6 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count(text: str) -> int:
-    """A whole number, 0 or more (argparse's type)."""
-    if not text.strip().isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
-    return int(text)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qdq-conformance",
@@ -305,31 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_to_argparse(p)
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments, after --")
     p.set_defaults(func=_cmd_run)
-    p = sub.add_parser("report", help=(_cmd_report.__doc__ or "").strip(),
-                       description=(_cmd_report.__doc__ or "").strip() + " Exit status 2 (one line naming the file "
-                       "and the line) when a file cannot be read or is not a results file, or the output cannot "
-                       "be written.")
-    p.add_argument("results", nargs="+", metavar="RESULTS", help="results file(s) written by --results")
-    p.add_argument("-o", "--output", required=True, metavar="PATH", help="HTML file to write")
-    p.add_argument("--baseline", metavar="OLD", help="an earlier results file: the report says what changed "
-                   "since (cases that regressed, were fixed, changed; findings new, gone, grown); one results file "
-                   "only")
-    p.set_defaults(func=_cmd_report)
-    from .reports.overview import add_parser as add_findings_parser
+    from .reports.commands import add_parsers as add_report_parsers
 
-    add_findings_parser(sub)
-    p = sub.add_parser("diff", help=(_cmd_diff.__doc__ or "").strip(),
-                       description=(_cmd_diff.__doc__ or "").strip() + " Exit status 1 when a case regressed "
-                       "(it was not a failure and now is) or the new run is empty or did not finish (no summary "
-                       "line), 2 (one line) when a file cannot be read or is not a results file, or -o cannot be "
-                       "written.")
-    p.add_argument("old", metavar="OLD", help="results file of the earlier run (--results)")
-    p.add_argument("new", metavar="NEW", help="results file of the later run")
-    p.add_argument("-o", "--output", metavar="PATH", help="also write the diff as an HTML page")
-    p.add_argument("--limit", type=_count, default=50, metavar="N",
-                   help="cases listed per category in the text output (default: %(default)s; 0: all)")
-    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when cases regressed")
-    p.set_defaults(func=_cmd_diff)
+    add_report_parsers(sub)  # report, findings, diff
     p = sub.add_parser("check", help=(_cmd_check.__doc__ or "").strip(),
                        description=(_cmd_check.__doc__ or "").strip() + " Covers QuantizeLinear, DequantizeLinear, "
                        "DynamicQuantizeLinear, com.microsoft QuantizeLinear / DequantizeLinear and com.amd.quark "

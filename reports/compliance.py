@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from qdq_conformance.domain import FAILING, RunStatus
-from qdq_conformance.runner.results import CaseRecord, Results, read
+from qdq_conformance.runner.merge import load_runs
+from qdq_conformance.runner.results import CaseRecord, Results
 
 from .findings import Finding, group, known_versions
 
@@ -123,5 +124,5 @@ def render_markdown(results: list[Results], top: int = 6,
 
 def render_files(paths: list[Path], out: Path, command: str = "") -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_markdown([read(p) for p in paths], command=command) + "\n", encoding="utf-8")
+    out.write_text(render_markdown(load_runs(paths), command=command) + "\n", encoding="utf-8")
     return out

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from qdq_conformance.domain import FAILING, RunStatus
-from qdq_conformance.runner.results import CaseRecord, Results, read
+from qdq_conformance.runner.merge import gap, load_run
+from qdq_conformance.runner.results import CaseRecord, Results
 
 #: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a diff tests every record)
 _IMPLEMENTATION_DEFINED = RunStatus.IMPLEMENTATION_DEFINED.value
@@ -46,6 +47,8 @@ class Diff:
 
     def incomplete(self) -> str | None:
         """Why the new run cannot pass a regression gate (empty, or interrupted / crashed), or None."""
+        if gap(self.new_head):
+            return f"the new run is incomplete ({gap(self.new_head)}), so the cases of missing shards are not known to pass"
         if self.new_stopped:
             return f"the new run {self.new_stopped}, so cases it did not reach are not known to pass"
         if self.new_cases == 0:
@@ -120,11 +123,14 @@ def _stopped(summary: dict[str, Any] | None) -> str:
 
 
 def diff_files(old: Path, new: Path) -> Diff:
-    return diff_records(read(old), read(new))
+    return diff_records(load_run([old]), load_run([new]))
 
 
 def _run_name(head: dict[str, Any]) -> str:
-    return f"{head.get('backend', '?')} {head.get('backend_version', '?')} ({head.get('started', '?')})"
+    shards = head.get("shards")
+    merged = f", {len(shards['given'])} of {shards['n']} shards" if shards else ""
+    missing = f", INCOMPLETE: {gap(head)}" if gap(head) else ""
+    return f"{head.get('backend', '?')} {head.get('backend_version', '?')} ({head.get('started', '?')}{merged}{missing})"
 
 
 def render_text(d: Diff, limit: int = 50) -> str:

@@ -1,21 +1,18 @@
 """What a run's first screen says: the verdict, its findings, and what changed since a baseline run.
 
-The HTML report renders :func:`overview`; ``qdq-conformance findings`` prints :func:`render_text` or
-:func:`to_json`.
+The HTML report renders :func:`overview`; ``qdq-conformance findings`` (:mod:`.commands`) prints
+:func:`render_text` or :func:`to_json`.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..domain import FAILING, RunStatus
-from ..runner.results import Results, ResultsError, is_expected, passed_against_entry, read
+from ..runner.merge import gap, shards_text
+from ..runner.results import Results, is_expected, passed_against_entry
 from .diff import CATEGORIES, diff_records
 from .findings import Finding, group, known_versions, shorten
 
@@ -50,6 +47,7 @@ class Overview:
     unexpected_passes: int
     complete: bool
     since: Since | None = None
+    gap: str = ""  # what a run merged from shard files lacks ("shard 2 of 3 is missing"), or ""
 
     @property
     def failing(self) -> int:
@@ -85,6 +83,8 @@ class Overview:
             kind, text = "bad", text + f"; {failing:,} of {n_of(judged, 'judged case-form')} fail."
         if self.unexpected_passes:
             text += f" {n_of(self.unexpected_passes, 'case-form')} passed that an expectation entry says fail."
+        if self.gap:
+            text += f" The run is incomplete ({self.gap}): cases of missing shards are not counted."
         if not self.complete:
             text += " The run did not finish: cases it did not reach are not counted."
         return kind, text
@@ -102,7 +102,8 @@ def overview(results: Results, baseline: Results | None = None, baseline_name: s
     ov = Overview(group(cases), known_versions(cases), counts,
                   expected_failing=sum(1 for c in cases if c["status"] in FAILING and is_expected(c)),
                   unexpected_passes=sum(1 for c in cases if passed_against_entry(c)),
-                  complete=summary is not None and not summary.get("interrupted") and not summary.get("error"))
+                  complete=summary is not None and not summary.get("interrupted") and not summary.get("error"),
+                  gap=gap(head))
     if baseline is not None:
         ov.since = since(baseline, results, ov.findings, baseline_name)
     return ov
@@ -133,6 +134,8 @@ def render_text(head: dict[str, Any], ov: Overview, limit: int = 50, repro: bool
     """``qdq-conformance findings``: verdict, then each finding in a few lines."""
     lines = [f"{head.get('backend', '?')} {head.get('backend_version', '?')} (onnx {head.get('onnx_version', '?')})",
              ov.verdict()[1], ov.stats()]
+    if head.get("shards"):
+        lines.append(shards_text(head))
     if ov.since:
         lines.append(ov.since.line())
     shown = ov.findings if not limit else ov.findings[:limit]
@@ -164,6 +167,8 @@ def to_json(head: dict[str, Any], ov: Overview) -> dict[str, Any]:
         "verdict": {"kind": kind, "text": text, "stats": ov.stats()},
         "counts": dict(ov.counts), "failing": ov.failing, "expected_failing": ov.expected_failing,
         "new_failing": ov.new_failing, "findings": [f.to_json(ov.known) for f in ov.findings]}
+    if head.get("shards"):
+        out["shards"] = {**head["shards"], "complete": not ov.gap}
     if ov.since:
         out["since"] = {"baseline": ov.since.baseline, "counts": ov.since.counts,
                         "appeared": [f.id for f in ov.since.appeared],
@@ -172,47 +177,11 @@ def to_json(head: dict[str, Any], ov: Overview) -> dict[str, Any]:
     return out
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    """The ``findings`` subcommand (``sub``: the CLI's subparsers)."""
-    doc = "Group a results file's failing cases into findings (one per signature) and print them."
-    p = sub.add_parser("findings", help=doc, description=doc + " " + " ".join(DESCRIPTION.split()))
-    p.add_argument("results", metavar="RESULTS", help="results file written by --results")
-    p.add_argument("--json", action="store_true", help="print JSON (every finding, with its example's repro)")
-    p.add_argument("--baseline", metavar="OLD", help="an earlier results file: mark the findings new since it and "
-                   "list those gone")
-    p.add_argument("--repro", action="store_true", help="print each example case's repro script")
-    p.add_argument("--limit", type=_count, default=50, metavar="N",
-                   help="findings printed (default: %(default)s; 0: all; --json prints all)")
-    p.set_defaults(func=run)
-    return p
-
-
 DESCRIPTION = """A signature is, for wrong values, the operator (any version), the type pattern (the quantized side's
 type class, whether a zero point is given), granularity, graph form, kind of mismatch and the message with numbers
 masked; for a backend's own error (error, crashed, timeout, an invalid model run), the operator, graph form, status
 and the error message with numbers, type and node names masked. Each finding: its count of case-forms, whether an
 expectation entry covers its cases (expected) or not (new), the operator versions, types, granularities and
 families it spans, and an example case; new findings first, then by count; the counts add up to the failing
-case-forms. Exit status 0, or 2 (one line) when a file cannot be read or is not a results file."""
+case-forms."""
 
-
-def _count(text: str) -> int:
-    if not text.strip().isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
-    return int(text)
-
-
-def run(args: argparse.Namespace) -> int:
-    """``qdq-conformance findings``."""
-    try:
-        results = read(Path(args.results))
-        baseline = read(Path(args.baseline)) if args.baseline else None
-    except ResultsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    ov = overview(results, baseline, args.baseline or "")
-    if args.json:
-        print(json.dumps(to_json(results[0], ov), indent=1, default=str))
-    else:
-        print(render_text(results[0], ov, limit=args.limit, repro=args.repro))
-    return 0

@@ -19,7 +19,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from qdq_conformance.domain import FAILING, FAILING_ORDER, JUDGED, CaseStatus, RunStatus
 from qdq_conformance.resources import templates_dir
 from qdq_conformance.runner.expectations import needs_attention, summary_lines
-from qdq_conformance.runner.results import CaseRecord, Results, is_expected, passed_against_entry, read
+from qdq_conformance.runner.merge import load_run, load_runs, shards_text
+from qdq_conformance.runner.results import CaseRecord, Results, is_expected, passed_against_entry
 
 from .findings import Finding, index, shorten
 from .overview import Overview, overview
@@ -82,7 +83,8 @@ _LATER: dict[str, int] = {RunStatus.IMPLEMENTATION_DEFINED: 3, RunStatus.UNSUPPO
 
 def _rank(rec: CaseRecord, finding: int | None) -> tuple[int, int]:
     """The case list's order: unexpected failures (by finding), unexpected passes, expected failures (by
-    finding), implementation-defined, unsupported, passed; run order within each."""
+    finding), implementation-defined, unsupported, passed; the run's order within each (case id, graph form:
+    :mod:`qdq_conformance.runner.merge`)."""
     s = rec["status"]
     if s in FAILING:
         return (2 if is_expected(rec) else 0, finding or 0)
@@ -213,7 +215,7 @@ def render(results: list[Results], out: Path, baseline: Results | None = None, b
             expectations_attention=needs_attention(head.get("expectations_status")),
             ov=ov, verdict=ov.verdict(), findings=pack(finding_rows(ov)), failing=FAILING,
             gone=pack(finding_rows(ov, ov.since.gone)) if ov.since else "",
-            data=packed_cases(cases, ov.findings), order=ORDER)
+            data=packed_cases(cases, ov.findings), order=ORDER, shards=shards_text(head))
     else:
         html = env.get_template("scoreboard.html.j2").render(**scoreboard(results), order=ORDER, failing=FAILING)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -247,10 +249,11 @@ def scoreboard(results: list[Results]) -> dict[str, Any]:
 
 
 def render_results_file(path: Path, out: Path) -> Path:
-    return render([read(path)], out)
+    return render([load_run([path])], out)
 
 
-def render_files(paths: list[Path], out: Path, baseline: Path | None = None) -> Path:
-    """``baseline``: an earlier results file the report (one results file) compares against."""
-    return render([read(p) for p in paths], out, read(baseline) if baseline else None,
-                  str(baseline) if baseline else "")
+def render_files(paths: list[Path], out: Path, baseline: list[Path] | None = None) -> Path:
+    """A report of one run or a scoreboard of several (shard files merged: :mod:`qdq_conformance.runner.merge`);
+    ``baseline``: an earlier run (a results file or its shard files) the report (one run) compares against."""
+    return render(load_runs(paths), out, load_run(baseline) if baseline else None,
+                  ", ".join(map(str, baseline or [])))

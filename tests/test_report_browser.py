@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from qdq_conformance.plugin.sharding import shard_of
 from qdq_conformance.reports.render import render_files
 from qdq_conformance.runner.results import header
 
@@ -28,16 +28,22 @@ STATUSES = ["passed"] * 78 + ["failed"] * 12 + ["unsupported"] * 5 + ["implement
     ["error", "xx"]
 
 
+def first_index(k: int) -> list[int]:
+    """The index of case k's mismatching element, as a run records it: one number per dimension (odd k: 8 x 8)."""
+    return [(k % 64) // 8, k % 8] if k % 2 else [k % 64]
+
+
 def _failed_details(k: int) -> dict:
     values = [str(float(v)) for v in range(64)]
     codes = list(range(64))
     got = codes[:]
     got[k % 64] += 1
+    shape = [8, 8] if k % 2 else [64]
     return {
-        "inputs": {"x": {"type": "float", "shape": [64], "values": values, "codes": codes, "truncated": False}},
-        "expected": [{"type": "int8", "shape": [64], "values": values, "codes": codes, "truncated": False}],
-        "actual": [{"type": "int8", "shape": [64], "values": values, "codes": got, "truncated": False}],
-        "mismatches": [{"output": 0, "count": 1, "total": 64, "first_indices": [k % 64], "max_ulp": None}],
+        "inputs": {"x": {"type": "float", "shape": shape, "values": values, "codes": codes, "truncated": False}},
+        "expected": [{"type": "int8", "shape": shape, "values": values, "codes": codes, "truncated": False}],
+        "actual": [{"type": "int8", "shape": shape, "values": values, "codes": got, "truncated": False}],
+        "mismatches": [{"output": 0, "count": 1, "total": 64, "first_indices": [first_index(k)], "max_ulp": None}],
         "spec": {"operator": "QuantizeLinear", "versions": "21-28", "text": "rounding to nearest even. " * 4},
         "repro": "import numpy as np\nimport onnx\n" + "# reproduce the case with onnx and the backend's API\n" * 30,
         "attributes": {"axis": 1}, "comparison": "exact",
@@ -125,12 +131,18 @@ def test_report_in_chromium(tmp_path, chromium):
         ids = b.eval("[...document.querySelectorAll('#cases tbody tr')].map(tr => tr.children[0].textContent)")
         assert ids and all(i.startswith("dequantizelinear-25-") for i in ids)
 
-        # details on demand: a click opens the comparison with the mismatching element marked, and the repro
-        b.eval("document.querySelector('#cases tbody tr').click()")
-        detail = b.eval("document.querySelector('#cases tr.detail').textContent")
-        assert "expected vs actual" in detail and "* [" in detail and "copy repro" in detail
-
-        assert re.search(r"first at \[\d+\]", detail) and "[[" not in detail  # indices read [4], not [[4]]
+        # details on demand: a click opens the comparison with the mismatching element marked, and the repro;
+        # mismatch indices read [4] or [1, 2] (a run records [[4]] / [[1, 2]]: one list per element), not
+        # [[4]], [(4,)] or 1,2
+        for query in ("dequantizelinear-25", "quantizelinear-21-"):  # 8 x 8 outputs, then 64-element ones
+            b.eval(f"var q = document.getElementById('q'); q.value = {query!r}; q.dispatchEvent(new Event('input'))")
+            b.eval("document.querySelector('#cases tbody tr').click()")
+            case = b.eval("document.querySelector('#cases tbody tr').children[0].textContent")
+            detail = b.eval("document.querySelector('#cases tr.detail').textContent")
+            assert "expected vs actual" in detail and "* [" in detail and "copy repro" in detail
+            index = ", ".join(map(str, first_index(int(case.split("-case-")[1][:5]))))
+            assert f"1 of 64 elements differ, first at [{index}]" in detail, detail
+            assert "[[" not in detail and "(" not in detail.split("first at")[1].split("\n")[0]
 
         # a message longer than the list shows is cut at a word (whole in the details), never mid-word
         b.eval("var q = document.getElementById('q'); q.value = 'goes on'; q.dispatchEvent(new Event('input'))")
@@ -139,6 +151,12 @@ def test_report_in_chromium(tmp_path, chromium):
         shown_text = row[-1].removesuffix(" …")
         assert row[-1].endswith(" …") and long_message(k).startswith(shown_text) and \
             long_message(k)[len(shown_text)] == " "
+        # ... and wraps over several lines in its cell (not one line cut off or pushing the table wider)
+        lines = b.eval("var r = document.createRange(); "
+                       "r.selectNodeContents(document.querySelector('#cases tbody tr').lastElementChild); "
+                       "new Set([...r.getClientRects()].map(x => Math.round(x.top))).size")
+        assert lines >= 3, lines
+        _no_sideways_scrolling(b)
         b.eval("document.querySelector('#cases tbody tr').click()")
         assert long_message(k) in b.eval("document.querySelector('#cases tr.detail').textContent")
         b.eval("var q = document.getElementById('q'); q.value = ''; q.dispatchEvent(new Event('input'))")
@@ -175,6 +193,11 @@ def _no_sideways_scrolling(b: Browser) -> None:
     wide = b.eval(f"[...document.querySelectorAll('body *')].filter(e => e.getClientRects().length && "
                   f"e.getBoundingClientRect().right > {width} + 1).map(e => e.tagName + '.' + e.className)")
     assert not wide, wide
+    # nor is any text cut off inside its box (overflow hidden, an ellipsis): what does not fit wraps
+    clipped = b.eval("[...document.querySelectorAll('body *')].filter(e => e.getClientRects().length && "
+                     "getComputedStyle(e).overflowX !== 'visible' && e.scrollWidth > e.clientWidth + 1)"
+                     ".map(e => e.tagName + '#' + e.id + '.' + e.className)")
+    assert not clipped, clipped
 
 
 def _check_first_screen_and_layout(b: Browser, failing: int, verdict: str = "Does not conform: ") -> None:
@@ -238,3 +261,31 @@ def test_readme_screenshots_of_a_real_run(tmp_path, chromium):
                "document.querySelector('#cases tr.detail').previousSibling.scrollIntoView()")
         _no_sideways_scrolling(b)
         b.screenshot(Path(keep) / "report-ort-case.png")
+
+
+def _shard_files(whole: Path, given: tuple[int, ...], n: int) -> list[Path]:
+    """Shard files of the run ``whole`` as --shard K/N writes them (only shards ``given``)."""
+    head, *cases = [json.loads(line) for line in whole.read_text().splitlines()[:-1]]
+    out = []
+    for k in given:
+        mine = [c for c in cases if shard_of(c["id"], n) == k]
+        path = whole.with_name(f"{whole.stem}-shard-{k}-of-{n}-from-a-ci-matrix-job-artifact.jsonl")
+        path.write_text("\n".join(json.dumps(r) for r in [{**head, "shard": f"{k}/{n}"}, *mine,
+                                                          {"type": "summary", "duration_s": 1.0,
+                                                           "counts": dict(Counter(c["status"] for c in mine))}]))
+        out.append(path)
+    return out
+
+
+def test_merged_shards_with_one_missing_say_so_on_the_first_screen(tmp_path, chromium):
+    write_results(tmp_path / "r.jsonl", 3_000)
+    page = render_files(_shard_files(tmp_path / "r.jsonl", (1, 3), 3), tmp_path / "report.html")
+    with Browser(chromium) as b:
+        b.open(page)
+        b.wait_for("document.body.dataset.ready === '1'")
+        assert "The run is incomplete (shard 2 of 3 is missing)" in b.eval(
+            "document.getElementById('verdict').textContent")
+        line = b.eval("document.getElementById('shards-attention').textContent")
+        assert line.startswith("2 of 3 shards merged: 1/3 ") and "Shard 2 of 3 is missing" in line
+        assert 0 < b.eval("document.getElementById('shards-attention').getBoundingClientRect().bottom") < 1000
+        _no_sideways_scrolling(b)

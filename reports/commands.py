@@ -1,0 +1,143 @@
+"""The commands that read results files: ``report``, ``findings`` and ``diff`` (their arguments, what they print,
+their exit statuses).
+
+Each takes a run as one results file or as the N shard files of one run (``--shard K/N``), merged by
+:mod:`qdq_conformance.runner.merge` (the rules: there). A file that cannot be read, or files that do not form
+the runs asked for, is exit status 2 and one line naming the files, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..runner.merge import load_run, load_runs
+from ..runner.results import ResultsError, unwritable
+from . import diff, overview, render
+
+SHARDS = ("Shard files (--shard K/N) of one backend are merged into one run: they must share the backend version "
+          "and N and give each shard once, else exit status 2; a missing shard is reported (the verdict says the "
+          "run is incomplete), not refused.")
+
+
+def _count(text: str) -> int:
+    """A whole number, 0 or more (argparse's type)."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
+    return int(text)
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _paths(names: list[str] | None) -> list[Path]:
+    return [Path(n) for n in names or []]
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """Render results files as an HTML report (one run: its verdict and findings first) or a scoreboard (several
+    backends: each backend's findings, the cases where they disagree)."""
+    why = unwritable(Path(args.output))
+    if why:
+        return _error(f"-o {args.output}: {why}")
+    try:
+        runs = load_runs(_paths(args.results))
+        if args.baseline and len(runs) > 1:
+            return _error("--baseline goes with one run (a report), not several (a scoreboard)")
+        baseline = load_run(_paths(args.baseline)) if args.baseline else None
+        out = render.render(runs, Path(args.output), baseline, ", ".join(args.baseline or []))
+    except ResultsError as e:
+        return _error(str(e))
+    except OSError as e:
+        return _error(f"cannot write {args.output}: {e.strerror or e}")
+    print(f"wrote {out}")
+    return 0
+
+
+def run_findings(args: argparse.Namespace) -> int:
+    """``qdq-conformance findings``."""
+    try:
+        results = load_run(_paths(args.results))
+        baseline = load_run(_paths(args.baseline)) if args.baseline else None
+    except ResultsError as e:
+        return _error(str(e))
+    ov = overview.overview(results, baseline, ", ".join(args.baseline or []))
+    if args.json:
+        print(json.dumps(overview.to_json(results[0], ov), indent=1, default=str))
+    else:
+        print(overview.render_text(results[0], ov, limit=args.limit, repro=args.repro))
+    return 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    """Compare two runs: cases that regressed, were fixed, changed, appeared or disappeared."""
+    if args.files and (args.old or args.new) or not args.files and not (args.old and args.new):
+        return _error("give OLD NEW (one results file each), or --old FILE... --new FILE... (the shard files of "
+                      "each run)")
+    if args.files and len(args.files) != 2:
+        return _error(f"OLD NEW are two results files, got {len(args.files)} (the shard files of a run go after "
+                      "--old / --new)")
+    old, new = ([f] for f in args.files) if args.files else (args.old, args.new)
+    why = unwritable(Path(args.output)) if args.output else None
+    if why:
+        return _error(f"-o {args.output}: {why}")
+    try:
+        d = diff.diff_records(load_run(_paths(old)), load_run(_paths(new)))
+    except ResultsError as e:
+        return _error(str(e))
+    print(diff.render_text(d, limit=args.limit or 10**9))
+    if args.output:
+        try:
+            print(f"wrote {diff.render_html(d, Path(args.output))}")
+        except OSError as e:
+            return _error(f"cannot write {args.output}: {e.strerror or e}")
+    if args.exit_zero:
+        return 0
+    return 1 if d.counts()["regressed"] or d.incomplete() else 0
+
+
+def add_parsers(sub: Any) -> None:
+    """``report``, ``findings`` and ``diff`` (``sub``: the CLI's subparsers)."""
+    doc = (run_report.__doc__ or "").strip()
+    p = sub.add_parser("report", help=doc, description=doc + " " + SHARDS + " Unsharded files are runs of their "
+                       "own, several of one backend included. Exit status 2 (one line naming the file and the "
+                       "line, or the files) when a file cannot be read or is not a results file, the shard files "
+                       "do not form one run, or the output cannot be written.")
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="results file(s) written by --results")
+    p.add_argument("-o", "--output", required=True, metavar="PATH", help="HTML file to write")
+    p.add_argument("--baseline", nargs="+", action="extend", metavar="OLD", help="an earlier run (a results file, "
+                   "or its shard files): the report says what changed since (cases that regressed, were fixed, "
+                   "changed; findings new, gone, grown); with one run only")
+    p.set_defaults(func=run_report)
+    doc = "Group a run's failing cases into findings (one per signature) and print them."
+    p = sub.add_parser("findings", help=doc, description=doc + " " + " ".join(overview.DESCRIPTION.split())
+                       + " " + SHARDS + " Exit status 0, or 2 (one line) when a file cannot be read or is not a "
+                       "results file, or the files are not one run.")
+    p.add_argument("results", nargs="+", metavar="RESULTS", help="results file written by --results, or the "
+                   "shard files of one run")
+    p.add_argument("--json", action="store_true", help="print JSON (every finding, with its example's repro)")
+    p.add_argument("--baseline", nargs="+", action="extend", metavar="OLD", help="an earlier run (a results file, "
+                   "or its shard files): mark the findings new since it and list those gone")
+    p.add_argument("--repro", action="store_true", help="print each example case's repro script")
+    p.add_argument("--limit", type=_count, default=50, metavar="N",
+                   help="findings printed (default: %(default)s; 0: all; --json prints all)")
+    p.set_defaults(func=run_findings)
+    doc = (run_diff.__doc__ or "").strip()
+    p = sub.add_parser("diff", help=doc, description=doc + " A run: OLD / NEW (one results file each), or "
+                       "--old / --new followed by the shard files of each run. " + SHARDS + " Exit status 1 when "
+                       "a case regressed (it was not a failure and now is) or the new run is empty, did not "
+                       "finish (no summary line) or misses a shard; 2 (one line) when a file cannot be read or is "
+                       "not a results file, the files are not one run each, or -o cannot be written.")
+    p.add_argument("files", nargs="*", metavar="OLD NEW", help="results files of the earlier and the later run")
+    p.add_argument("--old", nargs="+", action="extend", metavar="FILE", help="the earlier run's shard files")
+    p.add_argument("--new", nargs="+", action="extend", metavar="FILE", help="the later run's shard files")
+    p.add_argument("-o", "--output", metavar="PATH", help="also write the diff as an HTML page")
+    p.add_argument("--limit", type=_count, default=50, metavar="N",
+                   help="cases listed per category in the text output (default: %(default)s; 0: all)")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when cases regressed")
+    p.set_defaults(func=run_diff)
