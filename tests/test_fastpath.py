@@ -142,3 +142,31 @@ def test_the_shortcut_reports_what_pytests_protocol_reports(tmp_path, pytest_und
         assert len(fast["results"]) < 13, fast["results"]
     if scenario == "strict-maxfail":
         assert any("[XPASS(strict)]" in r[4] for r in fast["reports"]) or len(fast["results"]) < 13
+
+
+#: pytest internals the plugin once leaned on, each with what replaced it (see the modules' docstrings)
+UNDOCUMENTED = {
+    "known_args_namespace": "pytest_load_initial_conftests' args, changed in place",
+    "config.args =": "the corpus folder added to the arguments",
+    "own_markers.extend": "Node.add_marker",
+    "own_markers.append": "Node.add_marker",
+    "pytest.TestReport(": "the pytest_runtest_makereport hook",
+    "config.option.": "config.getoption",
+    "testscollected": "pytest_collection_finish / pytest-xdist's pytest_xdist_node_collection_finished",
+    ".location.func": "super().location",
+    "import _pytest": "the pytest namespace",
+    "from _pytest": "the pytest namespace",
+    "wasxfail": "pytest_report_teststatus's category; only the shortcut writes it",
+    '"workerinput"': "distributed.is_worker",
+    '"numprocesses"': "distributed.is_controller",
+}
+
+
+def test_only_the_shortcut_module_relies_on_pytest_beyond_its_documented_api():
+    plugin = ROOT / "conformance" / "plugin"
+    found = []
+    for path in sorted(plugin.glob("*.py")):
+        allowed = {"fastpath.py": {"wasxfail"}, "distributed.py": {'"workerinput"', '"numprocesses"'}}.get(path.name, set())
+        code = "\n".join(ln.split("#")[0] for ln in path.read_text().splitlines())
+        found += [(path.name, name) for name in UNDOCUMENTED if name not in allowed and name in code]
+    assert found == [], [(f, n, UNDOCUMENTED[n]) for f, n in found]

@@ -128,6 +128,14 @@ class RunTerminal:
         self.running = False
         self.session: pytest.Session | None = None
         self.progress: Progress | None = None
+        self.total = 0  # items to run: this process's, or under pytest-xdist a worker's collection
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.total = len(session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.total = len(ids)  # (pytest-xdist's hook, on the controller: every worker collects the same items)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -155,7 +163,7 @@ class RunTerminal:
                 self._draw(force=True)
             else:
                 self.progress.due(0, 1)  # the first line a minute from now
-                n = f"{session.testscollected:,} case(s)" if session.testscollected else "the cases"
+                n = f"{self.total:,} case(s)" if self.total else "the cases"
                 self.tr.write_line(f"qdq-conformance: running {n} against {self.state.backend_name} "
                                    f"{self.state.backend_version}; a progress line every {OFF_TTY_EVERY:.0f} s")
         try:
@@ -169,7 +177,7 @@ class RunTerminal:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.tally.add(report, self._category)
-        if self.running and report.when == "teardown" and self.session and self.tally.done < self.session.testscollected:
+        if self.running and report.when == "teardown" and self.tally.done < self.total:
             self._draw()  # (the last one is drawn when the loop ends)
 
     def _category(self, report: pytest.TestReport) -> str:
@@ -187,7 +195,7 @@ class RunTerminal:
         progress, session = self.progress, self.session
         if progress is None or session is None:
             return
-        total, done = session.testscollected, self.tally.done
+        total, done = self.total, self.tally.done
         if total <= 0 or (not force and not progress.due(done, total)):
             return
         if not self.tty:
