@@ -21,6 +21,7 @@ import onnx
 
 from ..backends.base import NotApplicable, Rejected, Unsupported
 from ..domain import FAILING, Case, RunStatus
+from ..generators.cache import load_file_cached
 from . import record as record_mod
 from .expectations import Expectation, Expectations
 from .outcome import Outcome, classify
@@ -73,14 +74,13 @@ class Sources:
     """The case files a worker has loaded, each once."""
 
     def __init__(self) -> None:
-        self._files: dict[tuple[str, tuple[str, ...]], list[Case]] = {}
+        self._files: dict[tuple[str, tuple[str, ...]], Sequence[Case]] = {}
 
-    def load(self, source: tuple[str, tuple[str, ...]]) -> list[Case]:
+    def load(self, source: tuple[str, tuple[str, ...]]) -> Sequence[Case]:
         cases = self._files.get(source)
         if cases is None:
-            from qdq_conformance.generators.cache import load_file_cached
-
-            cases = self._files[source] = load_file_cached(Path(source[0]), source[1])
+            loaded: Sequence[Case] = load_file_cached(Path(source[0]), source[1])
+            cases = self._files[source] = loaded
             # The cases live as long as the worker: keep them out of every later garbage collection.
             gc.collect()
             gc.freeze()
