@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..domain import FAILING
-from .results import CaseRecord, Results, ResultsError, read
+from .results import CaseRecord, Results, ResultsError, expectation_of, is_expected, is_failing, read
 
 #: header fields the shards of one run should share; a difference is a warning shown with the shards
 _SHOULD_MATCH = ("onnx_version", "suite_version", "forms", "tier", "suite", "expectations", "strict_expectations")
@@ -104,6 +104,8 @@ def load_runs(paths: Sequence[Path]) -> list[Results]:
 def load_run(paths: Sequence[Path]) -> Results:
     """The one run ``paths`` hold: one results file, or shard files of one backend and version (merged)."""
     runs = load_runs(paths)
+    if not runs:
+        raise ResultsError("no results file given")
     if len(runs) > 1:
         names = ", ".join(str(p) for p in paths)
         backends = sorted({str(h.get("backend")) for h, _, _ in runs})
@@ -226,7 +228,8 @@ def _seen(c: CaseRecord) -> str:
 
 def _expectations(parts: list[_Part], cases: list[CaseRecord]) -> tuple[list[Any], dict[str, Any] | None]:
     """The stale entries and the tally of the whole run: an entry is stale when every shard that matched it (or
-    every shard: one that matches none) lists it stale; held / changed over the statuses all shards saw."""
+    every shard: one that matches none) lists it stale; the rest counted over the cases of all shards, as the run
+    counts them (the tally in qdq_conformance.runner.expectations)."""
     matched: dict[int, set[str]] = {}
     status: dict[int, str] = {}
     for c in cases:
@@ -246,5 +249,5 @@ def _expectations(parts: list[_Part], cases: list[CaseRecord]) -> tuple[list[Any
     changed = sum(1 for line, seen in matched.items() if status[line] not in seen and seen & FAILING)
     first = tallies[0] or {}
     return stale, {"in_force": first.get("in_force"), "held": held, "stale": len(stale), "changed": changed,
-                   "new_failures": sum(int(t.get("new_failures") or 0) for t in tallies if t),
-                   "unexpected_passes": sum(int(t.get("unexpected_passes") or 0) for t in tallies if t)}
+                   "new_failures": sum(1 for c in cases if is_failing(c) and not is_expected(c)),
+                   "unexpected_passes": sum(1 for c in cases if expectation_of(c) and _seen(c) == "passed")}
