@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 
 from . import __version__, opspecs
 from .ambiguities import catalogue
+from .backends.quark import DEFAULT_QUARK_VERSION, BuildError, build
+from .checker import cli as checker_cli
 from .domain import ALL_TIERS, BOTH, FORMS, Tier, forms_of, tiers_of
 from .errors import SpecViolation
+from .fuzz import cli as fuzz_cli
+from .generators.corpus import CASES_DIR, case_files, load
+from .generators.coverage import coverage, render
+from .generators.export import OutFolderError
+from .generators.parallel import generate
+from .mutants import cli as mutants_cli
+from .plugin.options import RUN_FLAGS, add_to_argparse, to_pytest_args
+from .plugin.terminal import EXIT_STATUS
+from .progress import Progress
+from .reference import evaluate
+from .reports import compliance
+from .reports.commands import add_parsers as add_report_parsers
+from .reports.render import render_files
 
 
 def _cmd_specs(args: argparse.Namespace) -> int:
@@ -37,10 +55,8 @@ def _cmd_ambiguities(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     """Run the reference kernel on a few spec examples and show the results."""
-    from .reference import evaluate
-
     f32 = np.float32
-    examples = [
+    examples: list[tuple[str, str, str, int, list[Any], dict[str, int]]] = [
         ("com.microsoft QuantizeLinear-1 (its documentation's example)", "com.microsoft", "QuantizeLinear", 1,
          [np.array([0, 2, 3, 1000, -254, -1000], f32), f32(2), np.uint8(128)], {}),
         ("QuantizeLinear-21 saturates beyond 2**31 and at +-inf", "ai.onnx", "QuantizeLinear", 21,
@@ -66,9 +82,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _load_corpus(args: argparse.Namespace):  # noqa: ANN202 - generators.corpus.Corpus
-    from pathlib import Path
-
-    from qdq_conformance.generators.corpus import CASES_DIR, case_files, load
 
     root = Path(args.cases) if args.cases else CASES_DIR
     tiers = tiers_of(args.tier)
@@ -88,13 +101,7 @@ def _add_corpus_options(p: argparse.ArgumentParser) -> None:
 
 def _cmd_generate(args: argparse.Namespace) -> int:
     """Expand the case files and write them in ONNX's backend-test layout with manifest.json."""
-    from pathlib import Path
 
-    from qdq_conformance.generators.corpus import CASES_DIR, case_files
-    from qdq_conformance.generators.export import OutFolderError
-    from qdq_conformance.generators.parallel import generate
-
-    from .progress import Progress
 
     forms = forms_of(args.form)
     tiers = tiers_of(args.tier)
@@ -116,22 +123,16 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 def _cmd_mutants(args: argparse.Namespace) -> int:
     """Run the corpus against every mutant (the kernel with one shortcut) and print the mutation score."""
-    from .mutants.cli import run
-
-    return run(args)
+    return mutants_cli.run(args)
 
 
 def _cmd_fuzz(args: argparse.Namespace) -> int:
     """Search for failing cases the corpus does not hold (Hypothesis), shrink them and keep them as case files."""
-    from .fuzz.cli import run
-
-    return run(args)
+    return fuzz_cli.run(args)
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
     """Per operator version: covered / allowed type combinations, granularities, edge families, and gaps."""
-    from qdq_conformance.generators.coverage import coverage, render
-
     corpus = _load_corpus(args)
     result = coverage(corpus.cases)
     print(render(result))
@@ -141,9 +142,6 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     """Run the conformance corpus against a backend (pytest with the same options) and report."""
-    import pytest
-
-    from .plugin.options import RUN_FLAGS, to_pytest_args
 
     if not args.qdq_backend:
         print("error: --backend is required (e.g. --backend ort)", file=sys.stderr)
@@ -155,15 +153,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     """Check every quantization node of ONNX models against its opset's spec (the same rules as the kernel)."""
-    from .checker.cli import run
-
-    return run(args)
+    return checker_cli.run(args)
 
 
 def _cmd_build_quark(args: argparse.Namespace) -> int:
     """Build AMD Quark's custom-op library (com.amd.quark) for the `quark` backend, once, into a cache."""
-    from .backends.quark import DEFAULT_QUARK_VERSION, BuildError, build
-
     try:
         lib = build(Path(args.source) if args.source else None, args.quark_version or DEFAULT_QUARK_VERSION,
                     force=args.force)
@@ -180,12 +174,7 @@ COMPLIANCE_COMMAND = "qdq-conformance compliance"
 
 def _cmd_compliance(args: argparse.Namespace) -> int:
     """Run several backends over the corpus, then write their scoreboard (HTML) and the compliance table (Markdown)."""
-    import subprocess
 
-    from qdq_conformance.reports.compliance import render_files as render_markdown
-    from qdq_conformance.reports.render import render_files
-
-    from .plugin.options import RUN_FLAGS
 
     out = Path(args.results_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -205,7 +194,7 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
             print(f"error: {name} wrote no results", file=sys.stderr)
             return 2
     board = render_files(paths, Path(args.scoreboard))
-    md = render_markdown(paths, Path(args.markdown), command=COMPLIANCE_COMMAND)
+    md = compliance.render_files(paths, Path(args.markdown), command=COMPLIANCE_COMMAND)
     print(f"wrote {board} and {md}")
     return 0
 
@@ -230,8 +219,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: %(default)s)")
     _add_corpus_options(p)
     p.set_defaults(func=_cmd_generate)
-    from .plugin.terminal import EXIT_STATUS
-
     p = sub.add_parser("run", help=(_cmd_run.__doc__ or "").strip(), description=(_cmd_run.__doc__ or "").strip()
                        + " Arguments after -- go to pytest (e.g. -- -k quantizelinear-21 -n 2). On a terminal, one "
                        "progress line; elsewhere, a line a minute; at the end, after pytest's own lines, the run's "
@@ -241,13 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                                         subsequent_indent="     ")
                                                           for k, v in EXIT_STATUS.items()),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    from .plugin.options import add_to_argparse
-
     add_to_argparse(p)
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments, after --")
     p.set_defaults(func=_cmd_run)
-    from .reports.commands import add_parsers as add_report_parsers
-
     add_report_parsers(sub)  # report, findings, diff
     p = sub.add_parser("check", help=(_cmd_check.__doc__ or "").strip(),
                        description=(_cmd_check.__doc__ or "").strip() + " Covers QuantizeLinear, DequantizeLinear, "
@@ -255,9 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "ExtendedQuantizeLinear / ExtendedDequantizeLinear in the main graph, subgraphs and local "
                        "functions. Exit status: 0 clean (warnings and notes allowed), 1 at least one error, "
                        "2 an input could not be read.")
-    from .checker.cli import add_arguments
-
-    add_arguments(p)
+    checker_cli.add_arguments(p)
     p.set_defaults(func=_cmd_check)
     p = sub.add_parser("build-quark", help=(_cmd_build_quark.__doc__ or "").strip(),
                        description=(_cmd_build_quark.__doc__ or "").strip() + " Sources: an installed amd-quark, "
@@ -287,26 +268,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="backend worker processes per run (default: auto, the usable cores up to 4)")
     p.add_argument("--reuse", action="store_true", help="keep results files that already exist")
     p.set_defaults(func=_cmd_compliance)
-    from .mutants.cli import EXIT as MUTANTS_EXIT
-    from .mutants.cli import add_arguments as add_mutants_arguments
-
     p = sub.add_parser("mutants", help=(_cmd_mutants.__doc__ or "").strip(),
                        description=(_cmd_mutants.__doc__ or "").strip() + " A mutant is killed by the first "
                        "normative case a real run (--backend mutant:ID --expectations none) fails.",
-                       epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in MUTANTS_EXIT.items()))
-    add_mutants_arguments(p)
+                       epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in mutants_cli.EXIT.items()))
+    mutants_cli.add_arguments(p)
     p.set_defaults(func=_cmd_mutants)
-    from .fuzz.cli import EXIT as FUZZ_EXIT
-    from .fuzz.cli import add_arguments as add_fuzz_arguments
-
     p = sub.add_parser("fuzz", help=(_cmd_fuzz.__doc__ or "").strip(),
                        description=(_cmd_fuzz.__doc__ or "").strip() + " Examples run in the backend's worker "
                        "process and are judged as corpus cases are (oracle, readings, expectations); failures are "
                        "grouped by signature (operator version, types, zero point, granularity, attributes, form, "
                        "kind of mismatch), one minimal example each, written to --out as case files with model, "
                        "data and repro, and every example's result to --out/results.jsonl.",
-                       epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in FUZZ_EXIT.items()))
-    add_fuzz_arguments(p)
+                       epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in fuzz_cli.EXIT.items()))
+    fuzz_cli.add_arguments(p)
     p.set_defaults(func=_cmd_fuzz)
     p = sub.add_parser("coverage", help=(_cmd_coverage.__doc__ or "").strip(),
                        description=(_cmd_coverage.__doc__ or "").strip())
