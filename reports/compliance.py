@@ -62,9 +62,9 @@ def _findings(cases: list[CaseRecord], top: int, per_entry: int = 3) -> list[str
                          "cases)")
     if len(entries) > top:
         rest_fs = [f for _, fs in entries[top:] for f in fs]
-        n, cases = len(entries) - top, sum(f.expected for f in rest_fs)
-        lines.append(f"{n} more expectation entr{'y explains' if n == 1 else 'ies explain'} {cases} more "
-                     f"case{'s' * (cases != 1)} ({len(rest_fs)} finding{'s' * (len(rest_fs) != 1)}).")
+        n, more = len(entries) - top, sum(f.expected for f in rest_fs)
+        lines.append(f"{n} more expectation entr{'y explains' if n == 1 else 'ies explain'} {more} more "
+                     f"case{'s' * (more != 1)} ({len(rest_fs)} finding{'s' * (len(rest_fs) != 1)}).")
     new = [f for f in found if f.new]
     lines += [f"Not yet explained by an expectation entry: {md(f.description(known))} ({f.new} cases)"
               for f in new[: max(2, top - len(entries))]]
@@ -107,9 +107,9 @@ def render_markdown(results: list[Results], top: int = 6,
     for key in keys:
         cells = []
         for t in tables:
-            cnt = t.get(key)
-            cells.append("-" if not cnt else f"{cnt['passed']} / {sum(cnt[s] for s in FAILING)} / "
-                                             f"{cnt['unsupported']}")
+            row = t.get(key)
+            cells.append("-" if not row else f"{row['passed']} / {sum(row[s] for s in FAILING)} / "
+                                             f"{row['unsupported']}")
         out.append(f"| {md(key)} | " + " | ".join(cells) + " |")
     out.append("")
     out += ["## Findings", ""]

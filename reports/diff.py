@@ -20,6 +20,8 @@ from qdq_conformance.domain import FAILING, RunStatus
 from qdq_conformance.runner.merge import gap, load_run
 from qdq_conformance.runner.results import CaseRecord, Results
 
+from .page import environment, pack
+
 #: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a diff tests every record)
 _IMPLEMENTATION_DEFINED = RunStatus.IMPLEMENTATION_DEFINED.value
 CATEGORIES = ("regressed", "fixed", "changed", "appeared", "disappeared")
@@ -157,11 +159,9 @@ def render_text(d: Diff, limit: int = 50) -> str:
 
 
 def render_html(d: Diff, out: Path) -> Path:
-    from .render import _env, pack
-
     rows = [{"c": ch.category, "i": ch.id, "f": ch.form, "o": ch.old, "n": ch.new, "m": ch.message[:300]}
             for ch in d.changes]
-    html = _env().get_template("diff.html.j2").render(
+    html = environment().get_template("diff.html.j2").render(
         old=_run_name(d.old_head), new=_run_name(d.new_head), counts=d.counts(), unchanged=d.unchanged,
         transitions=d.transitions(), data=pack(rows), categories=CATEGORIES)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -6,26 +6,21 @@ stays small and opens quickly. The template is autoescaped; embedded JSON is esc
 
 from __future__ import annotations
 
-import base64
-import gzip
-import json
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, cast
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
-
 from qdq_conformance.domain import FAILING, FAILING_ORDER, JUDGED, CaseStatus, RunStatus
-from qdq_conformance.resources import templates_dir
 from qdq_conformance.runner.expectations import needs_attention, summary_lines
 from qdq_conformance.runner.merge import load_run, load_runs, shards_text
 from qdq_conformance.runner.results import CaseRecord, Results, is_expected, passed_against_entry
 
 from .findings import Finding, index, shorten
 from .overview import Overview, overview
+from .page import environment, pack
+from .page import unpack as unpack  # (re-exported: tests and tools read a rendered report with it)
 
-TEMPLATES = templates_dir()
 #: the statuses in the order the report lists them: failures first
 ORDER = [*FAILING_ORDER, RunStatus.UNSUPPORTED.value, RunStatus.IMPLEMENTATION_DEFINED.value, RunStatus.PASSED.value]
 #: The short names of a record's fields in the report's embedded case list (the page's script reads ``r.i``,
@@ -47,21 +42,6 @@ DETAIL_FIELDS = ("spec", "attributes", "inputs", "expected", "actual", "mismatch
                  "readings", "comparison", "rule")
 
 
-def _env() -> Environment:
-    return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html", "j2"]),
-                       trim_blocks=True, lstrip_blocks=True)
-
-
-def pack(obj: Any) -> str:
-    """JSON, gzip-compressed (deterministic: no timestamp), base64: inert inside a <script> element and about
-    ten times smaller than the JSON. The page decodes it with DecompressionStream (``templates/_unpack.js``)."""
-    text = json.dumps(obj, separators=(",", ":"), sort_keys=True).encode("utf-8")
-    return base64.b64encode(gzip.compress(text, compresslevel=6, mtime=0)).decode("ascii")
-
-
-def unpack(data: str) -> Any:
-    """The inverse of :func:`pack` (for tests and tools reading a rendered report)."""
-    return json.loads(gzip.decompress(base64.b64decode(data)))
 
 
 def _compact(rec: CaseRecord, finding: int | None) -> dict[str, Any]:
@@ -205,7 +185,7 @@ def finding_rows(ov: Overview, findings: list[Finding] | None = None) -> list[di
 
 def render(results: list[Results], out: Path, baseline: Results | None = None, baseline_name: str = "") -> Path:
     """One report (one results file, optionally against a baseline run) or a scoreboard (several)."""
-    env = _env()
+    env = environment()
     if len(results) == 1:
         head, cases, summary = results[0]
         ov = overview(results[0], baseline, baseline_name)
