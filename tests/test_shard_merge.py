@@ -179,3 +179,14 @@ def test_shards_of_one_backend_merge_beside_other_runs_in_a_scoreboard(runs, tmp
     version = load_run([runs["whole"]])[0]["backend_version"]
     names = re.findall(r"<th>([^<]*)</th>", totals.group(1))[1:]
     assert names == [f"ort {version}", f"other-backend {version}", f"ort {version}"]  # shards merged, files apart
+
+
+def test_shards_that_differ_in_what_they_should_not_merge_with_a_warning_on_the_first_screen(runs, tmp_path):
+    odd = _edit_header(runs["2"], tmp_path / "odd.jsonl", onnx_version="0.0.0")
+    proc = _cli("report", runs["1"], odd, runs["3"], "-o", tmp_path / "r.html")
+    assert proc.returncode == 0, proc.stderr
+    html = (tmp_path / "r.html").read_text()
+    first_screen = html[html.index("<body>"):html.index('<h2 id="findings-title"')]
+    assert 'id="shards-attention"' in first_screen and "Warning: the shards differ in onnx_version: " in first_screen
+    assert f"{odd} 0.0.0" in first_screen and "missing" not in first_screen
+    assert "Warning: the shards differ in onnx_version" in _cli("findings", runs["1"], odd, runs["3"]).stdout

@@ -135,8 +135,8 @@ def shards_text(head: dict[str, Any]) -> str:
                       for g in shards["given"])
     text = f"{len(shards['given'])} of {shards['n']} shards merged: {given}"
     missing = gap(head)
-    return text + (f"; {missing.upper()[0]}{missing[1:]}" if missing else "") + "".join(
-        f"; warning: {w}" for w in shards.get("warnings") or [])
+    return text + (f". {missing[0].upper()}{missing[1:]}." if missing else "") + "".join(
+        f" Warning: {w}." for w in shards.get("warnings") or [])
 
 
 def _merge(parts: list[_Part]) -> Results:
