@@ -25,7 +25,7 @@ import threading
 import time
 import weakref
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import onnx
@@ -35,6 +35,9 @@ from . import execute, lifecycle
 from .expectations import for_file
 from .outputs import RawResult, exception_text, printable
 from .repro import TemplateRepro, templates_of
+
+if TYPE_CHECKING:
+    from multiprocessing.context import ForkContext, SpawnContext
 
 #: how much lower the workers' scheduling priority is than the pytest process's
 WORKER_NICENESS = 5
@@ -74,13 +77,15 @@ class Beacon:
         return ticket, max(0.0, time.monotonic() - started)
 
 
-def start_method() -> str:
+def start_method() -> Literal["fork", "spawn"]:
     """How a worker process starts: forked where that is safe (Linux, and no thread in this process that a fork
     could leave holding a lock), which spares it importing numpy, onnx and the runner again; spawned otherwise
     (and always when ``QDQ_WORKER_START=spawn``)."""
     wanted = os.environ.get("QDQ_WORKER_START", "")
-    if wanted in ("spawn", "fork"):
-        return wanted
+    if wanted == "spawn":
+        return "spawn"
+    if wanted == "fork":
+        return "fork"
     if sys.platform == "linux" and "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
         return "fork"
     return "spawn"
@@ -227,7 +232,8 @@ class IsolatedBackend:
         with contextlib.suppress(OSError):  # each worker's log starts empty
             os.makedirs(self.folder, exist_ok=True)
             open(self.log_path, "wb").close()
-        ctx = mp.get_context(start_method())
+        ctx: ForkContext | SpawnContext = mp.get_context("fork") if start_method() == "fork" else \
+            mp.get_context("spawn")
         if ctx.get_start_method() == "fork":  # (nothing buffered here may be written twice)
             sys.stdout.flush()
             sys.stderr.flush()
@@ -236,6 +242,7 @@ class IsolatedBackend:
                                                               self.expectations_path, self.beacon, os.getpid(),
                                                               self.folder))
         proc.start()
+        assert proc.pid is not None  # (a started process has one)
         with contextlib.suppress(OSError):  # (the worker does the same as it starts: whoever is first)
             os.setpgid(proc.pid, proc.pid)
         child.close()
