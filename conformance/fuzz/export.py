@@ -23,6 +23,7 @@ from typing import Any, cast
 
 import yaml
 
+from ..runner.results import CaseRecord, expectation_of
 from .describe import template
 from .search import Finding
 
@@ -104,14 +105,14 @@ def write_finding(out: Path, f: Finding, backend: str, version: str) -> dict[str
             "root_cause": list(root_cause(f.record))}
 
 
-def root_cause(record: dict[str, Any]) -> tuple[str, ...]:
+def root_cause(record: CaseRecord | dict[str, Any]) -> tuple[str, ...]:
     """A failure's root cause: the signature ``qdq-conformance findings`` and the report group failing cases by
     (``reports/findings.py``: operator, type pattern, granularity, graph form, status, kind of mismatch, and the
     message with its numbers, names and types masked), so that a fuzzed example and a corpus case that fail for one
     reason share it, whatever their versions, concrete types and values."""
     from qdq_conformance.reports.findings import signature
 
-    return signature(record, str(record.get("form") or "-"))
+    return signature(cast(CaseRecord, record), str(record.get("form") or "-"))
 
 
 @dataclass
@@ -138,14 +139,13 @@ def corpus_index(paths: Sequence[Path]) -> dict[tuple[str, ...], Exposed]:
         for rec in records:
             if rec.get("status") not in FAILING:
                 continue
-            r = cast("dict[str, Any]", rec)
-            key = root_cause(r)
-            reason = (r.get("expectation") or {}).get("reason") if is_expected(r) else None
+            key = root_cause(rec)
+            reason = expectation_of(rec).get("reason") if is_expected(rec) else None
             if key in out:
                 out[key].cases += 1
                 out[key].expected = out[key].expected or reason
             else:
-                out[key] = Exposed(str(r.get("id")), 1, reason)
+                out[key] = Exposed(str(rec.get("id")), 1, reason)
     return out
 
 
