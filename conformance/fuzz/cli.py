@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..domain import BOTH, FORMS, Form, forms_of
 from ..progress import duration
 
 EXIT = {0: "no finding: every example passed, was unsupported or implementation-defined, or failed as an "
@@ -60,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--granularity", nargs="+", default=[], metavar="KIND",
                    choices=("per-tensor", "per-tensor-1d", "per-axis", "blocked"),
                    help="granularities to draw (default: every one the version has)")
-    p.add_argument("--form", choices=("runtime", "initializer", "both"), default="runtime",
+    p.add_argument("--form", choices=(*FORMS, BOTH), default=Form.RUNTIME.value,
                    help="graph form(s) each example runs in (default: %(default)s)")
     p.add_argument("--out", default="fuzz-out", metavar="DIR",
                    help="where findings, case files and results go (default: %(default)s/)")
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: no operator version matches --ops / --versions / --types (see qdq-conformance specs)",
               file=sys.stderr)
         return 2
-    forms = ("runtime", "initializer") if args.form == "both" else (args.form,)
+    forms = forms_of(args.form)
     budget = args.budget if args.budget is not None else (None if args.examples else 600.0)
     out = Path(args.out)
     corpus: dict[tuple[str, ...], Any] | None = None
