@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from ..runner.outcome import FAILING, Structural
+from ..domain import FAILING
+from ..runner.outcome import Structural
 from .describe import Description, NotACase, build
 
 #: examples per Hypothesis round

@@ -16,10 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..compare import Mismatch, compare
-from ..domain import FAILING, CaseStatus, RunStatus
+from ..domain import CaseStatus, RunStatus
 from .outputs import Opaque, RawResult, describe, expected_outputs
-
-__all__ = ["FAILING", "Outcome", "Structural", "classify", "explain"]
 
 
 @dataclass
