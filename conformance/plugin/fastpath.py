@@ -100,10 +100,10 @@ def _apply_xfail(call: pytest.CallInfo[object], report: pytest.TestReport, mark:
     reason, strict, raises = mark.kwargs["reason"], mark.kwargs["strict"], mark.kwargs.get("raises")
     if call.excinfo is not None:
         if raises is None or isinstance(call.excinfo.value, raises):
-            report.outcome, report.wasxfail = "skipped", reason  # type: ignore[attr-defined]
+            report.outcome, report.wasxfail = "skipped", reason
         else:
             report.outcome = "failed"
     elif strict:
         report.outcome, report.longrepr = "failed", "[XPASS(strict)] " + reason
     else:
-        report.outcome, report.wasxfail = "passed", reason  # type: ignore[attr-defined]
+        report.outcome, report.wasxfail = "passed", reason

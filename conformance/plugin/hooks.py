@@ -14,6 +14,7 @@ import pytest
 from ..domain import FAILING, FORMS, CaseStatus
 from ..resources import cases_dir
 from ..runner import expectations as expectations_mod
+from ..runner.execute import CaseRef
 from ..runner.results import ResultsWriter, header
 from . import fastpath, options, sharding, stopping
 from .distributed import is_controller, is_worker
@@ -192,7 +193,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     state.skipping = config.pluginmanager.has_plugin("skipping")  # (-p no:skipping: xfail markers do nothing)
     if is_worker(config) or state.pool is None:
         return
-    order = []
+    order: list[tuple[CaseRef, str]] = []
     for item in session.items:
         if isinstance(item, CaseItem):
             item.position = len(order)
@@ -249,8 +250,9 @@ class _Recorder:
         if report.when == "call" or (report.when == "setup" and report.skipped):
             props = dict(report.user_properties)
             note = props.get("qdq_outcome")
-            if note is not None:
-                _note(self.state, note, props.get("qdq"))
+            record = props.get("qdq")
+            if isinstance(note, dict):
+                _note(self.state, note, record if isinstance(record, str) else None)
 
 
 def _note(state: RunState, note: dict[str, Any], record: str | None) -> None:

@@ -100,7 +100,7 @@ class CaseItem(pytest.Item):
         if got.status in FAILING:
             raise CaseFailure(got.outcome or Outcome(got.status, got.message))
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # (str or pytest's TerminalRepr)
         if isinstance(excinfo.value, CaseFailure):
             if self.config.getoption("tbstyle", "auto") in ONE_LINE_STYLES:
                 return headline(excinfo.value.outcome)
@@ -229,7 +229,7 @@ def forms_of(cfg: pytest.Config) -> tuple[str, ...]:
 
 def _describe(item: CaseItem, outcome: Outcome) -> str:
     text = dict(item.user_properties).get("qdq")
-    rec = json.loads(text) if text else {}
+    rec = json.loads(text) if isinstance(text, str) else {}
     case = item.case
     spec = rec.get("spec", {})
     lines = [f"{case.id} [{item.form}] on {rec.get('backend')} {rec.get('backend_version')}: {outcome.status}",
