@@ -18,7 +18,7 @@ EXIT = {0: "no finding: every example passed, was unsupported or implementation-
         1: "findings: at least one example failed unexpectedly (each kept as a case file under --out); with "
            "--judge: at least one finding no failing case of the corpus exposes",
         2: "interrupted (Ctrl-C: what was found so far is kept), or bad arguments (no operator version matches "
-           "--ops / --versions / --types, a bad --budget), or --out or --corpus-results cannot be used",
+           "--ops / --versions / --types, a bad --budget), or --out, --corpus-results or --judge cannot be used",
         4: "the backend cannot be created, or its expectation file cannot be read"}
 
 
