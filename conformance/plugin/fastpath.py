@@ -11,19 +11,23 @@ What it does. Each phase as pytest's ``call_and_report`` does it, from public AP
 and the documented hooks called through ``item.ihook`` (``pytest_runtest_logstart``, ``pytest_runtest_makereport``
 for all three phases, ``pytest_runtest_logreport``: terminal, JUnit XML, pytest-xdist, ``-x`` / ``--maxfail``;
 ``pytest_exception_interact``, ``pytest_runtest_logfinish``). What it leaves out: the three per-phase hooks; the
-setup and teardown phases run nothing, the call phase runs ``item.runtest()``. Two things then fall to this module:
+setup and teardown phases run nothing, the call phase runs ``item.runtest()`` (so neither does
+``PYTEST_CURRENT_TEST`` name the item: no code runs in the pytest process that could read it). Two things then fall
+to this module:
 
 - the runner's ``xfail`` marker (a failing expectation) is applied with the skipping plugin's rules (xfailed,
   xpassed, ``[XPASS(strict)]``, ``raises``, ``--runxfail``), since that plugin evaluates marks in the per-phase
   hooks: this writes ``report.wasxfail``, pytest's undocumented but long-stable way of marking an expected
   failure (``_apply_xfail``);
-- pytest's rule for calling ``pytest_exception_interact`` (``--pdb``), restated with public report attributes.
+- pytest's rule for calling ``pytest_exception_interact`` (a failure's report), restated with public report
+  attributes.
 
 When. Only where leaving the per-phase hooks out can make no difference (``applies``): every collected item is a
 corpus item (no Python test shares the session, so no fixture set-up or tear-down is left out), no collector above
 them carries a marker, an item carries no marker but the runner's own (a ``skip``, ``skipif`` or ``usefixtures``
-marker added by a conftest gets pytest's full protocol), and no option asks about set-up (``--setup-only``,
-``--setup-plan``, ``--setup-show``). Anything else gets pytest's full protocol.
+marker added by a conftest gets pytest's full protocol), and no option asks about set-up or the debugger
+(``--setup-only``, ``--setup-plan``, ``--setup-show``, ``--pdb``, ``--trace``). Anything else gets pytest's full
+protocol.
 
 Checked against pytest 8.0.2 (the oldest the project supports: ``pytest>=8``) and 9.2.0 (pytest 8.0 to 9.2):
 ``tests/test_fastpath.py`` runs the same cases through this path and through pytest's full protocol under each of
@@ -43,7 +47,7 @@ import pytest
 def applies(session: pytest.Session, is_case: type | tuple[type, ...]) -> bool:
     """Whether the shortcut may run at all in this session (see the module's docstring)."""
     config = session.config
-    if any(config.getoption(name, False) for name in ("setuponly", "setupplan", "setupshow")):
+    if any(config.getoption(name, False) for name in ("setuponly", "setupplan", "setupshow", "usepdb", "trace")):
         return False
     seen: set[int] = set()
     for item in session.items:
@@ -64,9 +68,7 @@ def run(item: pytest.Item, xfail: pytest.Mark | None) -> None:
     nodeid, location = item.nodeid, item.location
     ihook.pytest_runtest_logstart(nodeid=nodeid, location=location)
     # A signal (pytest.exit) or Ctrl-C ends the session, as in pytest's protocol: it is never the item's failure.
-    reraise: tuple[type[BaseException], ...] = (pytest.exit.Exception,)
-    if not item.config.getoption("usepdb", False):
-        reraise += (KeyboardInterrupt,)
+    reraise = (pytest.exit.Exception, KeyboardInterrupt)
     _phase(item, ihook, "setup", _nothing, reraise, None)
     _phase(item, ihook, "call", item.runtest, reraise, xfail)
     _phase(item, ihook, "teardown", _nothing, reraise, None)
