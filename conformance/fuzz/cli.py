@@ -10,8 +10,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .. import opspecs
+from ..cachedir import cache_root
 from ..domain import BOTH, FORMS, Form, forms_of
 from ..progress import duration
+from ..runner import expectations as expectations_mod
+from ..runner.isolation import BackendStartError
+from ..runner.pool import CasePool
+from ..runner.results import ResultsError, header
+from . import export
+from .search import Executor, Search
 
 EXIT = {0: "no finding: every example passed, was unsupported or implementation-defined, or failed as an "
            "expectation says",
@@ -96,17 +104,6 @@ def _config_digest(args: argparse.Namespace, forms: tuple[str, ...]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from qdq_conformance import opspecs
-
-    from ..cachedir import cache_root
-    from ..runner import expectations as expectations_mod
-    from ..runner.isolation import BackendStartError
-    from ..runner.pool import CasePool
-    from ..runner.results import header
-    from . import export
-    from .search import Executor, Search
-    from .strategies import combinations, spec_keys
-
     if args.judge is not None:
         return _judge(Path(args.judge), args.corpus_results, export)
     if not args.backend:
@@ -117,6 +114,11 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         print("error: qdq-conformance fuzz needs Hypothesis: pip install 'onnx-qdq-conformance[fuzz]'", file=sys.stderr)
         return 2
+    from .strategies import (  # imports Hypothesis, an optional dependency (the fuzz extra)
+        combinations,
+        spec_keys,
+    )
+
     keys = spec_keys(args.ops, args.versions)
     keys = [k for k in keys if combinations(opspecs.get(*k), args.types)]
     if not keys:
@@ -128,8 +130,6 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     corpus: dict[tuple[str, ...], Any] | None = None
     if args.corpus_results:
-        from ..runner.results import ResultsError
-
         try:
             corpus = export.corpus_index([Path(p) for p in args.corpus_results])
         except ResultsError as e:
@@ -168,8 +168,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _judge(out: Path, corpus_results: list[str], export: Any) -> int:
-    from ..runner.results import ResultsError
-
     if not corpus_results:
         print("error: --judge needs --corpus-results", file=sys.stderr)
         return 2

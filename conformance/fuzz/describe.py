@@ -17,6 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from ..generators.expand import expand
+from ..generators.loader import CaseFileError
+from ..generators.schema import validate
+from ..generators.template import Template
+
 #: A general clause per operator kind, for the template's ``spec`` (the finding's description says what broke).
 CLAUSES = {
     "Q": "The linear quantization operator: y = saturate((x / y_scale) + y_zero_point), rounding to nearest even; "
@@ -157,10 +162,6 @@ class NotACase(Exception):
 
 def build(d: Description, file: str = "<fuzz>", data: dict[str, Any] | None = None) -> Any:
     """The corpus's ConcreteCase for ``d`` (raises NotACase when the corpus's own code refuses the template)."""
-    from qdq_conformance.generators.expand import Template, expand
-    from qdq_conformance.generators.loader import CaseFileError
-    from qdq_conformance.generators.schema import validate
-
     data = data if data is not None else template(d)
     try:
         validate({"cases": [data]}, file)

@@ -23,16 +23,18 @@ from typing import Any, cast
 
 import yaml
 
-from ..runner.results import CaseRecord, expectation_of
-from .describe import template
+from ..generators.corpus import load_file
+from ..generators.export import write_case
+from ..reports.findings import FAILING, is_expected, signature
+from ..reports.findings import Finding as Group
+from ..runner.results import CaseRecord, ResultsWriter, expectation_of, read
+from .describe import literals, template
 from .search import Finding
 
 SCHEMA_LINE = "# yaml-language-server: $schema=https://onnx-qdq-conformance/case.schema.json\n"
 
 
 def _golden(values: Any) -> list[Any]:
-    from .describe import literals
-
     return literals(tuple(float(v) for v in values.astype("float64").reshape(-1))) if values.size else []
 
 
@@ -68,8 +70,6 @@ def write_case_file(path: Path, f: Finding, backend: str, version: str) -> Path:
 
 def check_case_file(path: Path, case_id: str) -> None:
     """Load the written file with the corpus's loader: it must give exactly the finding's case."""
-    from qdq_conformance.generators.corpus import load_file
-
     cases = load_file(path)
     if [c.id for c in cases] != [case_id]:
         raise RuntimeError(f"{path}: expands to {[c.id for c in cases]}, not {case_id}")
@@ -77,8 +77,6 @@ def check_case_file(path: Path, case_id: str) -> None:
 
 def write_finding(out: Path, f: Finding, backend: str, version: str) -> dict[str, Any]:
     """Write one finding's case file and folder; what findings.json says of it."""
-    from qdq_conformance.generators.export import write_case
-
     assert f.description is not None and f.case is not None
     cases_dir = out / "cases"
     cases_dir.mkdir(parents=True, exist_ok=True)
@@ -110,8 +108,6 @@ def root_cause(record: CaseRecord | dict[str, Any]) -> tuple[str, ...]:
     (``reports/findings.py``: operator, type pattern, granularity, graph form, status, kind of mismatch, and the
     message with its numbers, names and types masked), so that a fuzzed example and a corpus case that fail for one
     reason share it, whatever their versions, concrete types and values."""
-    from qdq_conformance.reports.findings import signature
-
     return signature(cast(CaseRecord, record), str(record.get("form") or "-"))
 
 
@@ -129,10 +125,6 @@ def corpus_index(paths: Sequence[Path]) -> dict[tuple[str, ...], Exposed]:
     """The root causes of the failing cases of corpus runs' results files (expected by an expectation or not),
     each with its first case; raises :class:`qdq_conformance.runner.results.ResultsError` on a file that cannot
     be read."""
-    from qdq_conformance.reports.findings import FAILING, is_expected
-
-    from ..runner.results import read
-
     out: dict[tuple[str, ...], Exposed] = {}
     for path in paths:
         _, records, _ = read(path)
@@ -152,8 +144,6 @@ def corpus_index(paths: Sequence[Path]) -> dict[tuple[str, ...], Exposed]:
 def judge(rows: Sequence[dict[str, Any]], corpus: dict[tuple[str, ...], Exposed] | None) -> dict[str, Any]:
     """Mark each finding row (``write_finding``'s) with its root cause and whether a failing
     corpus case exposes it (``in_corpus``: True, False, or None without corpus results); the counts."""
-    from qdq_conformance.reports.findings import Finding as Group
-
     causes: dict[tuple[str, ...], bool | None] = {}
     for row in rows:
         key = tuple(row["root_cause"])
@@ -186,8 +176,6 @@ def rejudge(out: Path, corpus: dict[tuple[str, ...], Exposed]) -> tuple[list[dic
 
 
 def write_results(path: Path, head: dict[str, Any], records: Iterable[str], summary: dict[str, Any]) -> int:
-    from ..runner.results import ResultsWriter
-
     writer = ResultsWriter(path)
     counts: dict[str, int] = {}
     for line in records:

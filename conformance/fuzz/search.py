@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..domain import FAILING
+from ..runner.execute import ObjRef
 from ..runner.outcome import Structural
 from .describe import Description, NotACase, build
 
@@ -136,8 +137,6 @@ class Executor:
         key = d.key
         if key in self.ran:
             return self.ran[key]
-        from ..runner.execute import ObjRef
-
         case = self.case(d)
         found: Ran | None = None
         for form in self.forms:
@@ -193,6 +192,7 @@ class Search:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
     def _example(self, d: Description, mode: dict[str, Any]) -> None:
+        # Hypothesis is an optional dependency (the fuzz extra): imported where a search runs
         from hypothesis import reject
         from hypothesis.control import current_build_context
 
@@ -240,10 +240,11 @@ class Search:
     # -- rounds --------------------------------------------------------------------------------------------
     def _given(self, max_examples: int, seed: int, phases: tuple[Any, ...], mode: dict[str, Any]) -> bool:
         """One Hypothesis run; True when it found (and shrank) a new signature."""
+        # (Hypothesis, optional: see _example; the strategies import it too)
         from hypothesis import HealthCheck, Verbosity, given, settings
         from hypothesis.database import DirectoryBasedExampleDatabase
 
-        from .strategies import descriptions
+        from .strategies import descriptions  # (imports Hypothesis, optional)
 
         def fuzz_example(d: Description) -> None:
             self._example(d, mode)
@@ -257,8 +258,11 @@ class Search:
         # What @seed(seed) does, without the database=None it also sets: the seed makes the search reproducible,
         # the database carries what was found from one run to the next.
         test._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
-        from hypothesis.errors import HypothesisException, Unsatisfiable
-        from hypothesis.reporting import with_reporter
+        from hypothesis.errors import (  # (Hypothesis, optional: see _example)
+            HypothesisException,
+            Unsatisfiable,
+        )
+        from hypothesis.reporting import with_reporter  # (Hypothesis, optional)
 
         try:
             with with_reporter(lambda _: None):
@@ -273,7 +277,7 @@ class Search:
 
     def replay_database(self) -> None:
         """Replay what the database holds (the minimal examples of earlier runs); each still failing is a finding."""
-        from hypothesis import Phase
+        from hypothesis import Phase  # (Hypothesis, optional: see _example)
 
         if self.database is None:
             return
@@ -281,7 +285,7 @@ class Search:
         self._given(10_000, self.seed, (Phase.reuse,), mode)
 
     def run(self) -> None:
-        from hypothesis import Phase
+        from hypothesis import Phase  # (Hypothesis, optional: see _example)
 
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")

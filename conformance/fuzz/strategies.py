@@ -21,6 +21,10 @@ import numpy as np
 from hypothesis import strategies as st
 
 from qdq_conformance import opspecs
+from qdq_conformance.generators.boundaries import SCALE_RECIPES, place, scale_values
+from qdq_conformance.generators.recipe import Ctx
+from qdq_conformance.generators.values import X_RECIPES, ZP_RECIPES, to_type, zero_point_value
+from qdq_conformance.reference.arith import to_float64
 from qdq_conformance.types import TYPES, ElementType
 
 from .describe import Description, kind_of
@@ -54,9 +58,6 @@ def select_specs(ops: Sequence[str] = (), versions: Sequence[int] = ()) -> list[
 def _exact(values: Sequence[float], t: ElementType) -> list[float]:
     """``values`` made exact in type ``t`` (converted and read back), without the ones it cannot hold, in order,
     without repeats (by bit pattern of the float64)."""
-    from qdq_conformance.generators.values import to_type
-    from qdq_conformance.reference.arith import to_float64
-
     out: dict[bytes, float] = {}
     for v in values:
         v = float(v)
@@ -72,8 +73,6 @@ def _exact(values: Sequence[float], t: ElementType) -> list[float]:
 
 @cache
 def _scale_pool(t: str) -> tuple[float, ...]:
-    from qdq_conformance.generators.boundaries import SCALE_RECIPES, scale_values
-
     et = TYPES[t]
     base = [1.0, 0.5, 2.0, 0.25, 0.1, 3.0, 0.007] if not et.is_integer else [1.0, 2.0, 3.0, 7.0]
     for name in SCALE_RECIPES:
@@ -85,8 +84,6 @@ def _scale_pool(t: str) -> tuple[float, ...]:
 
 @cache
 def _zp_pool(t: str) -> tuple[float, ...]:
-    from qdq_conformance.generators.values import ZP_RECIPES, zero_point_value
-
     et = TYPES[t]
     got = [zero_point_value(r, et) for r in ("zero", *ZP_RECIPES)]
     # simplest first: the smallest magnitudes (so a shrunk zero point is 3 rather than the type's maximum, when
@@ -97,9 +94,6 @@ def _zp_pool(t: str) -> tuple[float, ...]:
 
 def _x_pool(d: dict[str, Any], spec: opspecs.OpSpec) -> list[float]:
     """Interesting x values for this case, simplest first: the corpus's recipes and boundary points."""
-    from qdq_conformance.generators.boundaries import place
-    from qdq_conformance.generators.values import X_RECIPES, Ctx
-
     kind = kind_of(spec.name)
     x = TYPES[d["types"][0]]
     scale_t = TYPES[d["types"][1]] if kind != "DQL" else None
@@ -118,8 +112,6 @@ def _x_pool(d: dict[str, Any], spec: opspecs.OpSpec) -> list[float]:
             pool += [float(v) for v in recipe.values][:48]
     if kind == "Q" and scale_t is not None:
         scale = np.array(s0, dtype=np.float64)
-        from qdq_conformance.generators.values import to_type
-
         attrs = dict(d.get("attributes", ()))
         for name in BOUNDARY_RECIPES:
             try:
@@ -189,12 +181,9 @@ def _modes(kind: str, spec: opspecs.OpSpec, y: str) -> list[str]:
 def _granularities(kind: str, spec: opspecs.OpSpec) -> list[str]:
     if kind == "DQL":
         return ["per-tensor"]
-    out = ["per-tensor", "per-tensor-1d"]
-    if not (spec.domain == opspecs.AI_ONNX and spec.version < 13):
-        out.append("per-axis")
-    if spec.domain == opspecs.AI_ONNX and spec.version >= 21 and "block_size" in spec.attributes:
-        out.append("blocked")
-    return out
+    # the version's own granularities (opspecs.OpSpec.granularities), and a one-element 1-D scale, which every
+    # version takes as per-tensor
+    return ["per-tensor", "per-tensor-1d", *(g for g in spec.granularities if g != opspecs.PER_TENSOR)]
 
 
 def _dims(draw: Any, rank: int, low: int = 1, budget: int = MAX_ELEMENTS) -> list[int]:

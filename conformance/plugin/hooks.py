@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from ..domain import FAILING, FORMS, CaseStatus
+from ..generators.schema import schema
 from ..resources import cases_dir
 from ..runner import expectations as expectations_mod
 from ..runner.execute import CaseRef
 from ..runner.results import ResultsWriter, header
+from ..types import TYPES
 from . import fastpath, options, sharding, stopping
 from .distributed import is_controller, is_worker
 from .items import CaseFailure, CaseFile, CaseItem, LoadErrorItem, SuiteFile, forms_of
@@ -106,10 +108,6 @@ def _results_path(config: pytest.Config) -> Path:
 
 
 def _register_markers(config: pytest.Config) -> None:
-    from qdq_conformance.generators.schema import schema
-
-    from ..types import TYPES
-
     names = [*_VOCAB["operators"], *_VOCAB["domains"], *_VOCAB["statuses"], *_VOCAB["granularities"],
              *_VOCAB["forms"], *(f"v{v}" for v in range(1, 40))]
     names += ["family_" + f.replace("-", "_") for f in schema()["$defs"]["case"]["properties"]["family"]["enum"]]
@@ -294,6 +292,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.results.close(summary, state.header)
     report_path = config.getoption("qdq_report")
     if report_path:
+        # here, not at the top: the report's modules and jinja2 cost every pytest process 0.25 s (measured), and
+        # only a run with --report renders one
         from qdq_conformance.reports.render import render_results_file
 
         render_results_file(_results_path(config), Path(report_path))

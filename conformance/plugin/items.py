@@ -13,8 +13,12 @@ import pytest
 from .. import domain
 from ..compare import format_indices
 from ..domain import FAILING, Case, RunStatus
+from ..errors import CaseFileError
+from ..generators.cache import load_file_cached
+from ..generators.corpus import claim_ids
 from ..runner.execute import CaseRef, FileRef, ObjRef
 from ..runner.outcome import Outcome
+from ..runner.suite import load_suite
 from .state import STATE
 
 
@@ -171,10 +175,6 @@ class CaseFile(pytest.File):
     item_relpath: str | None = None  # its items' path in their ``location``
 
     def collect(self) -> Iterator[pytest.Item]:
-        from qdq_conformance.errors import CaseFileError
-        from qdq_conformance.generators.cache import load_file_cached
-        from qdq_conformance.generators.corpus import claim_ids
-
         cfg = self.config
         tier = cfg.getoption("qdq_tier")
         tiers = domain.tiers_of(tier)
@@ -207,9 +207,6 @@ class SuiteFile(pytest.File):
     item_relpath: str | None = None
 
     def collect(self) -> Iterator[pytest.Item]:
-        from ..errors import CaseFileError
-        from ..runner.suite import load_suite
-
         forms = forms_of(self.config)
         try:
             _, cases = load_suite(self.path.parent)
