@@ -1,4 +1,4 @@
-"""The vocabulary every stage shares: graph forms, size tiers, a case's status, a run's status, and the
+"""The vocabulary every stage shares: graph forms, shards, size tiers, a case's status, a run's status, and the
 :class:`Case` protocol the runner and the plugin handle cases through.
 
 This module is at the bottom of the import graph (it imports nothing of the package), next to the element types
@@ -16,6 +16,7 @@ Two vocabularies are both called "status" in files, and are two types here:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -57,6 +58,22 @@ BOTH = "both"
 def forms_of(choice: str) -> tuple[str, ...]:
     """The forms a ``--form`` choice (``runtime``, ``initializer`` or ``both``) selects."""
     return FORMS if choice == BOTH else (choice,)
+
+
+_SHARD = re.compile(r"([0-9]{1,6})/([0-9]{1,6})")
+
+
+def parse_shard(value: str) -> tuple[int, int]:
+    """A shard, ``"K/N"`` (``--shard``, and the ``shard`` field of a results header), as (K, N) with
+    1 <= K <= N; ValueError with a one-line reason otherwise. (Which cases a shard holds:
+    ``plugin/sharding.py``.)"""
+    m = _SHARD.fullmatch(value.strip())
+    if not m:
+        raise ValueError(f"expected K/N (e.g. 1/3), got {value!r}")
+    k, n = int(m.group(1)), int(m.group(2))
+    if not 1 <= k <= n:
+        raise ValueError(f"expected 1 <= K <= N, got {k}/{n}")
+    return k, n
 
 
 class Tier(StrEnum):

@@ -9,14 +9,15 @@ from collections import Counter
 
 import pytest
 
+from qdq_conformance.domain import parse_shard
 from qdq_conformance.plugin import sharding
 
 
 def test_parse_accepts_k_of_n_and_refuses_the_rest():
-    assert sharding.parse("2/3") == (2, 3)
+    assert parse_shard("2/3") == (2, 3)
     for bad in ("0/3", "4/3", "3", "a/b", "1/0", "-1/2", "1/3/4", ""):
         with pytest.raises(ValueError):
-            sharding.parse(bad)
+            parse_shard(bad)
 
 
 def test_default_corpus_in_three_shards_is_a_balanced_stable_partition(corpus):

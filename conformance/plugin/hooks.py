@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ..domain import FAILING, FORMS, CaseStatus
+from ..domain import FAILING, FORMS, CaseStatus, parse_shard
 from ..generators.schema import schema
 from ..resources import cases_dir
 from ..runner import expectations as expectations_mod
@@ -152,7 +152,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     state = config.stash[STATE]
     shard = config.getoption("qdq_shard")
     if shard is not None:
-        k, n = sharding.parse(shard)
+        k, n = parse_shard(shard)
         kept = sharding.keep([getattr(getattr(item, "case", None), "id", None) for item in items], k, n)
         dropped = [item for item, ok in zip(items, kept, strict=True) if not ok]
         if dropped:
@@ -296,7 +296,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         # only a run with --report renders one
         from qdq_conformance.reports.render import render_results_file
 
-        render_results_file(_results_path(config), Path(report_path))
+        try:
+            render_results_file(_results_path(config), Path(report_path))
+        except OSError as e:  # (writable when the run started: see options.check)
+            state.report_error = f"--report {report_path}: not written: {e.strerror or e}"
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
     # pytest keeps every report until it exits, and collects garbage several times on the way out: keep the
     # run's objects out of those collections too (see pytest_collection_modifyitems).
     gc.freeze()

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from ..domain import ALL_TIERS, BOTH, FORMS, Tier
+from ..domain import ALL_TIERS, BOTH, FORMS, Tier, parse_shard
 from ..generators.parallel import usable_cores
 from ..runner.results import unwritable
-from . import sharding
 from .distributed import is_worker
 
 
@@ -149,7 +148,7 @@ def check(config: pytest.Config) -> None:
     shard = config.getoption("qdq_shard")
     if shard is not None:
         try:
-            sharding.parse(shard)
+            parse_shard(shard)
         except ValueError as e:
             raise pytest.UsageError(f"--shard: {e}") from None
     exp = config.getoption("qdq_expectations")

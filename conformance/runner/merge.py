@@ -28,7 +28,6 @@ shard's case ended as recorded; it is stale only when no shard's case did) and h
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,12 +35,11 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from ..domain import FAILING
+from ..domain import FAILING, parse_shard
 from .results import CaseRecord, Results, ResultsError, expectation_of, is_expected, is_failing, read
 
 #: header fields the shards of one run should share; a difference is a warning shown with the shards
 _SHOULD_MATCH = ("onnx_version", "suite_version", "forms", "tier", "suite", "expectations", "strict_expectations")
-_SHARD = re.compile(r"([0-9]{1,6})/([0-9]{1,6})")
 #: the graph form of a case file's load-error record: every shard carries it (it is never deselected)
 _LOAD_FORM = "load"
 
@@ -64,12 +62,10 @@ def _shard(path: Path, head: dict[str, Any]) -> tuple[int, int] | None:
     value = head.get("shard")
     if value is None:
         return None
-    # (the run wrote what qdq_conformance.plugin.sharding.parse accepted; that module is a front end's, above
-    # this layer, so the header is read here)
-    m = _SHARD.fullmatch(value.strip()) if isinstance(value, str) else None
-    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
-        raise ResultsError(f"{path}:1: shard must be K/N with 1 <= K <= N, not {json.dumps(value)[:40]}")
-    return int(m.group(1)), int(m.group(2))
+    try:
+        return parse_shard(value) if isinstance(value, str) else parse_shard("")
+    except ValueError:
+        raise ResultsError(f"{path}:1: shard must be K/N with 1 <= K <= N, not {json.dumps(value)[:40]}") from None
 
 
 def _canonical(run: Results) -> Results:
