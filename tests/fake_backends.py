@@ -72,6 +72,28 @@ def slow(**options):
     return Slow()
 
 
+class BreaksReportFolder(OracleBackend):
+    """The oracle, which replaces the folder ``QDQ_TEST_REPORT_DIR`` with a file while the cases run: a report
+    that could be written when the run started, and cannot be when it ends."""
+
+    name = "breaks-report-folder"
+    version = "0.0-test"
+
+    def run(self, model, feeds):
+        folder = os.environ["QDQ_TEST_REPORT_DIR"]
+        if os.path.isdir(folder):
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)
+            with open(folder, "w") as f:
+                f.write("not a folder any more")
+        return super().run(model, feeds)
+
+
+def breaks_report_folder(**options):
+    return BreaksReportFolder()
+
+
 def crash_on_build(**options):
     ctypes.string_at(0)  # a backend whose construction segfaults
 

@@ -162,6 +162,8 @@ BAD_OPTIONS: list[tuple[list[str], str]] = [
     (["--case-timeout", "nan"], "--case-timeout: expected a positive number of seconds, got nan"),
     (["--case-timeout", "0"], "--case-timeout: expected a positive number of seconds, got 0"),
     (["--workers", "100000"], "--workers: at most "),
+    (["--backend", "command:/nonexistent/runner --device cpu"],
+     "command:/nonexistent/runner --device cpu: /nonexistent/runner: no such file"),
     (["--backend", "python:tests.fake_backends:not_a_backend"],
      "could not be created: TypeError: the factory returned a dict, which has no run(model, feeds) method"),
 ]
@@ -178,6 +180,22 @@ def test_bad_run_options_are_one_usage_error_line(tmp_path, options, line):
     assert p.returncode == 4, lines
     assert len(lines) == 1 and line.replace("{tmp}", str(tmp_path)) in lines[0], lines
     assert not (tmp_path / "same").exists() and "Traceback" not in lines[0]
+
+
+def test_a_report_that_cannot_be_written_at_the_end_is_one_line_not_a_traceback(tmp_path):
+    """--report's folder is writable when the run starts (so no usage error then) and gone when it ends: the run
+    says so in one line, keeps its results, and exits 4 (usage error) rather than 0."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    p = _cli("run", "--backend", "python:tests.fake_backends:breaks_report_folder", "--cases", str(SMALL),
+             "--results", str(tmp_path / "r.jsonl"), "--report", str(folder / "r.html"), "--", "-k", "basic",
+             env={"QDQ_TEST_REPORT_DIR": str(folder)}, timeout=180)
+    out = p.stdout + p.stderr
+    assert p.returncode == 4, out[-2000:]
+    assert "Traceback" not in out
+    assert f"--report {folder / 'r.html'}: not written: " in out
+    assert "exit status 4: usage error" in out
+    assert '"type": "summary"' in (tmp_path / "r.jsonl").read_text().splitlines()[-1]
 
 
 def _results(tmp_path: Path, name: str, *records: dict[str, Any]) -> Path:

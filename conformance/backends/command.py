@@ -17,7 +17,9 @@ CMD is split like a shell command line (shlex), so ``command:python my_runner.py
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -38,6 +40,11 @@ class CommandBackend:
         self.argv = shlex.split(command)
         if not self.argv:
             raise ValueError("command: needs a command line, e.g. command:./my_runner")
+        program = self.argv[0]
+        if shutil.which(program) is None:  # (a usage error before any case runs, not an error in every case)
+            where = "no such file" if not os.path.exists(program) else "not an executable file"
+            raise ValueError(f"command:{command}: {program}: " + (where if os.sep in program else
+                                                                   "not found on PATH"))
         self.name = f"command:{command}"
         self.version = version
 
@@ -50,7 +57,8 @@ class CommandBackend:
             (case_dir / "model.onnx").write_bytes(model.SerializeToString())
             for k, inp in enumerate(model.graph.input):
                 (data / f"input_{k}.pb").write_bytes(to_tensor_proto(feeds[inp.name], inp.name).SerializeToString())
-            proc = subprocess.run([*self.argv, str(case_dir), str(out_dir)], capture_output=True, text=True)
+            proc = subprocess.run([*self.argv, str(case_dir), str(out_dir)], capture_output=True, text=True,
+                                  errors="replace")
             reason = _last_line(proc.stderr) or _last_line(proc.stdout) or f"exit status {proc.returncode}"
             if proc.returncode == EXIT_UNSUPPORTED:
                 raise Unsupported(reason)

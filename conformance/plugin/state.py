@@ -30,6 +30,7 @@ class RunState:
     backend_name: str = ""
     backend_version: str = ""
     deselected: int = 0
+    report_error: str = ""  # why --report could not be written at the end of the run (one line)
     lean: bool = False  # corpus items may take the runner's shortcut through pytest (fastpath.py)
     skipping: bool = True  # the skipping plugin is on (it applies xfail markers)
     gc_paused: bool = False  # automatic garbage collection is off while the corpus is collected

@@ -55,7 +55,8 @@ EXIT_STATUS: dict[int, str] = {
     3: "internal error in the runner or a pytest plugin",
     4: "usage error: an unknown backend or option, an option out of range (--case-timeout, --workers), a "
        "--results or --report that cannot be written, a backend that cannot be created, or an expectation file "
-       "that cannot be read (said in one line before any case runs)",
+       "that cannot be read (said in one line before any case runs); also a run that found nothing else wrong "
+       "but whose report could not be written at its end (said in one line; the results are kept)",
     5: "no case selected (-k, -m, --form or --suite matched nothing)",
     6: "more warnings than pytest's --max-warnings allows",
 }
@@ -282,7 +283,9 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus
         out += [(_cut(f"  {line}", width), {"red": True}) for line in tally.first]
     if state.results is not None:
         out.append((f"results: {state.results.path}", {}))
-    if config.getoption("qdq_report", None):
+    if state.report_error:
+        out.append((state.report_error, {"red": True}))
+    elif config.getoption("qdq_report", None):
         out.append((f"report:  {config.getoption('qdq_report')}", {}))
     meaning = EXIT_STATUS.get(exitstatus, "see pytest's exit codes")
     if exitstatus == 1 and unexpected:
