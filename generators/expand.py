@@ -21,7 +21,7 @@ from qdq_conformance.ambiguities import catalogue
 from qdq_conformance.compare import compare
 from qdq_conformance.errors import SpecViolation
 from qdq_conformance.reference import evaluate
-from qdq_conformance.reference.readings import Reading, readings
+from qdq_conformance.reference.readings import Reading
 from qdq_conformance.types import TYPES, ElementType, by_dtype, by_name
 
 from .boundaries import SCALE_RECIPES, TARGETS, place, scale_values
@@ -29,7 +29,7 @@ from .case import Clause, ConcreteCase
 from .granularity import GVar, variants
 from .limits import check_cases, check_elements, check_id
 from .recipe import Ctx
-from .status import decide
+from .status import catalogue_readings, decide
 from .template import Template
 from .values import (
     X_RECIPES,
@@ -246,7 +246,8 @@ def _build(b: _Build) -> ConcreteCase:
     case_readings: list[Reading] = []
     if outputs is not None:
         # The kernel computes the catalogue's readings; the status policy (generators/status.py) decides.
-        found = readings(spec.domain, spec.name, spec.version, [a for _, a in inputs], attrs, outputs, ambiguity)
+        found = catalogue_readings(spec.domain, spec.name, spec.version, [a for _, a in inputs], attrs, outputs,
+                                   ambiguity)
         status, ambiguity, case_readings = decide(status, ambiguity, found, outputs)
     if b.kind == "DQL":
         names, types = ["y", "y_scale", "y_zero_point"], [TYPES["uint8"].proto, TYPES["float"].proto,

@@ -5,8 +5,9 @@ this module decides what they mean for a case:
 - a normative case whose answer changes under another reading of a catalogued entry is implementation-defined,
   naming the entry (the first such entry, in catalogue-computation order), never normative by accident;
 - an implementation-defined case keeps the entry its template names;
-- the case carries the readings of every entry that changes its answer (its own entry's always), so the runner
-  can tell which reading a backend follows, or that it follows none.
+- the case carries the readings of every entry that changes its answer (its own entry's always: the kernel's
+  reading alone when the entry's question does not arise for the case's inputs), so the runner can tell which
+  reading a backend follows, or that it follows none.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from qdq_conformance.compare import compare
-from qdq_conformance.reference.readings import Reading
+from qdq_conformance.reference.readings import Reading, kernel_reading, readings
 
 
 def changes_answer(r: Reading, outputs: Sequence[np.ndarray]) -> bool:
@@ -28,6 +29,18 @@ def changes_answer(r: Reading, outputs: Sequence[np.ndarray]) -> bool:
         return True
     return len(r.outputs) != len(outputs) or any(compare(e, a) is not None
                                                   for e, a in zip(outputs, r.outputs, strict=False))
+
+
+def catalogue_readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None],
+                       attrs: dict[str, int], outputs: Sequence[np.ndarray], ambiguity: str | None) -> list[Reading]:
+    """The catalogue's readings for a case's node: every entry whose question arises, the entries asked only of
+    a case that names them (its own), and its own entry's kernel reading when its question does not arise."""
+    found = readings(domain, op, version, inputs, attrs, outputs, (ambiguity,) if ambiguity else ())
+    if ambiguity is not None and not any(r.ambiguity == ambiguity for r in found):
+        x = inputs[0]
+        assert x is not None
+        found.append(kernel_reading(op, x, outputs, ambiguity))
+    return found
 
 
 def decide(status: str, declared: str | None, found: Sequence[Reading],

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from qdq_conformance.ambiguities import catalogue
-from qdq_conformance.generators.status import decide
+from qdq_conformance.generators.status import catalogue_readings, decide
 from qdq_conformance.reference import evaluate
 from qdq_conformance.reference.readings import COMPUTED, NOT_COMPUTED, Reading, readings
 from qdq_conformance.runner.outcome import classify
@@ -28,7 +28,7 @@ def _readings(domain: str, op: str, version: int, inputs: list, attrs: dict | No
     attrs = attrs or {}
     outputs = evaluate(domain, op, version, inputs, attrs)
     got: dict[str, dict[str, list | None]] = {}
-    for r in readings(domain, op, version, inputs, attrs, outputs, declared):
+    for r in catalogue_readings(domain, op, version, inputs, attrs, outputs, declared):
         SEEN.add((r.ambiguity, r.name))
         got.setdefault(r.ambiguity, {})[r.name] = None if r.outputs is None else r.outputs[0].tolist()
     return got
@@ -155,7 +155,7 @@ def test_dynamic_quantize_linear_readings():
     assert got["dql-zero"] == {"zero-scale": [0, 0, 0], "guard-one": [0, 0, 0]}
     x = np.array([math.nan, 1.0, -2.0], F32)
     outputs = evaluate("", "DynamicQuantizeLinear", 11, [x])
-    rs = {r.name: r for r in readings("", "DynamicQuantizeLinear", 11, [x], {}, outputs, "dql-nan")}
+    rs = {r.name: r for r in readings("", "DynamicQuantizeLinear", 11, [x], {}, outputs, ("dql-nan",))}
     SEEN.update(("dql-nan", name) for name in rs)
     # NaN ignored: range [-2, 1], scale 3/255, zero point round(2 / (3/255)) = 170; 1 -> 170 + 85 = 255, -2 -> 0.
     ignored = rs["ignored"]
@@ -328,3 +328,19 @@ def test_dequantize_combinations_and_free_dynamic_zero_points():
     judged = rs["propagate"].judged
     assert judged is not None and judged[2] is not None and not judged[2].any()
     assert rs["ignored"].judged is not None and rs["ignored"].judged[2] is None  # zero point 170: judged
+
+
+def test_dynamic_quantize_linear_zero_point_nan_before_the_cast_is_not_judged():
+    """dql-nan's note: a zero point that is NaN before the Cast (here -inf / inf, with y_scale inf) is not judged,
+    nor is y of a number, which is that zero point; +inf alone leaves the zero point 0 / inf = 0, judged. (A case
+    naming dql-nan carries the kernel's reading, whose judged mask says this.)"""
+    def kernel_reading(x):
+        outputs = evaluate("", "DynamicQuantizeLinear", 11, [x])
+        found = catalogue_readings("", "DynamicQuantizeLinear", 11, [x], {}, outputs, "dql-nan")
+        return next(r for r in found if r.ambiguity == "dql-nan" and r.name == "propagate")
+
+    r = kernel_reading(np.array([0.0, -math.inf], F32))
+    assert r.judged is not None and r.judged[0].tolist() == [False, False]
+    assert r.judged[2] is not None and not r.judged[2].any()
+    r = kernel_reading(np.array([0.0, math.inf], F32))
+    assert r.judged is None or (r.judged[2] is None and bool(r.judged[0][0]))

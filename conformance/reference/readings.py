@@ -17,7 +17,7 @@ Readings the catalogue describes but does not define precisely enough to compute
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -223,13 +223,20 @@ def _dql_empty(n: Node) -> dict[str, Outputs | None] | None:
 def _dql_judged(x: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray | None, None, np.ndarray | None]:
     """What a DynamicQuantizeLinear reading constrains. y = QuantizeLinear(x, y_scale, y_zero_point): an element
     whose quotient is NaN follows nan-to-integer, whose readings include any code. y_zero_point = Cast(Round(...)),
-    whose argument is NaN when y_scale is NaN or 0 (0 / 0); Cast's text does not say what NaN becomes in uint8,
-    so such a zero point is not judged either."""
+    whose argument, Q_Min - X_Min_Adjusted / y_scale, is NaN when y_scale is NaN, or 0 / 0, or -inf / inf (an
+    input with -inf); Cast's text does not say what NaN becomes in uint8, so such a zero point is not judged
+    either, nor is an element of y whose finite quotient it is added to (with y_scale inf, y of every number is the
+    zero point itself; an infinite quotient saturates whatever the zero point). (X_Min_Adjusted of the reading: NaN
+    elements left out, as a reading that ignores them does; under the kernel's reading NaN propagates.)"""
     s = np.float32(scale)
     with np.errstate(all="ignore"):
-        nan = np.isnan(x.astype(np.float32) / s)
-    zp_free = bool(np.isnan(s) or s == 0)
-    return (~nan if nan.any() else None), None, (np.array(False) if zp_free else None)
+        x32 = x.astype(np.float32)
+        q = x32 / s
+        numbers = x32[~np.isnan(x32)]
+        x_min = np.fmin(np.min(numbers) if numbers.size else np.float32(np.inf), np.float32(0))
+        zp_free = bool(np.isnan(np.float32(0) - np.float32(x_min) / s))
+    free = np.isnan(q) | (np.isfinite(q) if zp_free else False)
+    return (~free if free.any() else None), None, (np.array(False) if zp_free else None)
 
 
 def _validity(kernel: str) -> Callable[[Node], dict[str, Outputs | None]]:
@@ -273,7 +280,9 @@ COMPUTED: dict[str, Callable[[Node], Mapping[str, Outputs | None] | None]] = {
     "quark-dq-zero-point-type": lambda n: {"x-type": n.outputs, "float": None},
     "precision-values": lambda n: None,  # see NOT_COMPUTED
 }
-_DECLARED_ONLY = {"v10-one-element-scale", "one-element-scale", "rank1-axis", "ms-default-output",
+#: entries whose question no input value raises (validity, and DynamicQuantizeLinear's input-wide questions):
+#: computed only when asked for (a case names them)
+_ON_REQUEST = {"v10-one-element-scale", "one-element-scale", "rank1-axis", "ms-default-output",
                   "scalar-one-element-shapes", "ms-one-element-no-axis", "quark-dq-zero-point-type",
                   "block-size-si-1", "dql-nan", "dql-empty"}
 
@@ -330,13 +339,13 @@ def _node(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None
 
 
 def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None], attrs: dict[str, int],
-             outputs: Sequence[np.ndarray], declared: str | None = None) -> list[Reading]:
-    """Every computable reading of every catalogue entry whose question arises for this node (``declared``: the
-    entry a case names, whose validity readings apply too), the kernel's reading of each entry first."""
+             outputs: Sequence[np.ndarray], asked: Collection[str] = ()) -> list[Reading]:
+    """Every computable reading of every catalogue entry whose question arises for this node, the kernel's reading
+    of each entry first (entries no input value raises, such as validity questions, only when in ``asked``)."""
     node = _node(domain, op, version, inputs, attrs, outputs)
     found: list[Reading] = []
     for amb, fn in COMPUTED.items():
-        if amb in _DECLARED_ONLY and amb != declared:
+        if amb in _ON_REQUEST and amb not in asked:
             continue
         computed = fn(node)
         if computed is None:
@@ -357,9 +366,12 @@ def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | N
     found += [r for r in _combinations(node) if not any(
         o.outputs is not None and o.judged is None and r.judged is None and len(o.outputs) == len(r.outputs or ())
         and all(compare(a, b) is None for a, b in zip(o.outputs, r.outputs or (), strict=True)) for o in found)]
-    if declared is not None and not any(r.ambiguity == declared for r in found):
-        # The case's own entry, whose question does not arise for these inputs: its kernel reading stands alone.
-        judged = _dql_judged(node.x, node.outputs[1]) if op == "DynamicQuantizeLinear" else None
-        found.append(Reading(declared, _catalogue()[declared].kernel_reading, node.outputs, judged))
     return found
+
+
+def kernel_reading(op: str, x: np.ndarray, outputs: Sequence[np.ndarray], ambiguity: str) -> Reading:
+    """The kernel's own reading of ``ambiguity``, standing alone: the kernel's ``outputs`` for a node ``x`` where
+    the entry's question does not arise."""
+    judged = _dql_judged(x, outputs[1]) if op == "DynamicQuantizeLinear" else None
+    return Reading(ambiguity, _catalogue()[ambiguity].kernel_reading, tuple(outputs), judged)
 
