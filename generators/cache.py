@@ -12,14 +12,12 @@ turns it off.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
 import pickle
 import platform
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -28,6 +26,7 @@ import numpy
 import onnx
 
 from qdq_conformance.cachedir import cache_root
+from qdq_conformance.gcpause import gc_paused
 from qdq_conformance.resources import cases_dir, data_dir, package_dir, schema_path
 
 from .case import ConcreteCase
@@ -55,19 +54,6 @@ def fingerprint() -> str:
     return h.hexdigest()
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No automatic garbage collection while a file's cases are unpickled: every object it makes lives on, and
-    the collections that tens of thousands of new objects trigger were a third of the load time."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def load_file_cached(path: Path, tiers: Sequence[str]) -> list[ConcreteCase]:
     """``corpus.load_file(path, tiers)``, from the cache when an entry for exactly this input exists."""
     # imported on a cache miss only: a warm collection (each pytest-xdist worker's) skips the imports of the
@@ -81,7 +67,7 @@ def load_file_cached(path: Path, tiers: Sequence[str]) -> list[ConcreteCase]:
     folder = cache_root() / "corpus"
     entry = folder / f"{path.stem}-{key[:24]}.pkl"
     try:
-        with entry.open("rb") as fh, _gc_paused():
+        with entry.open("rb") as fh, gc_paused():
             cached: list[ConcreteCase] = pickle.load(fh)
         for case in cached:
             case.file = str(path)  # the same bytes may have been cached from a file of the same name elsewhere

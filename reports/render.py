@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from qdq_conformance.domain import FAILING, FAILING_ORDER, JUDGED, CaseStatus, RunStatus
+from qdq_conformance.gcpause import gc_paused
 from qdq_conformance.runner.expectations import needs_attention, summary_lines
 from qdq_conformance.runner.merge import load_run, load_runs, shards_text
 from qdq_conformance.runner.results import CaseRecord, Results, is_expected, passed_against_entry
@@ -185,22 +186,26 @@ def finding_rows(ov: Overview, findings: list[Finding] | None = None) -> list[di
 
 def render(results: list[Results], out: Path, baseline: Results | None = None, baseline_name: str = "") -> Path:
     """One report (one results file, optionally against a baseline run) or a scoreboard (several)."""
+    with gc_paused():  # (the page's data is tens of thousands of objects that live until it is written)
+        html = _page(results, baseline, baseline_name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html, encoding="utf-8")
+    return out
+
+
+def _page(results: list[Results], baseline: Results | None, baseline_name: str) -> str:
     env = environment()
     if len(results) == 1:
         head, cases, summary = results[0]
         ov = overview(results[0], baseline, baseline_name)
-        html = env.get_template("report.html.j2").render(
+        return env.get_template("report.html.j2").render(
             head=head, summary=summarize(head, cases), run_summary=summary or {},
             expectation_lines=summary_lines(head.get("expectations_status"), (summary or {}).get("expectations")),
             expectations_attention=needs_attention(head.get("expectations_status")),
             ov=ov, verdict=ov.verdict(), findings=pack(finding_rows(ov)), failing=FAILING,
             gone=pack(finding_rows(ov, ov.since.gone)) if ov.since else "",
             data=packed_cases(cases, ov.findings), order=ORDER, shards=shards_text(head))
-    else:
-        html = env.get_template("scoreboard.html.j2").render(**scoreboard(results), order=ORDER, failing=FAILING)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(html, encoding="utf-8")
-    return out
+    return env.get_template("scoreboard.html.j2").render(**scoreboard(results), order=ORDER, failing=FAILING)
 
 
 def scoreboard(results: list[Results]) -> dict[str, Any]:
@@ -229,7 +234,9 @@ def scoreboard(results: list[Results]) -> dict[str, Any]:
 
 
 def render_results_file(path: Path, out: Path) -> Path:
-    return render([load_run([path])], out)
+    """The report of the results file a run has just written (``--report``): its records came from this
+    process's runner, so their fields are not checked again (``results.read``)."""
+    return render([load_run([path], check_fields=False)], out)
 
 
 def render_files(paths: list[Path], out: Path, baseline: list[Path] | None = None) -> Path:

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qdq_conformance.cli import main
-from qdq_conformance.runner.results import ResultsError, header, read
+from qdq_conformance.runner.results import FIELDS, Number, Obj, ResultsError, Spec, check, header, read, valid
 from tests.fake_backends import GARBAGE, HOSTILE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -357,3 +357,78 @@ def test_arbitrary_json_lines_are_refused_cleanly_or_rendered(tmp_path, head, li
     findings_text(got[0], ov, repro=True)
     json.dumps(findings_json(got[0], ov), default=str)
     render([got], tmp_path / "since.html", baseline=got)
+
+
+_LEAF = st.none() | st.booleans() | st.integers() | st.sampled_from([10**400, 2**1023, -(2**1023) + 1]) \
+    | st.floats() | st.text(max_size=4) | st.just([]) | st.just({})
+_RIGHT_LEAF = {str: st.text(max_size=4), int: st.integers(), bool: st.booleans(), dict: st.just({}),
+               list: st.just([])}
+
+
+def _right(spec: Spec) -> st.SearchStrategy[Any]:
+    """Values that follow ``spec`` (its objects with any of their own fields, its lists of its elements)."""
+    if isinstance(spec, tuple):
+        return st.one_of([_RIGHT_LEAF[t] for t in spec])
+    if isinstance(spec, Number):
+        return st.floats() | st.integers(-(2**1000), 2**1000)
+    if isinstance(spec, Obj):
+        return st.fixed_dictionaries({}, optional={key: _right(sub) for key, sub in FIELDS[spec.kind].items()})
+    inner = _right(spec.spec) | st.none() if spec.nullable else _right(spec.spec)
+    if spec.container is dict:
+        return st.dictionaries(st.text(max_size=2), inner, max_size=3)
+    return st.lists(inner, max_size=3)
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON value (the value itself included)."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return [path] + [p for k, v in items for p in _paths(v, (*path, k))]
+
+
+#: every field's spec, and every kind of object whole (a record, a preview, a mismatch ...)
+_SPECS = [spec for fields in FIELDS.values() for spec in fields.values()] + [Obj(kind) for kind in FIELDS]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(data=st.data())
+def test_the_fast_field_check_agrees_with_the_one_that_names_the_problem(data):
+    """``valid`` (the compiled pass over every record) and ``check`` (which says what is wrong) are two readings of
+    one schema: they accept and refuse the same values. Each example is a value that follows a spec, with at most
+    one place in it replaced by any JSON value: where a shortcut in one of the two would show."""
+    spec = data.draw(st.sampled_from(_SPECS))
+    value = data.draw(_right(spec))
+    if data.draw(st.booleans()):
+        where = data.draw(st.sampled_from(_paths(value)))
+        leaf = data.draw(_LEAF)
+        if not where:
+            value = leaf
+        else:
+            parent = value
+            for k in where[:-1]:
+                parent = parent[k]
+            parent[where[-1]] = leaf
+    if value is None:
+        return
+    try:
+        check(value, spec, "value")
+        checked = True
+    except ResultsError:
+        checked = False
+    assert valid(value, spec) is checked, (spec, value)
+
+
+@pytest.mark.parametrize("kind", sorted(FIELDS))
+def test_every_field_of_the_wrong_json_type_is_refused_by_both_checks(kind):
+    """Field by field: an object with one field of a JSON type its spec does not allow is refused by ``valid`` and
+    by ``check`` (which names the field), whichever field it is."""
+    samples = ["text", 7, 2.5, True, [], {}, [None], {"k": None}]
+    for key, spec in FIELDS[kind].items():
+        for wrong in samples:
+            try:
+                check(wrong, spec, key)
+                continue  # (a value this field allows)
+            except ResultsError:
+                pass
+            assert not valid({key: wrong}, Obj(kind)), (kind, key, wrong)
+            with pytest.raises(ResultsError, match=rf"^{kind}\.{key}"):
+                check({key: wrong}, Obj(kind), kind)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..domain import FAILING, parse_shard
+from ..gcpause import gc_paused
 from .results import CaseRecord, Results, ResultsError, expectation_of, is_expected, is_failing, read
 
 #: header fields the shards of one run should share; a difference is a warning shown with the shards
@@ -77,13 +78,18 @@ def _name(head: dict[str, Any]) -> str:
     return f"{head.get('backend', '?')} {head.get('backend_version', '?')}"
 
 
-def load_runs(paths: Sequence[Path]) -> list[Results]:
+def load_runs(paths: Sequence[Path], check_fields: bool = True) -> list[Results]:
     """The runs ``paths`` hold, in the order their first file was given: each unsharded file one run, the shard
-    files of each backend one merged run."""
+    files of each backend one merged run (``check_fields``: see ``results.read``)."""
+    with gc_paused():  # (the records made live on: gcpause.py)
+        return _load_runs(paths, check_fields)
+
+
+def _load_runs(paths: Sequence[Path], check_fields: bool) -> list[Results]:
     runs: list[Results | list[_Part]] = []
     groups: dict[str, list[_Part]] = {}
     for path in paths:
-        head, cases, summary = read(path)
+        head, cases, summary = read(path, check_fields)
         shard = _shard(path, head)
         if shard is None:
             runs.append(_canonical((head, cases, summary)))
@@ -97,9 +103,9 @@ def load_runs(paths: Sequence[Path]) -> list[Results]:
     return [_merge(r) if isinstance(r, list) else r for r in runs]
 
 
-def load_run(paths: Sequence[Path]) -> Results:
+def load_run(paths: Sequence[Path], check_fields: bool = True) -> Results:
     """The one run ``paths`` hold: one results file, or shard files of one backend and version (merged)."""
-    runs = load_runs(paths)
+    runs = load_runs(paths, check_fields)
     if not runs:
         raise ResultsError("no results file given")
     if len(runs) > 1:
