@@ -166,6 +166,27 @@ def test_dynamic_quantize_linear_readings():
     assert got["dql-empty"] == {"identities": [], "fails": None}
 
 
+@pytest.mark.parametrize(("x", "combined"), [([math.nan], True), ([math.nan, 0.0], True), ([math.nan, 1.0], False)])
+def test_nan_ignored_then_a_zero_range_guarded_is_a_reading_of_both_entries(x, combined):
+    """With NaN ignored, an input of NaN and zeros leaves a zero range, and dql-zero's question arises for it:
+    dql-nan:ignored+dql-zero:guard-one is y_scale 1, y_zero_point 0 (ONNX Runtime's answer to an all-NaN input);
+    an input with a number left has a range, and no such reading."""
+    xs = np.array(x, F32)
+    outputs = evaluate("", "DynamicQuantizeLinear", 11, [xs])
+    rs = {r.name: r for r in readings("", "DynamicQuantizeLinear", 11, [xs], {}, outputs, ("dql-nan",))}
+    assert ("ignored+dql-zero:guard-one" in rs) is combined
+    if combined:
+        r = rs["ignored+dql-zero:guard-one"]
+        assert r.outputs is not None and r.judged is not None
+        assert (float(r.outputs[1]), int(r.outputs[2])) == (1.0, 0)
+        assert r.outputs[0].tolist() == [0] * len(x) and r.judged[0].tolist() == [v == 0 for v in x]
+        ort = [np.zeros(len(x), np.uint8), np.array(1, F32), np.array(0, np.uint8)]
+        o = _judge(ort, list(rs.values()))
+        assert (o.status, o.reading) == ("implementation-defined", "dql-nan:ignored+dql-zero:guard-one")
+        wrong = [np.zeros(len(x), np.uint8), np.array(2, F32), np.array(0, np.uint8)]
+        assert _judge(wrong, list(rs.values())).status == "failed"
+
+
 def test_validity_readings_are_rejections():
     got = _readings("com.microsoft", "QuantizeLinear", 1, [np.array([1.0, 2.0], F32), np.array([2.0], F32),
                                                            np.array([1], np.uint8)], declared="ms-one-element-no-axis")

@@ -201,17 +201,31 @@ def _quark_float_saturation(n: Node) -> dict[str, Outputs] | None:
 def _dql_nan(n: Node) -> dict[str, Outputs] | None:
     if n.spec.name != "DynamicQuantizeLinear" or not np.isnan(n.x).any():
         return None
-    finite = n.x[~np.isnan(n.x)]
-    _, scale, zp = dynamic_quantize(finite)
-    y = quantize(n.x, scale, zp, out=U8, granularity=gran.Granularity(gran.PER_TENSOR), precision=F32)
-    return {"propagate": n.outputs, "ignored": (y, scale, zp)}
+    numbers = n.x[~np.isnan(n.x)]
+    _, scale, zp = dynamic_quantize(numbers)
+    found = {"propagate": n.outputs, "ignored": _dql_y(n.x, scale, zp)}
+    if not numbers.any():
+        # NaN ignored, nothing but zeros (or nothing) is left: the range is 0, and dql-zero's question arises for
+        # what remains (ONNX Runtime ignores NaN, then guards the zero range with a scale of 1)
+        found[f"ignored+dql-zero:{_GUARD_ONE}"] = _dql_y(n.x, *_DQL_GUARD)
+    return found
+
+
+def _dql_y(x: np.ndarray, scale: np.ndarray, zp: np.ndarray) -> Outputs:
+    """(y, y_scale, y_zero_point) with y = QuantizeLinear(x, y_scale, y_zero_point), the function body's last step."""
+    y = quantize(x, scale, zp, out=U8, granularity=gran.Granularity(gran.PER_TENSOR), precision=F32)
+    return (y, scale, zp)
+
+
+#: dql-zero's guard-one: y_scale 1 and y_zero_point 0 for a zero range
+_GUARD_ONE = "guard-one"
+_DQL_GUARD = (np.array(1, np.float32), np.array(0, np.uint8))
 
 
 def _dql_zero(n: Node) -> dict[str, Outputs] | None:
     if n.spec.name != "DynamicQuantizeLinear" or n.x.any():  # (an empty x has the range of an all-zero one)
         return None
-    return {"zero-scale": n.outputs, "guard-one": (np.zeros(n.x.shape, np.uint8), np.array(1, np.float32),
-                                                   np.array(0, np.uint8))}
+    return {"zero-scale": n.outputs, _GUARD_ONE: _dql_y(n.x, *_DQL_GUARD)}
 
 
 def _dql_empty(n: Node) -> dict[str, Outputs | None] | None:
@@ -352,6 +366,7 @@ def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | N
             continue
         entry = _catalogue()[amb]
         order = [entry.kernel_reading] + [r for r in entry.readings if r != entry.kernel_reading]
+        order += [name for name in computed if name not in order]  # (with another entry's reading: "a+entry:b")
         free = _nan_free(node, amb)
         for name in order:
             if name not in computed:
