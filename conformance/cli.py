@@ -101,16 +101,18 @@ def _add_corpus_options(p: argparse.ArgumentParser) -> None:
 
 def _cmd_generate(args: argparse.Namespace) -> int:
     """Expand the case files and write them in ONNX's backend-test layout with manifest.json."""
-
-
     forms = forms_of(args.form)
     tiers = tiers_of(args.tier)
     files = case_files(Path(args.cases) if args.cases else CASES_DIR)
     try:
         manifest, errors = generate(files, Path(args.out), forms, tiers, args.select, args.jobs,
                                     progress=Progress("generate (case files)"))
-    except (OutFolderError, OSError) as e:  # --out cannot be written (one line; nothing replaced)
+    except OutFolderError as e:  # --out is not generate's to write (one line; nothing replaced)
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # --out cannot be written
+        where = f" ({e.filename})" if e.filename and str(e.filename) != str(args.out) else ""
+        print(f"error: --out {args.out}: cannot write{where}: {e.strerror or e}", file=sys.stderr)
         return 2
     for err in errors:
         print(f"error: {err}", file=sys.stderr)

@@ -293,6 +293,15 @@ def test_generate_refuses_what_it_did_not_make(tmp_path: Path, good_cases: Path,
     assert sorted(str(p) for p in tmp_path.rglob("*") if "cache" not in p.parts) == before  # nothing written
 
 
+def test_an_out_folder_that_cannot_be_made_is_one_line(tmp_path: Path, good_cases: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    out = tmp_path / "file" / "suite"  # (its parent is a file: the folder cannot be made, root or not)
+    p = _cli("generate", "--cases", str(good_cases), "--out", str(out), cwd=tmp_path, env=_env(tmp_path))
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    (line,) = p.stderr.strip().splitlines()
+    assert line.startswith(f"error: --out {out}: cannot write") and "Errno" not in line, line
+
+
 # --- the loader, on anything ---------------------------------------------------------------------------------------
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=12),

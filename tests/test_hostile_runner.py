@@ -162,6 +162,11 @@ BAD_OPTIONS: list[tuple[list[str], str]] = [
     (["--case-timeout", "nan"], "--case-timeout: expected a positive number of seconds, got nan"),
     (["--case-timeout", "0"], "--case-timeout: expected a positive number of seconds, got 0"),
     (["--workers", "100000"], "--workers: at most "),
+    (["--cases", "{tmp}/empty"], "--cases {tmp}/empty: no case file (*.yaml) in it"),
+    (["--cases", "/nonexistent/cases"], "--cases /nonexistent/cases: no such directory"),
+    (["--cases", "{tmp}/binary.yaml"], "--cases {tmp}/binary.yaml: not a directory"),
+    (["--suite", "{tmp}/empty"], "--suite {tmp}/empty: no manifest.json (a folder `qdq-conformance generate` "
+                                 "wrote) in it"),
     (["--backend", "command:/nonexistent/runner --device cpu"],
      "command:/nonexistent/runner --device cpu: /nonexistent/runner: no such file"),
     (["--backend", "python:tests.fake_backends:not_a_backend"],
@@ -173,6 +178,7 @@ BAD_OPTIONS: list[tuple[list[str], str]] = [
 def test_bad_run_options_are_one_usage_error_line(tmp_path, options, line):
     (tmp_path / "binary.yaml").write_bytes(b"\x00\xff\xfe garbage")
     (tmp_path / "entries.yaml").write_text("entries: [1, 2]\n")
+    (tmp_path / "empty").mkdir()
     args = [o.replace("{tmp}", str(tmp_path)) for o in options]
     backend = [] if "--backend" in args else ["--backend", "reference"]
     p = _cli("run", *backend, "--cases", str(SMALL), *args, timeout=120)
@@ -180,6 +186,22 @@ def test_bad_run_options_are_one_usage_error_line(tmp_path, options, line):
     assert p.returncode == 4, lines
     assert len(lines) == 1 and line.replace("{tmp}", str(tmp_path)) in lines[0], lines
     assert not (tmp_path / "same").exists() and "Traceback" not in lines[0]
+
+
+def test_a_run_in_which_no_case_ran_calls_no_expectation_stale(tmp_path):
+    """A case folder whose only case is of the large tier, run at the default tier: nothing is collected (exit
+    status 5), and that says nothing about the expectation entries, which a run of nothing did not reach."""
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    text = (SMALL / "small.yaml").read_text().split("  - id: saturation-huge")[0]
+    (folder / "large.yaml").write_text(text.replace("    family: basic\n", "    family: basic\n    tier: large\n"))
+    entries = tmp_path / "exp.yaml"
+    entries.write_text("backend: reference\nentries:\n  - cases: 'quantizelinear-*'\n    status: failed\n"
+                       "    reason: a reason\n")
+    p = _cli("run", "--backend", "reference", "--cases", str(folder), "--expectations", str(entries), timeout=120)
+    out = p.stdout + p.stderr
+    assert p.returncode == 5, out[-2000:]
+    assert "no case ran" in out and "stale" not in out.replace("0 stale", ""), out[-2000:]
 
 
 def test_a_report_that_cannot_be_written_at_the_end_is_one_line_not_a_traceback(tmp_path):

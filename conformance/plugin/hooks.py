@@ -271,9 +271,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.pool.close()
     if is_worker(config):
         return
-    # A subset run (-k, -m, deselection) or an entry for a graph form that did not run says nothing about
-    # entries it did not reach; only entries whose cases all ran and passed, or that no full run reaches, are stale.
-    subset = bool(config.getoption("keyword") or config.getoption("markexpr") or state.deselected)
+    # A subset run (-k, -m, deselection), a run in which no case ran, or an entry for a graph form that did not
+    # run says nothing about entries it did not reach; only entries whose cases all ran and passed, or that no
+    # full run reaches, are stale.
+    subset = bool(config.getoption("keyword") or config.getoption("markexpr") or state.deselected
+                  or not state.tracker.counts)
     forms = set(forms_of(config))
     stale = state.tracker.stale(state.expectations, subset, forms)
     warn = config.pluginmanager.has_plugin("warnings")  # a corpus run turns it off (-p no:warnings)

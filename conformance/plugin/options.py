@@ -140,7 +140,8 @@ def results_path(config: pytest.Config) -> Path | None:
 
 def check(config: pytest.Config) -> None:
     """The usage errors a run can know of before it starts a backend or runs a case, each one line (exit
-    status 4): a time limit that is not a positive number of seconds, an expectation file that is not a file,
+    status 4): a time limit that is not a positive number of seconds, a --cases folder with no case file or a
+    --suite folder that is not an exported suite, an expectation file that is not a file,
     a results file or report that cannot be written (tried, not guessed: permission bits say nothing to root)."""
     timeout = config.getoption("qdq_case_timeout")
     if not (math.isfinite(timeout) and timeout > 0):
@@ -151,6 +152,9 @@ def check(config: pytest.Config) -> None:
             parse_shard(shard)
         except ValueError as e:
             raise pytest.UsageError(f"--shard: {e}") from None
+    folder = _case_folder(config)
+    if folder:
+        raise pytest.UsageError(folder)
     exp = config.getoption("qdq_expectations")
     if exp and exp != "none":
         why = _not_a_file(Path(exp))
@@ -170,6 +174,25 @@ def check(config: pytest.Config) -> None:
         why = unwritable(path)
         if why:
             raise pytest.UsageError(f"{what}: {why}")
+
+
+def _case_folder(config: pytest.Config) -> str | None:
+    """What is wrong with --cases DIR (no case file in it) or --suite DIR (not an exported suite), if anything."""
+    for option, flag, wanted, what in (("qdq_cases", "--cases", "*.yaml", "no case file (*.yaml)"),
+                                       ("qdq_suite", "--suite", "manifest.json", "no manifest.json (a folder "
+                                                                                 "`qdq-conformance generate` wrote)")):
+        given = config.getoption(option)
+        if not given:
+            continue
+        folder = Path(given)
+        try:
+            if not folder.is_dir():
+                return f"{flag} {given}: " + ("not a directory" if folder.exists() else "no such directory")
+            if not any(p.is_file() for p in folder.glob(wanted)):
+                return f"{flag} {given}: {what} in it"
+        except OSError as e:
+            return f"{flag} {given}: cannot read: {e.strerror or e}"
+    return None
 
 
 def _not_a_file(path: Path) -> str | None:

@@ -54,8 +54,9 @@ EXIT_STATUS: dict[int, str] = {
        "`qdq-conformance run`: its command line could not be parsed",
     3: "internal error in the runner or a pytest plugin",
     4: "usage error: an unknown backend or option, an option out of range (--case-timeout, --workers), a "
-       "--results or --report that cannot be written, a backend that cannot be created, or an expectation file "
-       "that cannot be read (said in one line before any case runs); also a run that found nothing else wrong "
+       "--cases folder with no case file or a --suite folder with no manifest.json, a --results or --report "
+       "that cannot be written, a backend that cannot be created, or an expectation file that cannot be read "
+       "(said in one line before any case runs); also a run that found nothing else wrong "
        "but whose report could not be written at its end (said in one line; the results are kept)",
     5: "no case selected (-k, -m, --form or --suite matched nothing)",
     6: "more warnings than pytest's --max-warnings allows",
