@@ -25,6 +25,7 @@ from onnx import TensorProto
 
 from qdq_conformance.cli import main
 from qdq_conformance.modelbuild import single_node_model
+from qdq_conformance.plugin.terminal import INTERRUPTED
 from qdq_conformance.runner.results import read
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,7 +137,7 @@ def test_a_signal_stops_the_run_keeping_its_results(run, sig, capsys):
     assert took < 30, took  # about a second on an idle machine (the rest of the corpus would take 4 s more)
     assert f"interrupted by {sig}" in r.output and "Traceback" not in r.output
     assert "FAILED" not in r.output and "KeyboardInterrupt" not in r.output
-    assert r.output.rstrip().splitlines()[-1].startswith("exit status 2: interrupted (Ctrl-C, SIGTERM or SIGHUP")
+    assert r.output.rstrip().splitlines()[-1] == f"exit status 2: {INTERRUPTED}"
     r.assert_nothing_left()
     head, cases, summary = read(r.results)
     assert head["backend"] == "slow" and len(cases) >= on_disk

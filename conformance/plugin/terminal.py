@@ -43,6 +43,8 @@ FIRST_UNEXPECTED = 10
 #: the statuses in the order the summary lists them
 ORDER = RunStatus.values()
 
+#: exit status 2 of a run that started (its command line was parsed)
+INTERRUPTED = "interrupted (Ctrl-C, SIGTERM or SIGHUP: the finished results are kept, their summary marked interrupted)"
 #: what the exit status of a run (``qdq-conformance run``, ``pytest --backend``) means
 EXIT_STATUS: dict[int, str] = {
     0: "no unexpected failure: every case passed, was unsupported or implementation-defined, or ended as its "
@@ -50,8 +52,7 @@ EXIT_STATUS: dict[int, str] = {
     1: "unexpected failures: a case failed, errored, crashed, timed out or accepted an invalid model with no "
        "expectation saying so (under --strict-expectations: ended other than its expectation says), or a case "
        "file could not be loaded",
-    2: "interrupted (Ctrl-C, SIGTERM or SIGHUP: the finished results are kept, their summary marked interrupted); "
-       "`qdq-conformance run`: its command line could not be parsed",
+    2: f"{INTERRUPTED}; `qdq-conformance run`: its command line could not be parsed",
     3: "internal error in the runner or a pytest plugin",
     4: "usage error: an unknown backend or option, an option out of range (--case-timeout, --workers), a "
        "--cases folder with no case file or a --suite folder with no manifest.json, a --results or --report "
@@ -288,7 +289,7 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus
         out.append((state.report_error, {"red": True}))
     elif config.getoption("qdq_report", None):
         out.append((f"report:  {config.getoption('qdq_report')}", {}))
-    meaning = EXIT_STATUS.get(exitstatus, "see pytest's exit codes")
+    meaning = INTERRUPTED if exitstatus == 2 else EXIT_STATUS.get(exitstatus, "see pytest's exit codes")
     if exitstatus == 1 and unexpected:
         meaning = f"{unexpected:,} unexpected failure(s)"
     out.append((f"exit status {exitstatus}: {meaning}", {"bold": True, "green": exitstatus == 0,
