@@ -15,7 +15,7 @@ from qdq_conformance.domain import FORMS, CaseStatus, Form
 from qdq_conformance.modelbuild import single_node_model
 from qdq_conformance.types import by_dtype, by_proto
 
-from .labels import case_labels
+from .labels import labels
 
 
 @dataclass
@@ -96,7 +96,7 @@ class ConcreteCase:
     def x_labels(self, indices: list[tuple[int, ...]]) -> list[str] | None:
         """Which boundary x sits on at each multi-index (``tie 110.5, quotient inexact``), recomputed from the
         final inputs for the few elements a failure reports (generators/labels.py)."""
-        return case_labels(self, indices)
+        return labels(self.domain, self.op, self.version, [a for _, a in self.inputs], self.attrs, indices)
 
     def spec_text(self) -> dict[str, Any]:
         """The spec clause the case checks."""

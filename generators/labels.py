@@ -10,7 +10,6 @@ version, the element's own scale and zero point).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -198,8 +197,3 @@ def labels(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | Non
         return (_quantize if quantize else _dequantize)(spec, inputs, attrs, flat)
     except Exception:  # an invalid case (the plan refuses it): no labels
         return None
-
-
-def case_labels(case: Any, indices: Sequence[Sequence[int]]) -> list[str] | None:
-    """Labels for a concrete case's x at ``indices`` (None for cases without them)."""
-    return labels(case.domain, case.op, case.version, [a for _, a in case.inputs], case.attrs, indices)

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -19,9 +19,12 @@ import pytest
 from qdq_conformance.compare import Mismatch
 from qdq_conformance.fuzz.cli import parse_duration
 from qdq_conformance.fuzz.describe import Description, build, template
-from qdq_conformance.fuzz.search import signature_of, signature_parts
+from qdq_conformance.fuzz.search import Executor, signature_of, signature_parts
 from qdq_conformance.generators.schema import validate
+from qdq_conformance.runner.execute import CaseResult
+from qdq_conformance.runner.expectations import Expectation
 from qdq_conformance.runner.outcome import Outcome, Structural
+from qdq_conformance.runner.pool import CasePool
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = "python:tests.fuzz_backends:planted"
@@ -250,3 +253,25 @@ def test_a_finding_is_new_unless_a_failing_corpus_case_has_its_root_cause(plante
     assert p.returncode == 1 and "NEW" in p.stdout and "1 finding(s), 1 root cause(s)" in p.stdout, p.stdout
     p = _cli("fuzz", "--judge", str(tmp_path / "nothing"), "--corpus-results", str(tmp_path / "good.jsonl"))
     assert p.returncode == 2 and "--judge" in p.stderr and "Traceback" not in p.stderr
+
+
+class _OnePool:
+    """A worker pool whose every case ends in ``status`` with ``entry`` (an expectation) applying to it."""
+
+    def __init__(self, status: str, entry: Expectation | None) -> None:
+        self.status, self.entry = status, entry
+
+    def get(self, ref: Any, form: str, position: int | None = None) -> CaseResult:
+        outcome = Outcome(self.status, "x", mismatches=[(0, Mismatch("values differ", 1, 3, [(1,)]))])
+        return CaseResult(self.status, "x", "{}", self.entry, outcome)
+
+
+@pytest.mark.parametrize(("entry_status", "finding"), [("failed", False), ("error", True), (None, True)])
+def test_a_failure_its_expectation_entry_records_is_no_finding(entry_status, finding):
+    """A fuzzed example that fails as an expectation entry says is counted as expected, not as a finding; one that
+    fails in another status than its entry records, or with no entry, is a finding."""
+    entry = None if entry_status is None else Expectation(entry_status, "known", None, 7)
+    executor = Executor(cast(CasePool, _OnePool("failed", entry)), ["runtime"])
+    ran = executor.run(_description(x=(0.0, 1.0, 2.5)))
+    assert (ran is not None) is finding
+    assert executor.expected_failures == (0 if finding else 1)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..generators.case import ConcreteCase
 from ..generators.expand import expand
 from ..generators.loader import CaseFileError
 from ..generators.schema import validate
@@ -160,7 +161,7 @@ class NotACase(Exception):
     """The description is no valid case (the oracle or the case builder refuses it): Hypothesis rejects it."""
 
 
-def build(d: Description, file: str = "<fuzz>", data: dict[str, Any] | None = None) -> Any:
+def build(d: Description, file: str = "<fuzz>", data: dict[str, Any] | None = None) -> ConcreteCase:
     """The corpus's ConcreteCase for ``d`` (raises NotACase when the corpus's own code refuses the template)."""
     data = data if data is not None else template(d)
     try:

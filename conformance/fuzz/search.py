@@ -34,8 +34,10 @@ from typing import Any
 import numpy as np
 
 from ..domain import FAILING
-from ..runner.execute import ObjRef
+from ..generators.case import ConcreteCase
+from ..runner.execute import CaseResult, ObjRef
 from ..runner.outcome import Structural
+from ..runner.pool import CasePool
 from .describe import Description, NotACase, build
 
 #: examples per Hypothesis round
@@ -49,7 +51,7 @@ class Finding:
     hits: int = 0
     first: int = 0  # the search example that first hit it (1-based; 0: only while shrinking or replaying)
     description: Description | None = None  # the minimal example
-    case: Any = None
+    case: ConcreteCase | None = None
     form: str = ""
     record: dict[str, Any] = field(default_factory=dict)
 
@@ -64,8 +66,10 @@ class Ran:
     expected: bool = False
 
 
-def _x_class(case: Any, index: tuple[int, ...]) -> str:
+def _x_class(case: ConcreteCase, index: tuple[int, ...]) -> str:
     x = case.inputs[0][1]
+    if x is None:  # (x is never optional; a case without it has no element to classify)
+        return "x"
     try:
         v = float(np.asarray(x[index] if index else x, dtype=np.float64))
     except (IndexError, TypeError, ValueError):
@@ -77,7 +81,7 @@ def _x_class(case: Any, index: tuple[int, ...]) -> str:
     return "x finite"
 
 
-def signature_parts(case: Any, form: str, result: Any) -> dict[str, str]:
+def signature_parts(case: ConcreteCase, form: str, result: CaseResult) -> dict[str, str]:
     """What tells two failures apart: operator version, type pattern, zero-point mode, granularity (and whether
     the axis is the default one), attributes, graph form and the kind of mismatch."""
     attrs = {k: v for k, v in case.attrs.items() if k not in ("axis", "block_size", "output_dtype")}
@@ -114,10 +118,10 @@ def signature_of(parts: dict[str, str]) -> str:
 class Executor:
     """Runs descriptions on the backend's worker pool, each (description, form) once per run."""
 
-    def __init__(self, pool: Any, forms: Sequence[str]) -> None:
+    def __init__(self, pool: CasePool, forms: Sequence[str]) -> None:
         self.pool = pool
         self.forms = tuple(forms)
-        self.cases: dict[str, Any] = {}
+        self.cases: dict[str, ConcreteCase] = {}
         self.ran: dict[str, Ran | None] = {}  # description key -> its first unexpected failure (None: none)
         self.records: dict[tuple[str, str], str] = {}
         self.calls = 0
@@ -127,7 +131,7 @@ class Executor:
         """The results record of every (example, form) run, in the order they ran."""
         return list(self.records.values())
 
-    def case(self, d: Description) -> Any:
+    def case(self, d: Description) -> ConcreteCase:
         key = d.key
         if key not in self.cases:
             self.cases[key] = build(d)  # (NotACase propagates)
@@ -145,7 +149,7 @@ class Executor:
             self.records[(key, form)] = result.record
             if result.status not in FAILING or found is not None:
                 continue
-            expected = result.entry is not None and result.entry[0] == result.status
+            expected = result.entry is not None and result.entry.status == result.status
             if expected:
                 self.expected_failures += 1
                 continue
