@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..backends.base import NotApplicable, Rejected, Unsupported
+from ..backends.base import Backend, NotApplicable, Rejected, Unsupported
 from ..domain import FAILING, Case, RunStatus
 from ..generators.cache import load_file_cached
 from . import record as record_mod
@@ -96,7 +96,7 @@ class Sources:
         return case
 
 
-def call_backend(backend: Any, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray],
+def call_backend(backend: Backend, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray],
                  contained: bool = False) -> RawResult:
     """Run ``backend`` once; its declines and errors become the RawResult kinds. The backend gets copies of the
     feeds: one that writes into its inputs (in place, in native code) changes neither the case nor its record.
@@ -153,7 +153,7 @@ def finish(case: Case, form: str, raw: RawResult, entry: Expectation | None, bac
     return CaseResult(outcome.status, outcome.message, record_mod.encode(rec), entry, kept)
 
 
-def run_case(backend: Any, ref: CaseRef, form: str, sources: Sources, expectations: Expectations) -> CaseResult:
+def run_case(backend: Backend, ref: CaseRef, form: str, sources: Sources, expectations: Expectations) -> CaseResult:
     """Everything about one case, in the worker; never raises."""
     case: Case | None = None
     try:
