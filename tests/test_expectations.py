@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+from qdq_conformance import cpu as cpu_mod
+from qdq_conformance.runner import expectations as expectations_mod
 from qdq_conformance.runner.expectations import (
     ExpectationError,
     Expectations,
@@ -79,6 +81,10 @@ def test_the_first_matching_entry_wins_whatever_its_kind(tmp_path):
     ("  - cases: a\n    status: fine\n    reason: r\n", "status must be"),
     ("  - cases: a\n    status: failed\n", "needs 'cases' and a 'reason'"),
     ("  - cases: a\n    status: failed\n    reason: r\n    typo: 1\n", "unknown key"),
+    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: avx512f\n", "cpu must map processor features"),
+    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {avx512f: 1}\n", "cpu must map processor features"),
+    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {AVX-512: true}\n", "cpu must map processor"),
+    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {}\n", "cpu must map processor features"),
 ])
 def test_bad_entries_name_their_line(tmp_path, body, message):
     with pytest.raises(ExpectationError, match=message) as info:
@@ -149,6 +155,46 @@ def test_entries_in_force_follow_their_measured_versions(tmp_path):
     assert e.lookup("q-fixed-in-2") is None and e.lookup("q-new-in-2").reason == "appeared in 2.0"
     a = e.applicability
     assert (a.applied, a.mode, a.in_force, a.total, a.recorded) == ("2.0.0", "exact", 2, 3, ("1.2.3", "2.0.0"))
+
+
+@pytest.mark.parametrize(("features", "reasons", "other"), [
+    (frozenset({"avx512f", "avx2"}), ["anywhere", "with avx512f"], 2),
+    (frozenset({"avx2"}), ["anywhere", "without avx512f", "without avx512f and with avx2"], 1),
+    (frozenset(), ["anywhere", "without avx512f"], 2),
+])
+def test_entries_recorded_for_a_processor_hold_only_on_one_like_it(tmp_path, monkeypatch, features, reasons, other):
+    """An entry with ``cpu`` is in force only where the processor's features are as it says; the applicability
+    names the features the file's entries name and counts the entries left out for this processor."""
+    monkeypatch.setattr(expectations_mod, "cpu_features", lambda: features)
+    p = _write(tmp_path, "  - cases: a\n    status: failed\n    reason: anywhere\n"
+                         "  - cases: b\n    status: failed\n    reason: with avx512f\n    cpu: {avx512f: true}\n"
+                         "  - cases: b\n    status: error\n    reason: without avx512f\n    cpu: {avx512f: false}\n"
+                         "  - cases: c\n    status: error\n    reason: without avx512f and with avx2\n"
+                         "    cpu: {avx512f: false, avx2: true}\n")
+    e = load(p, "1.2.3")
+    assert [x.reason for x in e.entries] == reasons
+    a = e.applicability
+    assert a is not None and a.other_cpu == other
+    assert dict(a.cpu) == {"avx2": "avx2" in features, "avx512f": "avx512f" in features}
+    status = e.status()
+    assert status["cpu"] == dict(a.cpu) and status["other_cpu"] == a.other_cpu
+    line = summary_lines(status, None)[0]
+    assert "this processor: avx2 " + ("yes" if "avx2" in features else "no") in line
+    assert f"({other} entries recorded for another processor not in force)" in line
+
+
+def test_the_processor_features_are_read_from_the_system(tmp_path, monkeypatch):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: X\nflags\t\t: fpu sse2 avx2 avx512f\n\nprocessor\t: 1\n")
+    monkeypatch.setattr(cpu_mod, "CPUINFO", info)
+    cpu_mod.cpu_features.cache_clear()
+    try:
+        assert cpu_mod.cpu_features() == frozenset({"fpu", "sse2", "avx2", "avx512f"})
+        cpu_mod.cpu_features.cache_clear()
+        monkeypatch.setattr(cpu_mod, "CPUINFO", tmp_path / "missing")
+        assert cpu_mod.cpu_features() == frozenset()
+    finally:
+        cpu_mod.cpu_features.cache_clear()
 
 
 def test_a_file_without_versions_applies_whatever_the_version(tmp_path):

@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                          "qdq_conformance.opspecs", "qdq_conformance.rules", "qdq_conformance.errors",
                          "qdq_conformance.resources", "qdq_conformance.ambiguities", "qdq_conformance.compare",
                          "qdq_conformance.modelbuild", "qdq_conformance.cachedir", "qdq_conformance.progress",
-                         "qdq_conformance.gcpause")),
+                         "qdq_conformance.gcpause", "qdq_conformance.cpu")),
     ("kernel", ("qdq_conformance.reference",)),
     ("checker", ("qdq_conformance.checker",)),
     ("generators", ("qdq_conformance.generators",)),

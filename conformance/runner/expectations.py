@@ -12,6 +12,7 @@ on the backend versions it was measured on.
         link: https://github.com/microsoft/onnxruntime/issues/...
         forms: [initializer]     # optional: only these graph forms (default: both)
         measured: ["1.31.1"]     # optional: the versions this entry holds on (default: the file's list)
+        cpu: {avx512f: true}     # optional: only on a processor with (true) / without (false) these features
 
 Which entries are in force for the running backend version V (versions compare as PEP 440 releases, with dev /
 a / b / rc / post suffixes and local labels such as quark's ``0.13+ort1.31.1``):
@@ -24,7 +25,9 @@ a / b / rc / post suffixes and local labels such as quark's ``0.13+ort1.31.1``):
 - V cannot be read (``unknown``): those of the newest recorded version, said so.
 - A file that records no version at all: every entry, whatever V.
 
-An entry without ``measured`` holds on every version the file records. A case ending in the expected status is an
+An entry with ``cpu`` is in force only on a processor whose features (``cpu.cpu_features``: /proc/cpuinfo's
+flags) are as it says, for a backend whose answers depend on the processor; the results file's header records
+the features the file's entries name. An entry without ``measured`` holds on every version the file records. A case ending in the expected status is an
 expected failure (listed, not a failure of the run). One ending better (passed) is an unexpected pass; one ending
 in another failing status is a surprise. Entries in force that match no case, or whose cases all pass, are stale
 and warned about; entries not in force are neither applied nor stale.
@@ -41,6 +44,7 @@ from typing import Any
 
 import yaml
 
+from ..cpu import FEATURE, cpu_features
 from ..domain import EXPECTABLE, FAILING, FORMS, RunStatus
 from ..resources import expectations_dir
 
@@ -97,6 +101,7 @@ class Entry:
     line: int = 0
     forms: tuple[str, ...] = ()  # empty: every form
     measured: tuple[str, ...] = ()  # empty: every version
+    cpu: tuple[tuple[str, bool], ...] = ()  # (feature, present): the processors it holds on (empty: any)
     _exact: frozenset[str] = frozenset()
     _globs: re.Pattern[str] | None = None
 
@@ -110,6 +115,10 @@ class Entry:
         if form is not None and self.forms and form not in self.forms:
             return False
         return case_id in self._exact or bool(self._globs and self._globs.match(case_id))
+
+    def on_cpu(self, features: frozenset[str]) -> bool:
+        """Whether the entry holds on a processor with ``features``."""
+        return all((name in features) is present for name, present in self.cpu)
 
     def shown(self) -> str:
         """Its patterns, the first few."""
@@ -131,12 +140,14 @@ class Applicability:
     in_force: int
     total: int
     path: str | None
+    cpu: tuple[tuple[str, bool], ...] = ()  # the features the file's entries name: present on this processor?
+    other_cpu: int = 0  # entries recorded for another processor (not in force)
 
     def as_dict(self) -> dict[str, Any]:
         """The results file's ``expectations_status`` header record (what :func:`summary_lines` reads)."""
         plain = {"backend": self.backend, "running": self.running, "recorded": list(self.recorded),
                  "applied": self.applied, "mode": self.mode, "in_force": self.in_force, "total": self.total,
-                 "path": self.path}
+                 "path": self.path, "cpu": dict(self.cpu), "other_cpu": self.other_cpu}
         return {**plain, "message": applicability_message(plain)}
 
 
@@ -247,7 +258,17 @@ class Tracker:
 
 
 def applicability_message(a: dict[str, Any]) -> str:
-    """One sentence: which expectations are in force for this run, and for which backend version."""
+    """One sentence: which expectations are in force for this run, for which backend version and processor."""
+    cpu = a.get("cpu") or {}
+    if not isinstance(cpu, dict) or not cpu or not a.get("path"):
+        return _version_message(a)
+    features = ", ".join(f"{name} {'yes' if present else 'no'}" for name, present in sorted(cpu.items()))
+    other = a.get("other_cpu") or 0
+    return (f"{_version_message(a)}; this processor: {features}"
+            + (f" ({other} entries recorded for another processor not in force)" if other else ""))
+
+
+def _version_message(a: dict[str, Any]) -> str:
     backend, running, path = a.get("backend") or "backend", a.get("running"), a.get("path")
     recorded = ", ".join(a.get("recorded") or []) or "none"
     n, total, applied, mode = a.get("in_force", 0), a.get("total", 0), a.get("applied"), a.get("mode")
@@ -326,7 +347,7 @@ def _versions(value: Any, where: str) -> tuple[str, ...]:
 def _entry(raw: Any, where: str, file_measured: tuple[str, ...]) -> Entry:
     if not isinstance(raw, dict):
         raise ExpectationError(f"{where}: an entry must be a mapping (cases, status, reason ...)")
-    unknown = set(raw) - {"cases", "status", "reason", "link", "forms", "measured", "__line__"}
+    unknown = set(raw) - {"cases", "status", "reason", "link", "forms", "measured", "cpu", "__line__"}
     if unknown:
         raise ExpectationError(f"{where}: unknown key(s) {sorted(map(str, unknown))}")
     if not isinstance(raw.get("status"), str) or raw["status"] not in EXPECTABLE:
@@ -349,7 +370,19 @@ def _entry(raw: Any, where: str, file_measured: tuple[str, ...]) -> Entry:
         raise ExpectationError(f"{where}: measured {list(measured)} names a version the file's measured list "
                                f"({list(file_measured)}) does not")
     return Entry([str(p) for p in patterns], raw["status"], str(raw["reason"]).strip(), raw.get("link"),
-                  raw.get("__line__", 0), forms=tuple(forms), measured=measured)
+                  raw.get("__line__", 0), forms=tuple(forms), measured=measured, cpu=_cpu(raw.get("cpu"), where))
+
+
+def _cpu(value: Any, where: str) -> tuple[tuple[str, bool], ...]:
+    """An entry's ``cpu``: processor features, each true (present) or false (absent)."""
+    if value is None:
+        return ()
+    items = {k: v for k, v in value.items() if k != "__line__"} if isinstance(value, dict) else {}
+    if not items or not all(isinstance(k, str) and FEATURE.fullmatch(k) and isinstance(v, bool)
+                            for k, v in items.items()):
+        raise ExpectationError(f"{where}: cpu must map processor features (as /proc/cpuinfo names them, e.g. "
+                               "avx512f) to true or false")
+    return tuple(sorted(items.items()))
 
 
 def resolve(recorded: Iterable[str], running: str | None) -> tuple[str | None, str]:
@@ -390,10 +423,14 @@ def load(path: Path, backend_version: str | None = None, backend: str | None = N
     recorded = {v for e in every for v in e.measured} | set(file_measured)
     applied, mode = resolve(recorded, backend_version)
     key = version_key(applied) if applied else None
-    entries = [e for e in every if not e.measured or (key is not None and key in {version_key(v) for v in e.measured})]
+    versioned = [e for e in every if not e.measured or (key is not None and key in {version_key(v) for v in e.measured})]
+    features = cpu_features()
+    entries = [e for e in versioned if e.on_cpu(features)]
+    named = sorted({name for e in every for name, _ in e.cpu})
     ordered = tuple(sorted(recorded, key=version_key))  # type: ignore[arg-type]
     applicability = Applicability(backend or str(doc.get("backend") or path.stem), backend_version, ordered,
-                                  applied, mode, len(entries), len(every), str(path))
+                                  applied, mode, len(entries), len(every), str(path),
+                                  tuple((name, name in features) for name in named), len(versioned) - len(entries))
     return Expectations(path, entries, applicability)
 
 
