@@ -27,7 +27,9 @@ a / b / rc / post suffixes and local labels such as quark's ``0.13+ort1.31.1``):
 
 An entry with ``cpu`` is in force only on a processor whose features (``cpu.cpu_features``: /proc/cpuinfo's
 flags) are as it says, for a backend whose answers depend on the processor; the results file's header records
-the features the file's entries name. An entry without ``measured`` holds on every version the file records. A case ending in the expected status is an
+the features the file's entries name.
+
+An entry without ``measured`` holds on every version the file records. A case ending in the expected status is an
 expected failure (listed, not a failure of the run). One ending better (passed) is an unexpected pass; one ending
 in another failing status is a surprise. Entries in force that match no case, or whose cases all pass, are stale
 and warned about; entries not in force are neither applied nor stale.
