@@ -238,8 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description=(_cmd_check.__doc__ or "").strip() + " Covers QuantizeLinear, DequantizeLinear, "
                        "DynamicQuantizeLinear, com.microsoft QuantizeLinear / DequantizeLinear and com.amd.quark "
                        "ExtendedQuantizeLinear / ExtendedDequantizeLinear in the main graph, subgraphs and local "
-                       "functions. Exit status: 0 clean (warnings and notes allowed), 1 at least one error, "
-                       "2 an input could not be read.")
+                       "functions, and the model around them (node order, IR version); other quantization "
+                       "operators are named in notes (QDQ024). `qdq-conformance check --rules` lists the rules.",
+                       epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in checker_cli.EXIT.items()))
     checker_cli.add_arguments(p)
     p.set_defaults(func=_cmd_check)
     p = sub.add_parser("build-quark", help=(_cmd_build_quark.__doc__ or "").strip(),

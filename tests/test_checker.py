@@ -86,7 +86,7 @@ def _model(op="QuantizeLinear", version=21, inputs=(), attrs=None, out=U8, domai
                           inits, value_info=list(value_info))
     imports = opsets or [helper.make_opsetid("", version)]
     m = helper.make_model(g, opset_imports=imports)
-    m.ir_version = 10
+    m.ir_version = max(10, helper.find_min_ir_version_for(imports, ignore_unknown=True))  # (QDQ022, QDQ023)
     return m
 
 
@@ -145,6 +145,32 @@ def _fixtures():
                    _model(inputs=[X, S, Z8], attrs={"saturate": 0})),
         "QDQ019": (_model(inputs=[X, S, Z8], out=U8), _model(inputs=[X, S, Z8], out=I8)),
         "QDQ020": (_behind(unknown, two, [helper.make_tensor_value_info("x", F, [2, 4])]), _behind(unknown, two, [])),
+        **_model_rule_fixtures(),
+    }
+
+
+def _model_rule_fixtures():
+    """QDQ021-QDQ024, the rules on the model around the nodes."""
+    relu = helper.make_node("Relu", ["a"], ["x"], name="relu")
+    sorted_, unsorted = _behind(relu, None, []), _behind(relu, None, [])
+    relu_node, q_node = list(unsorted.graph.node)
+    del unsorted.graph.node[:]
+    unsorted.graph.node.extend([q_node, relu_node])  # the Q before the Relu that produces its x
+    old_ir, new_ir = _model(inputs=[X, S, Z8]), _model(inputs=[X, S, Z8])
+    old_ir.ir_version = 8  # opset 21 came with IR 10
+    spare = helper.make_tensor("spare", TensorProto.INT4, [2], [1, -1])  # int4: IR 10; opset 19: IR 9
+    int4_ok, int4_old = (_model(version=19, inputs=[X, S, Z8]) for _ in range(2))
+    for m, ir in ((int4_ok, 10), (int4_old, 9)):
+        m.graph.initializer.append(spare)
+        m.ir_version = ir
+    quark = [helper.make_opsetid("", 21), helper.make_opsetid("com.amd.quark", 1)]
+    bfp = helper.make_node("BFPQuantizeDequantize", ["a"], ["x"], name="bfp", domain="com.amd.quark")
+    known = helper.make_node("Relu", ["a"], ["x"], name="relu")
+    return {
+        "QDQ021": (sorted_, unsorted),
+        "QDQ022": (new_ir, old_ir),
+        "QDQ023": (int4_ok, int4_old),
+        "QDQ024": (_behind(known, quark, []), _behind(bfp, quark, [helper.make_tensor_value_info("x", F, [2, 4])])),
     }
 
 

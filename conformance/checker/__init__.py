@@ -1,4 +1,5 @@
-"""The spec-checker: validates every quantization node of a model against its opset's spec.
+"""The spec-checker: validates every quantization node of a model against its opset's spec, and the model around
+them (node order, IR version, quantization operators it does not know: :mod:`.model_rules`).
 
 ``check_file(path) -> ModelReport``, ``check_model(model, base_dir)`` for a model already in memory; both raise
 :class:`Unreadable` (one line: the problem and the tensor, function or input it is in) for input that cannot be read
@@ -15,11 +16,11 @@ from typing import Any
 import onnx
 import onnx.shape_inference
 
-from ..opspecs import import_version
+from ..opspecs import import_version, normalize_domain
 from ..rules import RULES
-from . import nodes
+from . import model_rules, nodes
 from .errors import Unreadable
-from .graph import walk
+from .graph import Site, walk
 from .loading import read_model
 
 __all__ = ["ModelReport", "NodeFinding", "Unreadable", "check_file", "check_model"]
@@ -59,6 +60,8 @@ class ModelReport:
     path: str
     nodes_checked: int = 0
     findings: list[NodeFinding] = field(default_factory=list)
+    #: quantization nodes of operators the checker does not know (each operator has a QDQ024 note)
+    nodes_not_checked: int = 0
 
     def count(self, severity: str) -> int:
         return sum(f.severity == severity for f in self.findings)
@@ -74,15 +77,26 @@ def _infer(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
         return model, " ".join(str(e).split())[:200]
 
 
+def _model_finding(label: str, f: model_rules.ModelFinding) -> NodeFinding:
+    return NodeFinding(label, f.graph, f.node_index, f.node_name, f.domain, f.operator, f.version, f.rule,
+                       RULES[f.rule].severity, f.message, None)
+
+
 def check_model(model: onnx.ModelProto, base_dir: Path, label: str = "<model>") -> ModelReport:
     report = ModelReport(label)
+    for f in [*model_rules.ir_for_opsets(model), *model_rules.ir_for_types(model), *model_rules.order(model)]:
+        report.findings.append(_model_finding(label, f))
     inferred, failure = _infer(model)
     if failure:
         report.findings.append(NodeFinding(label, "main", None, "", "", "", None, "QDQ020", "note",
-                                           f"onnx shape inference failed ({failure}); only declared types and "
-                                           "shapes were used", None))
+                                           f"onnx shape inference failed ({failure}); the nodes were checked with "
+                                           "the types and shapes the initializers and declarations give", None))
+    local = {(normalize_domain(f.domain), f.name) for f in model.functions}
+    unknown: list[Site] = []
     for site in walk(inferred):
         if not nodes.is_checked(site):
+            if model_rules.is_quantization(site, local):
+                unknown.append(site)
             continue
         report.nodes_checked += 1
         spec, findings = nodes.check(site, base_dir)
@@ -91,6 +105,8 @@ def check_model(model: onnx.ModelProto, base_dir: Path, label: str = "<model>") 
                 label, site.graph, site.index, site.node.name, nodes.domain_of(site), site.node.op_type,
                 spec.version if spec else import_version(site.opsets, site.node.domain), f.rule, f.severity, f.message,
                 f.input))
+    report.nodes_not_checked = len(unknown)
+    report.findings += [_model_finding(label, f) for f in model_rules.unknown_operators(unknown)]
     return report
 
 

@@ -1,16 +1,15 @@
-"""The checks on one quantization node.
+"""The checks on one quantization node: every problem it has, each rule reported once.
 
 Structural rules (types allowed at the version, zero point type, output_dtype, attributes, granularity, axis,
 block_size: QDQ001-QDQ013) run through the reference kernel's own plans (:data:`conformance.reference.ops.PLANS`)
 on zero-cost stand-in arrays of the node's input types and shapes, so the checker and the kernel share one rule
-set. Then the rules that need values or the model around the node (QDQ014-QDQ019), and notes (QDQ020) for what
-could not be determined.
+set (:mod:`.structure` plans again after each problem, to find the next). Then the rules that need values or the
+model around the node (QDQ014-QDQ019), and notes (QDQ020) for what could not be determined. Findings of one rule
+on one node are merged into one.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,26 +17,17 @@ from onnx import AttributeProto, TensorProto
 
 from ..errors import SpecViolation
 from ..opspecs import AI_ONNX, OPERATORS, OpSpec, import_version, normalize_domain, resolve
-from ..reference.ops import PLANS, Plan, check_attributes
-from ..rules import RULES
+from ..reference.ops import Plan
 from ..types import ElementType, by_proto
+from . import structure
 from .graph import Facts, Site
-from .tensors import MAX_ELEMENTS, MAX_VALUE_BYTES
+from .structure import Finding, type_name
+from .tensors import MAX_VALUE_BYTES
+
+__all__ = ["CHECKED", "Finding", "check", "domain_of", "is_checked", "merge", "type_name"]
 
 CHECKED = frozenset(OPERATORS)
-GRANULARITY_RULES = frozenset({"QDQ005", "QDQ006", "QDQ007", "QDQ008"})
 _SATURATING = ("float8", "float4", "float6")
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    message: str
-    input: str | None = None
-
-    @property
-    def severity(self) -> str:
-        return RULES[self.rule].severity
 
 
 def domain_of(site: Site) -> str:
@@ -46,13 +36,6 @@ def domain_of(site: Site) -> str:
 
 def is_checked(site: Site) -> bool:
     return (domain_of(site), site.node.op_type) in CHECKED
-
-
-def type_name(elem: int) -> str:
-    try:
-        return by_proto(elem).name
-    except KeyError:
-        return TensorProto.DataType.Name(elem).lower() if elem in TensorProto.DataType.values() else str(elem)
 
 
 def _attributes(site: Site) -> tuple[dict[str, int], list[Finding]]:
@@ -69,110 +52,6 @@ def _attributes(site: Site) -> tuple[dict[str, int], list[Finding]]:
                 else f"attribute type {a.type}"
             bad.append(Finding("QDQ010", f"attribute {a.name} must be an int, got {kind}", a.name))
     return attrs, bad
-
-
-def _fill(x: tuple[int | None, ...], scale: tuple[int, ...], attrs: dict[str, int]) -> tuple[tuple[int, ...], str]:
-    """x's shape with unknown dimensions replaced by values the scale's shape implies; a note when the
-    block_size range then cannot be checked."""
-    rank = len(x)
-    given = attrs.get("axis", 1)
-    axis = given % rank if rank and -rank <= given < rank else None
-    block = attrs.get("block_size", 0)
-    out: list[int] = []
-    note = ""
-    for d, v in enumerate(x):
-        if v is not None:
-            out.append(v)
-        elif len(scale) == rank and rank > 1 and block > 0:
-            if d == axis:
-                out.append(block * scale[d])
-                note = f"x's dimension {d} is unknown, so block_size {block} was not checked against its range"
-            else:
-                out.append(scale[d])
-        elif len(scale) == 1 and (d == axis or rank == 1):
-            out.append(scale[0])
-        else:
-            out.append(1)
-    return tuple(out), note
-
-
-def _stand_in(t: ElementType, shape: tuple[int, ...]) -> np.ndarray:
-    return np.broadcast_to(np.zeros((), dtype=t.dtype), shape)
-
-
-def _structural(spec: OpSpec, site: Site, attrs: dict[str, int]) -> tuple[Plan | None, list[Finding]]:
-    node = site.node
-    names = list(node.input)
-    while names and not names[-1]:
-        names.pop()
-    if len(names) > len(spec.inputs):
-        return None, [Finding("QDQ011", f"{len(names)} inputs given, at most {len(spec.inputs)} allowed")]
-    findings: list[Finding] = []
-    facts: list[Facts | None] = []
-    for formal, name in zip(spec.inputs, names + [""] * (len(spec.inputs) - len(names)), strict=True):
-        if not name:
-            facts.append(None)
-            continue
-        f = site.scope.get(name)
-        if f is None and not site.scope.is_defined(name):
-            findings.append(Finding("QDQ011", f"{formal.name} ({name!r}) is not defined: no initializer, graph "
-                                              "input, node output or enclosing graph has that name", formal.name))
-            return None, findings
-        if f is None or f.elem is None:
-            findings.append(Finding("QDQ020", f"the type of {formal.name} ({name!r}) could not be determined; "
-                                              "type and shape rules were not checked", formal.name))
-            try:
-                check_attributes(spec, attrs)
-            except SpecViolation as e:
-                findings.append(Finding(e.rule, e.detail, e.input))
-            return None, findings
-        try:
-            by_proto(f.elem)
-        except KeyError:
-            allowed = ", ".join(spec.allowed(formal.param))
-            findings.append(Finding("QDQ002", f"type {type_name(f.elem)} is not allowed (allowed: {allowed})",
-                                    formal.name))
-            return None, findings
-        facts.append(f)
-    scale_f = facts[1] if len(facts) > 1 else None
-    x_f = facts[0]
-    shapes_known = all(f is None or (f.shape is not None and None not in f.shape) for f in facts[1:]) and \
-        x_f is not None and x_f.shape is not None
-    note = ""
-    arrays: list[np.ndarray | None] = []
-    for k, f in enumerate(facts):
-        if f is None:
-            arrays.append(None)
-            continue
-        t = by_proto(f.elem or 0)
-        if not shapes_known:
-            shape: tuple[int, ...] = ()
-        elif k == 0 and scale_f is not None:
-            assert f.shape is not None and scale_f.shape is not None
-            shape, note = _fill(f.shape, tuple(int(v) for v in scale_f.shape if v is not None), attrs)
-        else:
-            assert f.shape is not None
-            shape = tuple(1 if v is None else v for v in f.shape)
-        if any(d < 0 for d in shape) or math.prod(shape) > MAX_ELEMENTS:
-            findings.append(Finding("QDQ020", f"the shape of {spec.inputs[k].name} {list(shape)} is too large to "
-                                              "check; granularity, axis and block_size were not checked",
-                                    spec.inputs[k].name))
-            return None, findings
-        arrays.append(_stand_in(t, shape))
-    unknown = [spec.inputs[k].name for k, f in enumerate(facts) if f is not None and
-               (f.shape is None or (k > 0 and None in f.shape))]
-    if unknown and spec.name != "DynamicQuantizeLinear":
-        findings.append(Finding("QDQ020", f"the shape of {', '.join(unknown)} could not be determined; "
-                                          "granularity, axis and block_size were not checked", unknown[0]))
-    if note:
-        findings.append(Finding("QDQ020", note, "block_size"))
-    try:
-        plan = PLANS[(spec.domain, spec.name)](spec, arrays, attrs)
-    except SpecViolation as e:
-        if shapes_known or e.rule not in GRANULARITY_RULES:
-            findings.append(Finding(e.rule, e.detail, e.input))
-        return None, findings
-    return plan, findings
 
 
 def _constant(site: Site, name: str, formal: str) -> tuple[Facts | None, ElementType | None, list[Finding]]:
@@ -253,8 +132,26 @@ def _value_checks(spec: OpSpec, site: Site, base_dir: Path) -> list[Finding]:
             + _zero_point_findings(spec, site, names[2], spec.inputs[2].name, base_dir))
 
 
+def merge(findings: list[Finding]) -> list[Finding]:
+    """One finding per rule, in the order the rules were first found: the messages of a rule found on several
+    inputs joined, each after its input's name."""
+    by_rule: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_rule.setdefault(f.rule, []).append(f)
+    out = []
+    for rule, group in by_rule.items():
+        unique = list(dict.fromkeys(group))
+        if len(unique) == 1:
+            out.append(unique[0])
+            continue
+        inputs = list(dict.fromkeys(f.input for f in unique if f.input))
+        text = "; ".join(f"{f.input}: {f.message}" if f.input and len(inputs) > 1 else f.message for f in unique)
+        out.append(Finding(rule, text, inputs[0] if len(inputs) == 1 else None))
+    return out
+
+
 def check(site: Site, base_dir: Path) -> tuple[OpSpec | None, list[Finding]]:
-    """Every rule on one node; the operator version it resolved to (None when it did not)."""
+    """Every rule on one node, each once; the operator version it resolved to (None when it did not)."""
     domain = domain_of(site)
     opset = import_version(site.opsets, site.node.domain)
     if opset is None:
@@ -264,11 +161,10 @@ def check(site: Site, base_dir: Path) -> tuple[OpSpec | None, list[Finding]]:
     except SpecViolation as e:
         return None, [Finding("QDQ001", e.detail)]
     attrs, findings = _attributes(site)
-    if any(f.severity == "error" for f in findings):
-        return spec, findings
-    plan, structural = _structural(spec, site, attrs)
-    findings += structural
-    if plan is not None:
+    outcome = structure.check(spec, site, attrs, {f.input for f in findings if f.input})
+    findings += outcome.findings
+    plan = outcome.plan
+    if plan is not None and outcome.outputs_trusted:
         if "saturate" in attrs and not plan.outputs[0].name.startswith(_SATURATING):
             findings.append(Finding("QDQ018", f"saturate={attrs['saturate']} has no effect for a "
                                               f"{plan.outputs[0].name} output", "saturate"))
@@ -281,7 +177,7 @@ def check(site: Site, base_dir: Path) -> tuple[OpSpec | None, list[Finding]]:
                                             spec.outputs[k].name))
         _propagate(site, plan)
     findings += _value_checks(spec, site, base_dir)
-    return spec, findings
+    return spec, merge(findings)
 
 
 def _propagate(site: Site, plan: Plan) -> None:
