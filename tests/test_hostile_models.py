@@ -225,6 +225,21 @@ CASES: dict[str, tuple[Callable[[Path], Path], int, str]] = {
     "axis-huge": (_edit(_attr(0, helper.make_attribute("axis", -(2**63)))), ERRORS, r"node 0 'q'.*QDQ007"),
     "output-dtype-unknown": (_edit(_attr(0, helper.make_attribute("output_dtype", 99))), ERRORS,
                              r"node 0 'q'.*QDQ004|node 0 'q'.*output_dtype"),
+    # the model around the nodes (QDQ021-QDQ023) and every problem of a node
+    "nodes-in-reverse-order": (_edit(lambda m: m.graph.node.reverse()), ERRORS,
+                               r"node 0 'dq'.*QDQ021: input 'q' is produced later, by node 1 'q'"),
+    "node-reads-its-own-output": (_edit(lambda m: m.graph.node[0].input.__setitem__(0, "q")), ERRORS,
+                                  r"node 0 'q'.*QDQ021: input 'q' is produced later, by node 0 'q'"),
+    "ir-8-with-int4": (_edit(lambda m: (m.__setattr__("ir_version", 8), m.graph.initializer.append(
+        helper.make_tensor("w", TensorProto.INT4, [2], [1, 2])))), ERRORS, r"model: error QDQ023.*int4 \(IR 10\)"),
+    "cast-to-float8-at-ir-3": (_edit(lambda m: (m.__setattr__("ir_version", 3), m.graph.node.append(
+        helper.make_node("Cast", ["y"], ["c"], to=TensorProto.FLOAT8E5M2)))), ERRORS,
+        r"model: error QDQ023.*float8e5m2 \(IR 9\).*attribute to"),
+    "four-problems-in-one-node": (_edit(lambda m: (_attr(0, helper.make_attribute("axis", 9))(m),
+                                                   _attr(0, helper.make_attribute("foo", 1))(m),
+                                                   _attr(0, helper.make_attribute("output_dtype", 3))(m),
+                                                   _set("s", data_type=TensorProto.INT8, raw_data=b"\1" * 4)(m))),
+                                  ERRORS, r"node 0 'q'.*QDQ002.*y_scale"),
 }
 
 
