@@ -198,7 +198,7 @@ def test_the_type_table_follows_onnx_proto():
     assert TYPE_IR[TensorProto.FLOAT8E4M3FN] == 9 and TYPE_IR[TensorProto.INT4] == 10
     assert TYPE_IR[TensorProto.FLOAT4E2M1] == 11 and TYPE_IR[TensorProto.FLOAT8E8M0] == 12
     assert TensorProto.UINT8 not in TYPE_IR and TensorProto.FLOAT16 not in TYPE_IR
-    assert set(TYPE_IR) == {getattr(TensorProto, n) for n in TensorProto.DataType.keys()
+    assert set(TYPE_IR) == {v for n, v in TensorProto.DataType.items()
                             if n.startswith(("FLOAT8", "FLOAT4", "FLOAT6", "INT4", "UINT4", "INT2", "UINT2",
                                              "BFLOAT16"))}
 

@@ -84,8 +84,8 @@ def _model_finding(label: str, f: model_rules.ModelFinding) -> NodeFinding:
 
 def check_model(model: onnx.ModelProto, base_dir: Path, label: str = "<model>") -> ModelReport:
     report = ModelReport(label)
-    for f in [*model_rules.ir_for_opsets(model), *model_rules.ir_for_types(model), *model_rules.order(model)]:
-        report.findings.append(_model_finding(label, f))
+    for mf in [*model_rules.ir_for_opsets(model), *model_rules.ir_for_types(model), *model_rules.order(model)]:
+        report.findings.append(_model_finding(label, mf))
     inferred, failure = _infer(model)
     if failure:
         report.findings.append(NodeFinding(label, "main", None, "", "", "", None, "QDQ020", "note",

@@ -120,7 +120,7 @@ def _release_for(domain: str, version: int) -> tuple[str, int] | None:
     if column is None:
         return None
     for row in helper.VERSION_TABLE:
-        if row[column] >= version:
+        if int(row[column]) >= version:
             return str(row[0]), int(row[1])
     return None
 
@@ -194,8 +194,8 @@ def ir_for_types(model: onnx.ModelProto) -> Iterator[ModelFinding]:
     if not places:
         return
     types = ", ".join(f"{_type_name(e)} (IR {TYPE_IR[e]})" for e in sorted(places, key=lambda e: (TYPE_IR[e], e)))
-    where = [w for e in places for w in places[e]]
-    yield ModelFinding("QDQ023", f"IR version {model.ir_version} has no {types}; used by {_listed(where)}")
+    used = [w for e in places for w in places[e]]
+    yield ModelFinding("QDQ023", f"IR version {model.ir_version} has no {types}; used by {_listed(used)}")
 
 
 # --- QDQ024: quantization operators the checker does not know ---------------------------------------------------
@@ -207,7 +207,9 @@ def is_quantization(site: Site, local_functions: set[tuple[str, str]]) -> bool:
     domain = normalize_domain(site.node.domain)
     if (domain, site.node.op_type) in local_functions:
         return False
-    return domain in QUANTIZATION_DOMAINS or bool(_QUANTIZATION_NAME.search(site.node.op_type))
+    op = site.node.op_type  # (bytes when the file's string is not UTF-8)
+    name = op.decode("utf-8", "backslashreplace") if isinstance(op, bytes) else op
+    return domain in QUANTIZATION_DOMAINS or bool(_QUANTIZATION_NAME.search(name))
 
 
 def unknown_operators(sites: list[Site]) -> Iterator[ModelFinding]:

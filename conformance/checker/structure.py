@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np
@@ -61,7 +62,13 @@ class Outcome:
 
 
 def _stand_in(t: ElementType, shape: Shape) -> np.ndarray:
-    return np.broadcast_to(np.zeros((), dtype=t.dtype), shape)
+    return _zeros(t.dtype, shape)
+
+
+@lru_cache(maxsize=1024)
+def _zeros(dtype: np.dtype, shape: Shape) -> np.ndarray:
+    """A read-only zero-strided array (shared: a node is planned several times, most nodes alike)."""
+    return np.broadcast_to(np.zeros((), dtype=dtype), shape)
 
 
 def _known(shape: tuple[int | None, ...] | None) -> Shape | None:
@@ -304,26 +311,26 @@ def check(spec: OpSpec, site: Site, attrs: dict[str, int], bad_attrs: set[str]) 
     trusted = not ({f.name for f in spec.inputs[1:]} & node.made_up)
     plan, failed = None, None
     for _ in range(2 * len(spec.inputs) + len(plan_attrs) + 2):
-        plan, e = _attempt(lambda: node.plan(shapes, plan_attrs))
-        if e is None:
+        plan, problem = _attempt(lambda: node.plan(shapes, plan_attrs))
+        if problem is None:
             break
-        if _is_granularity(e):
-            failed = e
+        if _is_granularity(problem):
+            failed = problem
             break
-        if e.input not in node.made_up:
-            node.add(e.rule, e.detail, e.input)
+        if problem.input not in node.made_up:
+            node.add(problem.rule, problem.detail, problem.input)
         trusted = False
-        if not node.repair(e, plan_attrs):
+        if not node.repair(problem, plan_attrs):
             return Outcome(None, node.findings, False)
     if judged and not bad_attrs & set(GRANULARITY_ATTRS):
-        _granularity(node, shapes, plan_attrs, failed)
+        plan = _granularity(node, shapes, plan_attrs, failed) or plan
     else:
         if judged and node.zero_point_shape() is not None:
             _zero_point_differs(node, shapes, plan_attrs)
         if node.attrs.get("block_size", 0) < 0:  # a rule on the attribute alone: judged whatever the shapes
-            _, e = _attempt(lambda: gran.resolve(spec, (), (), None, node.attrs, spec.inputs[1].name))
-            if e is not None:
-                node.add(e.rule, e.detail, e.input)
+            _, negative = _attempt(lambda: gran.resolve(spec, (), (), None, node.attrs, spec.inputs[1].name))
+            if negative is not None:
+                node.add(negative.rule, negative.detail, negative.input)
     if plan is None:
         # the output types do not depend on the granularity: plan again per tensor for the later rules
         flat_attrs = {k: v for k, v in plan_attrs.items() if k not in GRANULARITY_ATTRS}
@@ -346,22 +353,25 @@ def _zero_point_differs(node: _Node, shapes: list[Shape], attrs: dict[str, int])
              node.spec.inputs[2].name)
 
 
-def _granularity(node: _Node, shapes: list[Shape], attrs: dict[str, int], failed: SpecViolation | None) -> None:
+def _granularity(node: _Node, shapes: list[Shape], attrs: dict[str, int],
+                 failed: SpecViolation | None) -> Plan | None:
     """The scale against x (``failed``: what the plan said, the zero point given the scale's shape), then the
-    zero point against the scale, or the scale blamed when only the zero point's shape fits x."""
+    zero point against the scale, or the scale blamed when only the zero point's shape fits x (then the plan made
+    with the zero point's shape is returned)."""
     z = node.zero_point_shape()
     if failed is None:
         if z is not None:
             _zero_point_differs(node, shapes, attrs)
-        return
+        return None
     if z is not None and failed.rule in ("QDQ005", "QDQ008"):
         trial = [shapes[0], z, z]
-        _, z_failed = _attempt(lambda: node.plan(trial, attrs))
+        plan, z_failed = _attempt(lambda: node.plan(trial, attrs))
         if z_failed is None:
             scale_name = node.spec.inputs[1].name
             node.add("QDQ005", f"{failed.detail}; the zero point's shape {list(z)} fits x {list(shapes[0])}, so the "
                                f"scale's shape {list(shapes[1])} is the one that is wrong", scale_name)
-            return
+            return plan  # (the output types do not depend on the shapes)
     node.add(failed.rule, failed.detail, failed.input)
     if z is not None:
         _zero_point_differs(node, shapes, attrs)
+    return None
