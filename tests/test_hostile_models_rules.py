@@ -138,3 +138,63 @@ def test_a_deep_folder_tree_with_hostile_entries(tmp_path, capsys):
         assert main(["check", "--json", str(tmp_path)]) == 2
     doc = json.loads(capsys.readouterr().out)
     assert [m["path"] for m in doc["models"]] == [str(deep / "m.onnx")]
+
+
+# --- any node the checker can meet: findings, never an exception ---------------------------------------------
+
+_OPS = [("", "QuantizeLinear"), ("", "DequantizeLinear"), ("", "DynamicQuantizeLinear"),
+        ("com.microsoft", "QuantizeLinear"), ("com.microsoft", "DequantizeLinear"),
+        ("com.amd.quark", "ExtendedQuantizeLinear"), ("com.amd.quark", "ExtendedDequantizeLinear")]
+_ELEMS = [0, *range(1, 24), 99]  # 0: unknown; 99: no ONNX type
+
+
+def _random_node(draw) -> onnx.ModelProto:  # noqa: ANN001 - a Hypothesis draw
+    from hypothesis import strategies as st
+
+    domain, op = draw(st.sampled_from(_OPS))
+    dim = st.one_of(st.integers(0, 9), st.just("N"), st.just(-1))
+    shape = st.one_of(st.none(), st.lists(dim, max_size=4))
+    inputs, inits, names = [], [], []
+    for k, name in enumerate(["x", "s", "z", "extra"][:draw(st.integers(0, 4))]):
+        kind = draw(st.sampled_from(["input", "initializer", "undefined", "absent"]))
+        if kind == "absent":
+            names.append("")
+            continue
+        names.append(name)
+        elem = draw(st.sampled_from(_ELEMS))
+        if kind == "input":
+            inputs.append(helper.make_tensor_value_info(name, elem, draw(shape)))
+        elif kind == "initializer":
+            dims = draw(st.lists(st.integers(0, 4), max_size=3))
+            elem = elem if elem not in (0, 99) else TensorProto.FLOAT
+            values = [0] * int(__import__("math").prod(dims))
+            inits.append(helper.make_tensor(name, elem, dims, values if elem != TensorProto.STRING else
+                                            [b""] * len(values)))
+        del k
+    attrs = {a: draw(st.integers(-(2**63), 2**63 - 1) | st.integers(-3, 30))
+             for a in draw(st.lists(st.sampled_from(["axis", "block_size", "saturate", "output_dtype", "precision",
+                                                     "foo"]), max_size=4, unique=True))}
+    node = helper.make_node(op, names, ["y"], name="n", domain=domain, **attrs)
+    out = helper.make_tensor_value_info("y", draw(st.sampled_from(_ELEMS)), draw(shape))
+    g = helper.make_graph([node], "g", inputs, [out], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", draw(st.integers(10, 25))),
+                                            helper.make_opsetid(domain or "ai.onnx", draw(st.integers(1, 25)))])
+    m.ir_version = draw(st.integers(3, 14))
+    return m
+
+
+def test_any_node_is_findings_never_an_exception():
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+    @given(st.data())
+    def run(data) -> None:  # noqa: ANN001 - a Hypothesis data object
+        m = _random_node(data.draw)
+        report = check_model(m, Path("."), "m.onnx")
+        by_node: dict[tuple, list[str]] = {}
+        for f in report.findings:
+            assert "\n" not in f.line()
+            by_node.setdefault((f.graph, f.node_index), []).append(f.rule)
+        assert all(len(rules) == len(set(rules)) for rules in by_node.values()), by_node  # each rule once
+    run()
