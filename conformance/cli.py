@@ -238,7 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description=(_cmd_check.__doc__ or "").strip() + " Covers QuantizeLinear, DequantizeLinear, "
                        "DynamicQuantizeLinear, com.microsoft QuantizeLinear / DequantizeLinear and com.amd.quark "
                        "ExtendedQuantizeLinear / ExtendedDequantizeLinear in the main graph, subgraphs and local "
-                       "functions, and the model around them (node order, IR version); other quantization "
+                       "functions, every problem of a node (each rule once, blamed on the input at fault), and the "
+                       "model around them (node order, IR version); other quantization "
                        "operators are named in notes (QDQ024). `qdq-conformance check --rules` lists the rules.",
                        epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in checker_cli.EXIT.items()))
     checker_cli.add_arguments(p)
