@@ -194,6 +194,20 @@ def test_types_in_value_infos_attributes_subgraphs_and_functions_are_seen():
         assert where in found[0] or "more" in found[0]
 
 
+def test_a_type_in_a_subgraph_is_named_once_per_place():
+    def branch(name: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node("Identity", [name], [f"{name}_o"])], name, [],
+                                 [helper.make_tensor_value_info(f"{name}_o", TensorProto.INT4, None)],
+                                 [helper.make_tensor(name, TensorProto.INT4, [1], [1])])
+    if_node = helper.make_node("If", ["c"], ["r"], name="branch", then_branch=branch("t"), else_branch=branch("e"))
+    m = _qdq(ir=9, opset=19, extra=(if_node,))
+    m.graph.input.append(helper.make_tensor_value_info("c", TensorProto.BOOL, []))
+    found = [f.message for f in check_model(m, Path(".")).findings if f.rule == "QDQ023"]
+    assert found == ["IR version 9 has no int4 (IR 10); used by node 2 'branch''s else_branch: initializer 'e', "
+                     "node 2 'branch''s else_branch: graph output 'e_o', node 2 'branch''s then_branch: initializer "
+                     "'t' and 1 more"]
+
+
 def test_the_type_table_follows_onnx_proto():
     assert TYPE_IR[TensorProto.FLOAT8E4M3FN] == 9 and TYPE_IR[TensorProto.INT4] == 10
     assert TYPE_IR[TensorProto.FLOAT4E2M1] == 11 and TYPE_IR[TensorProto.FLOAT8E8M0] == 12

@@ -29,6 +29,7 @@ QUANTIZATION_DOMAINS = frozenset({"com.amd.quark", "com.vai.quantize"})
 _QUANTIZATION_NAME = re.compile(r"quantiz", re.IGNORECASE)
 #: Integer attributes that hold an element type: (operator or None for any, attribute).
 _TYPE_ATTRIBUTES = {(None, "output_dtype"), ("Cast", "to"), (None, "dtype")}
+_TYPE_ATTRIBUTE_NAMES = frozenset(name for _, name in _TYPE_ATTRIBUTES)
 #: How many places a finding names before "and N more".
 SHOWN = 3
 
@@ -57,21 +58,41 @@ def _listed(places: list[str]) -> str:
 # --- QDQ021: topological order ----------------------------------------------------------------------------------
 
 
+_GRAPH_TYPES = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
+
+
 def _subgraphs(node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:
     for a in node.attribute:
+        if a.type not in _GRAPH_TYPES:
+            continue
         subs = [a.g] if a.type == AttributeProto.GRAPH else list(a.graphs)
         for j, sub in enumerate(subs):
             yield a.name + (f"[{j}]" if len(subs) > 1 else ""), sub
 
 
-def _order(nodes: Iterable[onnx.NodeProto], path: str, seen: set[str], later: dict[str, str],
+@dataclass(frozen=True)
+class _Enclosing:
+    """A graph around a subgraph, at the node holding it: its later nodes' outputs are not yet computed."""
+
+    path: str
+    nodes: list[onnx.NodeProto]
+    produced: dict[str, int]
+    at: int
+
+    def later(self, name: str) -> str | None:
+        j = self.produced.get(name, -1)
+        return f"{self.path}'s node {j} {self.nodes[j].name!r}" if j >= self.at else None
+
+
+def _order(nodes: Iterable[onnx.NodeProto], path: str, seen: set[str], enclosing: tuple[_Enclosing, ...],
            opsets: dict[str, int]) -> Iterator[ModelFinding]:
     """QDQ021 for one graph: a node input that a later node of this graph (or, in a subgraph, a later node of an
-    enclosing graph) produces. ``seen``: the names defined so far; ``later``: names produced later, described."""
+    enclosing graph) produces. ``seen``: the names defined so far."""
     nodes = list(nodes)
+    outputs = [list(n.output) for n in nodes]
     produced: dict[str, int] = {}
-    for k, n in enumerate(nodes):
-        for out in n.output:
+    for k, outs in enumerate(outputs):
+        for out in outs:
             if out:
                 produced.setdefault(out, k)
     seen = set(seen)
@@ -84,15 +105,16 @@ def _order(nodes: Iterable[onnx.NodeProto], path: str, seen: set[str], later: di
                 j = produced[name]
                 bad.append((k, n, name, f"node {j} {nodes[j].name!r} ({nodes[j].op_type})"))
                 break
-            if name in later:
-                bad.append((k, n, name, later[name]))
+            outer = next((d for d in (e.later(name) for e in enclosing) if d), None)
+            if outer:
+                bad.append((k, n, name, outer))
                 break
-        for label, sub in _subgraphs(n):
-            inner_later = dict(later)
-            inner_later.update({o: f"{path}'s node {j} {nodes[j].name!r}" for o, j in produced.items() if j >= k})
-            defined = seen | {i.name for i in sub.input} | {t.name for t in sub.initializer}
-            yield from _order(sub.node, f"{path}/node {k} {n.name!r}.{label}", defined, inner_later, opsets)
-        seen.update(o for o in n.output if o)
+        if any(a.type in _GRAPH_TYPES for a in n.attribute):
+            here = (*enclosing, _Enclosing(path, nodes, produced, k))
+            for label, sub in _subgraphs(n):
+                defined = seen | {i.name for i in sub.input} | {t.name for t in sub.initializer}
+                yield from _order(sub.node, f"{path}/node {k} {n.name!r}.{label}", defined, here, opsets)
+        seen.update(outputs[k])
     if bad:
         k, n, name, producer = bad[0]
         more = f" ({len(bad)} nodes read a tensor produced after them)" if len(bad) > 1 else ""
@@ -105,9 +127,9 @@ def order(model: onnx.ModelProto) -> Iterator[ModelFinding]:
     defined = {i.name for i in g.input} | {t.name for t in g.initializer} | \
         {t.values.name for t in g.sparse_initializer}
     opsets = import_table(model.opset_import)
-    yield from _order(g.node, "main", defined, {}, opsets)
+    yield from _order(g.node, "main", defined, (), opsets)
     for f in model.functions:
-        yield from _order(f.node, f"function {normalize_domain(f.domain)}::{f.name}", set(f.input), {},
+        yield from _order(f.node, f"function {normalize_domain(f.domain)}::{f.name}", set(f.input), (),
                           import_table(f.opset_import) or opsets)
 
 
@@ -152,45 +174,52 @@ def _type_elems(t: onnx.TypeProto) -> Iterator[int]:
         yield from _type_elems(t.map_type.value_type)
 
 
-def _graph_types(g: onnx.GraphProto, where: str) -> Iterator[tuple[int, str]]:
+def _graph_types(g: onnx.GraphProto, where: str, ir: int) -> Iterator[tuple[int, str]]:
+    """The element types newer than IR version ``ir`` that ``g`` uses, and where."""
     for t in g.initializer:
-        yield t.data_type, f"{where}initializer {t.name!r}"
+        if TYPE_IR.get(t.data_type, 0) > ir:
+            yield t.data_type, f"{where}initializer {t.name!r}"
     for sp in g.sparse_initializer:
-        yield sp.values.data_type, f"{where}sparse initializer {sp.values.name!r}"
+        if TYPE_IR.get(sp.values.data_type, 0) > ir:
+            yield sp.values.data_type, f"{where}sparse initializer {sp.values.name!r}"
     for kind, infos in (("graph input", g.input), ("graph output", g.output), ("value_info", g.value_info)):
         for vi in infos:
             for elem in _type_elems(vi.type):
-                yield elem, f"{where}{kind} {vi.name!r}"
-    yield from _node_types(g.node, where)
+                if TYPE_IR.get(elem, 0) > ir:
+                    yield elem, f"{where}{kind} {vi.name!r}"
+    yield from _node_types(g.node, where, ir)
 
 
-def _node_types(nodes: Iterable[onnx.NodeProto], where: str) -> Iterator[tuple[int, str]]:
+def _node_types(nodes: Iterable[onnx.NodeProto], where: str, ir: int) -> Iterator[tuple[int, str]]:
     for k, n in enumerate(nodes):
         for a in n.attribute:
-            here = f"{where}node {k} {n.name!r} attribute {a.name}"
             if a.type == AttributeProto.TENSOR:
-                yield a.t.data_type, here
-            for t in a.tensors:
-                yield t.data_type, here
-            if a.type == AttributeProto.INT and ((n.op_type, a.name) in _TYPE_ATTRIBUTES or
-                                                 (None, a.name) in _TYPE_ATTRIBUTES):
-                yield int(a.i), here
-            for label, sub in _subgraphs(n):
-                yield from _graph_types(sub, f"{where}node {k} {n.name!r}'s {label}: ")
+                elems = [a.t.data_type]
+            elif a.type == AttributeProto.TENSORS:
+                elems = [t.data_type for t in a.tensors]
+            elif a.type == AttributeProto.INT and a.name in _TYPE_ATTRIBUTE_NAMES and \
+                    ((n.op_type, a.name) in _TYPE_ATTRIBUTES or (None, a.name) in _TYPE_ATTRIBUTES):
+                elems = [int(a.i)]
+            else:
+                continue
+            yield from ((e, f"{where}node {k} {n.name!r} attribute {a.name}") for e in elems
+                        if TYPE_IR.get(e, 0) > ir)
+        for label, sub in _subgraphs(n):
+            yield from _graph_types(sub, f"{where}node {k} {n.name!r}'s {label}: ", ir)
 
 
 def ir_for_types(model: onnx.ModelProto) -> Iterator[ModelFinding]:
     """QDQ023: element types the model's IR version does not have."""
     places: dict[int, list[str]] = {}
-    found = list(_graph_types(model.graph, ""))
+    ir = model.ir_version
+    found = list(_graph_types(model.graph, "", ir))
     for f in model.functions:
         where = f"function {normalize_domain(f.domain)}::{f.name}: "
-        found += list(_node_types(f.node, where))
+        found += list(_node_types(f.node, where, ir))
         found += [(e, f"{where}value_info {vi.name!r}") for vi in getattr(f, "value_info", [])
-                  for e in _type_elems(vi.type)]
+                  for e in _type_elems(vi.type) if TYPE_IR.get(e, 0) > ir]
     for elem, where in found:
-        if TYPE_IR.get(elem, 0) > model.ir_version:
-            places.setdefault(elem, []).append(where)
+        places.setdefault(elem, []).append(where)
     if not places:
         return
     types = ", ".join(f"{_type_name(e)} (IR {TYPE_IR[e]})" for e in sorted(places, key=lambda e: (TYPE_IR[e], e)))
