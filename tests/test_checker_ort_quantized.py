@@ -101,3 +101,21 @@ def test_scale_values_the_spec_does_not_decide_are_at_most_warnings(scale, expec
     report = check_model(_ms_dq([16], [1], None, scale=scale), Path("."))
     assert [f.rule for f in report.findings] == expected
     assert all(f.severity == "warning" for f in report.findings)
+
+
+def test_ir_8_kept_with_int4_weights_is_caught(tmp_path, capsys):
+    """What the issue saw on real output: ONNX Runtime's quantizer keeps the float model's IR version 8 and writes
+    int4 weights and zero points, a type IR 8 does not have (QDQ023); the nodes themselves check clean."""
+    src = _float_model(tmp_path / "float.onnx")
+    m = onnx.load(src)
+    m.ir_version, m.opset_import[0].version = 8, 17
+    onnx.save(m, src)
+    logging.getLogger("onnxruntime").setLevel(logging.ERROR)
+    out = tmp_path / "q.onnx"
+    quantization.quantize_static(str(src), str(out), _Reader(), quant_format=quantization.QuantFormat.QDQ,
+                                 per_channel=True, activation_type=QT.QUInt8, weight_type=QT.QInt4)
+    assert onnx.load(out).ir_version == 8
+    assert main(["check", str(out)]) == 1
+    errors = [ln for ln in capsys.readouterr().out.splitlines() if " error " in ln]
+    assert len(errors) == 1 and errors[0].startswith(f"{out}: model: error QDQ023: IR version 8 has no int4 (IR 10); "
+                                                     "used by initializer ")
