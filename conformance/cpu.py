@@ -1,4 +1,5 @@
-"""The processor's instruction-set features, as the operating system reports them.
+"""The processor: how many of its cores this process may use, and its instruction-set features, as the
+operating system reports them.
 
 Some backends choose their kernels by the processor they run on: OpenVINO's CPU plugin, for one, gives other
 answers to some bfloat16 DequantizeLinear cases on a processor with AVX-512 than on one without (measured on
@@ -9,6 +10,7 @@ AVX-512 the expectations were first recorded on did). An expectation entry can t
 
 from __future__ import annotations
 
+import os
 import re
 from functools import cache
 from pathlib import Path
@@ -31,3 +33,10 @@ def cpu_features() -> frozenset[str]:
         if key.strip() in ("flags", "Features"):
             return frozenset(value.split())
     return frozenset()
+
+
+def usable_cores() -> int:
+    """The cores this process may use (the one definition: generate, the runner's workers and the mutants)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1

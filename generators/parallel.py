@@ -10,12 +10,12 @@ staged cases and writes the manifest. Output is identical to a single-process ru
 from __future__ import annotations
 
 import fnmatch
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from qdq_conformance.cpu import usable_cores
 from qdq_conformance.errors import one_line
 
 from .corpus import claim_ids, load_file
@@ -53,13 +53,6 @@ def _job(path: str, staging: str, forms: Sequence[str], tiers: Sequence[str], se
     except Exception as e:  # a generator defect or a full disk costs this file only, in one line
         return [], {}, one_line(f"{path}: internal error while generating: {type(e).__name__}: {e}", 1200), []
     return entries, templates, None, [_Claim(c.id, c.line, c.template) for c in loaded]
-
-
-def usable_cores() -> int:
-    """The cores this process may use (the one definition: generate, the runner's workers and the mutants)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
 
 
 def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequence[str] = ("default",),

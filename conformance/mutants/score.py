@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ..cpu import usable_cores
 from ..domain import FAILING, Form
-from ..generators.parallel import usable_cores
 from ..runner.execute import call_backend
 from ..runner.outcome import classify
 from .base import Mutant, MutantBackend

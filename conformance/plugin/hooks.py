@@ -37,19 +37,6 @@ _VOCAB = {
 }
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    options.add_to_pytest(parser)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """``pytest --backend=NAME`` with no paths runs the corpus (or --suite, or --cases), not the testpaths: the
-    folder joins the command line's arguments (changed in place, as pytest's documentation of this hook shows)."""
-    ns = parser.parse_known_args(args)
-    if getattr(ns, "qdq_backend", None) and not getattr(ns, "file_or_dir", None):
-        args.append(str(getattr(ns, "qdq_suite", None) or getattr(ns, "qdq_cases", None) or CASES_DIR))
-
-
 def pytest_configure(config: pytest.Config) -> None:
     spec = config.getoption("qdq_backend")
     if not spec:

@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
+from ..cpu import usable_cores
 from ..domain import ALL_TIERS, BOTH, FORMS, Tier, parse_shard
-from ..generators.parallel import usable_cores
-from ..runner.results import unwritable
 from .distributed import is_worker
 
 
@@ -170,6 +169,9 @@ def check(config: pytest.Config) -> None:
     if results is not None:
         given = config.getoption("qdq_results")
         checks.append((f"--results {given}" if given else f"--report {report} (its results file {results})", results))
+    # (imported here: the options module is loaded by every pytest process, a run's checks by runs only)
+    from ..runner.results import unwritable
+
     for what, path in checks:
         why = unwritable(path)
         if why:
