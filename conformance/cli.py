@@ -20,6 +20,7 @@ from .checker import cli as checker_cli
 from .domain import ALL_TIERS, BOTH, FORMS, Tier, forms_of, tiers_of
 from .errors import SpecViolation
 from .fuzz import cli as fuzz_cli
+from .generators.cache import load_file_cached
 from .generators.corpus import CASES_DIR, case_files, load
 from .generators.coverage import coverage, render
 from .generators.export import OutFolderError
@@ -85,7 +86,7 @@ def _load_corpus(args: argparse.Namespace):  # noqa: ANN202 - generators.corpus.
 
     root = Path(args.cases) if args.cases else CASES_DIR
     tiers = tiers_of(args.tier)
-    corpus = load(case_files(root), tiers=tiers, select=args.select)
+    corpus = load(case_files(root), tiers=tiers, select=args.select, loader=load_file_cached)
     for err in corpus.errors:
         print(f"error: {err}", file=sys.stderr)
     return corpus
@@ -208,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, fn in (("demo", _cmd_demo), ("specs", _cmd_specs), ("ambiguities", _cmd_ambiguities)):
-        p = sub.add_parser(name, help=(fn.__doc__ or "").strip().splitlines()[0])
+        doc = (fn.__doc__ or "").strip()
+        p = sub.add_parser(name, help=doc.splitlines()[0], description=doc)
         p.set_defaults(func=fn)
     p = sub.add_parser("generate", help=(_cmd_generate.__doc__ or "").strip(),
                        description=(_cmd_generate.__doc__ or "").strip())

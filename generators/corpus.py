@@ -7,7 +7,7 @@ across the files: a file that repeats an id an earlier file produced is an error
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -90,16 +90,19 @@ def claim_ids(claimed: dict[str, tuple[str, int]], path: Path | str, cases: Sequ
 
 
 def load(paths: Iterable[Path] | None = None, *, tiers: Sequence[str] = ("default",),
-         select: Sequence[str] = ()) -> Corpus:
+         select: Sequence[str] = (),
+         loader: Callable[[Path, Sequence[str]], list[ConcreteCase]] | None = None) -> Corpus:
     """Load every case file (default: all of ``cases/``), keep the tiers asked for and ids matching ``select``
     (glob patterns; all when empty). Errors are collected, not raised: a file that cannot be loaded, or that
-    produces a case id an earlier file produced, costs its own cases only."""
+    produces a case id an earlier file produced, costs its own cases only. ``loader``: how one file is expanded
+    (default :func:`load_file`; ``cache.load_file_cached`` reads the expansion cache)."""
+    loader = loader or load_file
     corpus = Corpus()
     claimed: dict[str, tuple[str, int]] = {}
     for path in (list(paths) if paths is not None else case_files()):
         corpus.files.append(path)
         try:
-            cases = load_file(path, tiers)
+            cases = loader(path, tiers)
             claim_ids(claimed, path, cases)
         except CaseFileError as e:
             corpus.errors.append(e)

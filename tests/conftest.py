@@ -29,7 +29,9 @@ def onnx_node_cases():
 
 @pytest.fixture(scope="session")
 def corpus():
-    """The default corpus, expanded once per test process."""
+    """The default corpus, expanded once per test session: through the expansion cache, which the other
+    processes of the session (pytest-xdist workers, the commands the tests run) read too."""
+    from qdq_conformance.generators.cache import load_file_cached
     from qdq_conformance.generators.corpus import load
 
-    return load()
+    return load(loader=load_file_cached)
