@@ -15,6 +15,7 @@ import pytest
 
 from . import __version__, opspecs
 from .ambiguities import catalogue
+from .ambiguities import markdown as ambiguities_markdown
 from .backends.quark import DEFAULT_QUARK_VERSION, BuildError, build
 from .checker import cli as checker_cli
 from .domain import ALL_TIERS, BOTH, FORMS, Tier, forms_of, tiers_of
@@ -45,7 +46,10 @@ def _cmd_specs(args: argparse.Namespace) -> int:
 
 
 def _cmd_ambiguities(args: argparse.Namespace) -> int:
-    """Print the ambiguity catalogue."""
+    """Print the ambiguity catalogue (--markdown: as the page docs/spec-notes.md)."""
+    if getattr(args, "markdown", False):
+        print(ambiguities_markdown(), end="")
+        return 0
     for a in catalogue().values():
         readings = "".join(f"\n    {'*' if n == a.kernel_reading else '-'} {n}: {text}"
                            for n, text in a.readings.items())
@@ -212,6 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
         doc = (fn.__doc__ or "").strip()
         p = sub.add_parser(name, help=doc.splitlines()[0], description=doc)
         p.set_defaults(func=fn)
+        if name == "ambiguities":
+            p.add_argument("--markdown", action="store_true", help="print it as the Markdown page docs/spec-notes.md")
     p = sub.add_parser("generate", help=(_cmd_generate.__doc__ or "").strip(),
                        description=(_cmd_generate.__doc__ or "").strip())
     p.add_argument("--out", required=True, metavar="DIR", help="output folder: new, empty, or made by an earlier "

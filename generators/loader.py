@@ -1,4 +1,5 @@
-"""Loading case files: safe YAML with the line of every key, and errors that name file, line and key.
+"""Loading case and expectation files: safe YAML with the line of every key, and errors that name file, line and
+key (the one line-tracking YAML loader; each kind of file has its own :class:`Limits`).
 
 Case files are data, never code: they are parsed with PyYAML's SafeLoader, so ``!!python/...`` tags and every
 other executable construct fail; that failure (like a syntax error) is reported with its file and line. Only plain
@@ -9,6 +10,7 @@ every alias is expanded (an alias counts as the nodes it repeats, so an alias bo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,8 @@ import yaml
 
 from qdq_conformance.errors import CaseFileError
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "CaseFileError", "LineDict", "LineList",
-           "line_of", "load_yaml", "read_case_file"]
+__all__ = ["CASE_FILE", "EXPECTATION_FILE", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "CaseFileError", "Limits",
+           "LineDict", "LineList", "line_of", "load_yaml", "read_case_file"]
 
 #: the largest case file, in bytes (the corpus's largest is under 30 KB; PyYAML reads about 1 MB in 3 s)
 MAX_FILE_BYTES = 1 << 18
@@ -26,6 +28,22 @@ MAX_DEPTH = 32
 #: the most nodes (mappings, lists, scalars) a file may hold, each alias counted as the nodes it repeats
 #: (the corpus's largest file holds about 1,000; PyYAML composes about 15,000 a second)
 MAX_NODES = 20_000
+
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one kind of YAML file may cost before it is refused (named in the messages as ``what``)."""
+
+    what: str
+    max_bytes: int
+    max_depth: int
+    max_nodes: int
+
+
+CASE_FILE = Limits("case file", MAX_FILE_BYTES, MAX_DEPTH, MAX_NODES)
+#: expectation files list many case ids (OpenVINO's: 0.6 MB, about 8,600 nodes)
+EXPECTATION_FILE = Limits("expectation file", 1 << 23, MAX_DEPTH, 200_000)
 
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -45,9 +63,10 @@ class _Loader(yaml.SafeLoader):
     """SafeLoader that keeps lines, counts nodes (aliases expanded) and nesting as it composes, and turns every
     problem of a value into a CaseFileError with the value's line."""
 
-    def __init__(self, text: str, name: str) -> None:
+    def __init__(self, text: str, name: str, limits: Limits = CASE_FILE) -> None:
         super().__init__(text)
         self.name = name
+        self.limits = limits
         self._depth = 0
         self._nodes = 0
         self._sizes: dict[int, int] = {}  # id(node) -> the nodes it holds, aliases expanded
@@ -57,9 +76,9 @@ class _Loader(yaml.SafeLoader):
 
     def _count(self, n: int, mark: Any) -> None:
         self._nodes += n
-        if self._nodes > MAX_NODES:
-            raise self._error(mark, f"more than {MAX_NODES:,} YAML nodes (aliases count as the nodes they repeat); "
-                              "the limit keeps a case file from costing minutes and gigabytes")
+        if self._nodes > self.limits.max_nodes:
+            raise self._error(mark, f"more than {self.limits.max_nodes:,} YAML nodes (aliases count as the nodes "
+                              f"they repeat); the limit keeps a {self.limits.what} from costing minutes and gigabytes")
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -73,8 +92,8 @@ class _Loader(yaml.SafeLoader):
                 self._count(size, event.start_mark)
             return super().compose_node(parent, index)
         self._depth += 1
-        if self._depth > MAX_DEPTH:
-            raise self._error(self.peek_event().start_mark, f"nested more than {MAX_DEPTH} levels deep")
+        if self._depth > self.limits.max_depth:
+            raise self._error(self.peek_event().start_mark, f"nested more than {self.limits.max_depth} levels deep")
         before = self._nodes
         node = super().compose_node(parent, index)
         self._depth -= 1
@@ -118,8 +137,8 @@ def _as_text(loader: _Loader, node: yaml.ScalarNode) -> str:
 
 
 def _not_plain(loader: _Loader, node: yaml.Node) -> None:
-    raise CaseFileError(loader.name, node.start_mark.line + 1, "", f"not plain data ({node.tag}); case files hold "
-                        "mappings, lists, strings, numbers, booleans and null only")
+    raise CaseFileError(loader.name, node.start_mark.line + 1, "", f"not plain data ({node.tag}); "
+                        f"{loader.limits.what}s hold mappings, lists, strings, numbers, booleans and null only")
 
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map)
@@ -129,38 +148,38 @@ for _tag in ("binary", "set", "omap", "pairs"):
     _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _not_plain)
 
 
-def read_case_file(path: str | Path) -> bytes:
-    """The bytes of one case file, at most MAX_FILE_BYTES of them (CaseFileError otherwise, or when unreadable)."""
+def read_case_file(path: str | Path, limits: Limits = CASE_FILE) -> bytes:
+    """The bytes of one file, at most ``limits.max_bytes`` of them (CaseFileError otherwise, or when unreadable)."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+            data = fh.read(limits.max_bytes + 1)
     except OSError as e:
         raise CaseFileError(path, None, "", f"cannot read: {e.strerror or e}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise CaseFileError(path, None, "", f"larger than {MAX_FILE_BYTES:,} bytes, the limit for one case file")
+    if len(data) > limits.max_bytes:
+        raise CaseFileError(path, None, "", f"larger than {limits.max_bytes:,} bytes, the limit for one {limits.what}")
     return data
 
 
-def _decode(path: Path, data: bytes) -> str:
+def _decode(path: Path, data: bytes, limits: Limits) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         raise CaseFileError(path, line, "", f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
-                            "case files are UTF-8") from None
+                            f"{limits.what}s are UTF-8") from None
 
 
-def load_yaml(path: str | Path, text: str | None = None) -> Any:
-    """Parse one case file; any problem (unreadable, too large, not UTF-8, invalid YAML, not plain data, over a
-    limit) becomes a CaseFileError with its line."""
+def load_yaml(path: str | Path, text: str | None = None, limits: Limits = CASE_FILE) -> Any:
+    """Parse one case file (or another kind, by its ``limits``); any problem (unreadable, too large, not UTF-8,
+    invalid YAML, not plain data, over a limit) becomes a CaseFileError with its line."""
     path = Path(path)
     if text is None:
-        text = _decode(path, read_case_file(path))
-    elif len(text) > MAX_FILE_BYTES:
-        raise CaseFileError(path, None, "", f"larger than {MAX_FILE_BYTES:,} bytes, the limit for one case file")
+        text = _decode(path, read_case_file(path, limits), limits)
+    elif len(text) > limits.max_bytes:
+        raise CaseFileError(path, None, "", f"larger than {limits.max_bytes:,} bytes, the limit for one {limits.what}")
     loader: _Loader | None = None
     try:
-        loader = _Loader(text, str(path))
+        loader = _Loader(text, str(path), limits)
         return loader.get_single_data()
     except CaseFileError:
         raise
@@ -170,7 +189,7 @@ def load_yaml(path: str | Path, text: str | None = None) -> Any:
         raise CaseFileError(path, line, "", f"invalid YAML: character {ch} is not allowed ({e.reason})") from None
     except yaml.constructor.ConstructorError as e:
         line = e.problem_mark.line + 1 if e.problem_mark else None
-        raise CaseFileError(path, line, "", f"not plain data ({e.problem}); case files may not contain tags "
+        raise CaseFileError(path, line, "", f"not plain data ({e.problem}); {limits.what}s may not contain tags "
                             "such as !!python/...") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)

@@ -1,8 +1,10 @@
-"""Validating case files against ``cases/case.schema.json`` (the JSON Schema shipped for editors too).
+"""Validating case files against ``cases/case.schema.json`` and expectation files against
+``expectations/expectation.schema.json`` (the JSON Schemas shipped for editors too).
 
-A small interpreter of the JSON Schema keywords the schema uses (type, properties, additionalProperties,
-required, enum, pattern, items, minItems, minimum, maximum, oneOf, $ref) plus ``x-exactlyOne``. Unknown keys fail.
-Every error names the file, the line and the key path.
+A small interpreter of the JSON Schema keywords the schemas use (type, properties, additionalProperties,
+required, enum, pattern, items, minItems, minProperties, propertyNames, minimum, maximum, oneOf, $ref) plus
+``x-exactlyOne`` and ``x-message`` (the sentence said when a value under that node is wrong; ``x-message-required``
+when a required key is missing). Unknown keys fail. Every error names the file, the line and the key path.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from qdq_conformance.resources import schema_path
+from qdq_conformance.resources import expectations_dir, schema_path
 
 from .loader import CaseFileError, LineDict, line_of
 
@@ -23,6 +25,11 @@ SCHEMA_PATH = schema_path()
 @cache
 def schema() -> dict[str, Any]:
     return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+@cache
+def expectation_schema() -> dict[str, Any]:
+    return json.loads((expectations_dir() / "expectation.schema.json").read_text(encoding="utf-8"))
 
 
 _TYPES = {
@@ -40,24 +47,34 @@ class _Invalid(Exception):
         self.path, self.line, self.message = path, line, message
 
 
-def _resolve(node: dict[str, Any]) -> dict[str, Any]:
+def _resolve(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     while "$ref" in node:
         ref = node["$ref"]
         assert ref.startswith("#/"), ref
-        target: Any = schema()
+        target: Any = root
         for part in ref[2:].split("/"):
             target = target[part]
         node = target
     return node
 
 
-def _check(value: Any, node: dict[str, Any], path: str, line: int | None) -> None:
-    node = _resolve(node)
+def _check(value: Any, node: dict[str, Any], path: str, line: int | None, root: dict[str, Any]) -> None:
+    node = _resolve(node, root)
+    if "x-message" in node:
+        try:
+            _check_node(value, node, path, line, root)
+        except _Invalid as e:
+            raise _Invalid(path, e.line if e.path == path else line, node["x-message"]) from None
+    else:
+        _check_node(value, node, path, line, root)
+
+
+def _check_node(value: Any, node: dict[str, Any], path: str, line: int | None, root: dict[str, Any]) -> None:
     if "oneOf" in node:
         errors = []
         for option in node["oneOf"]:
             try:
-                _check(value, option, path, line)
+                _check(value, option, path, line, root)
                 return
             except _Invalid as e:
                 errors.append(e)
@@ -81,22 +98,27 @@ def _check(value: Any, node: dict[str, Any], path: str, line: int | None) -> Non
             raise _Invalid(path, line, f"needs at least {node['minItems']} item(s)")
         if "items" in node:
             for i, item in enumerate(value):
-                _check(item, node["items"], f"{path}[{i}]", line_of(item) or line)
+                _check(item, node["items"], f"{path}[{i}]", line_of(item) or line, root)
     if isinstance(value, dict):
         props = node.get("properties", {})
         for key in node.get("required", []):
             if key not in value:
-                raise _Invalid(path, line_of(value) or line, f"missing required key {key!r}")
+                raise _Invalid(path, line_of(value) or line,
+                               node.get("x-message-required") or f"missing required key {key!r}")
+        if len(value) < node.get("minProperties", 0):
+            raise _Invalid(path, line_of(value) or line, f"needs at least {node['minProperties']} key(s)")
         for key, item in value.items():
             key_line = line_of(value, key) if isinstance(value, LineDict) else line
             sub = f"{path}.{key}" if path else key
+            if "propertyNames" in node:
+                _check(key, node["propertyNames"], sub, key_line, root)
             if key in props:
-                _check(item, props[key], sub, key_line)
+                _check(item, props[key], sub, key_line, root)
             elif node.get("additionalProperties") is False:
                 known = ", ".join(sorted(props)) or "none"
                 raise _Invalid(sub, key_line, f"unknown key (allowed here: {known})")
             elif isinstance(node.get("additionalProperties"), dict):
-                _check(item, node["additionalProperties"], sub, key_line)
+                _check(item, node["additionalProperties"], sub, key_line, root)
         if "x-exactlyOne" in node:
             present = [k for k in node["x-exactlyOne"] if k in value]
             if len(present) != 1:
@@ -104,9 +126,15 @@ def _check(value: Any, node: dict[str, Any], path: str, line: int | None) -> Non
                                f"needs exactly one of {', '.join(node['x-exactlyOne'])} (got {present or 'none'})")
 
 
-def validate(document: Any, file: str | Path) -> None:
-    """Raise CaseFileError (file, line, key path) unless ``document`` follows the case-file schema."""
+def check_document(document: Any, root: dict[str, Any], file: str | Path) -> None:
+    """Raise CaseFileError (file, line, key path) unless ``document`` (from ``loader.load_yaml``) follows the
+    JSON Schema ``root``."""
     try:
-        _check(document, schema(), "", line_of(document) or 1)
+        _check(document, root, "", line_of(document) or 1, root)
     except _Invalid as e:
         raise CaseFileError(file, e.line, e.path, e.message) from None
+
+
+def validate(document: Any, file: str | Path) -> None:
+    """Raise CaseFileError (file, line, key path) unless ``document`` follows the case-file schema."""
+    check_document(document, schema(), file)

@@ -26,3 +26,14 @@ def test_every_citation_in_the_kernel_names_a_catalogue_entry_and_every_entry_is
     assert cited - ids == set(), f"cited but not catalogued: {cited - ids}"
     uncited = {i for i in ids if i not in sources}
     assert uncited == set(), f"catalogued but never cited in the kernel: {uncited}"
+
+
+def test_spec_notes_page_is_the_rendered_catalogue():
+    """docs/spec-notes.md is rendered from the catalogue, never edited by hand: the two agree."""
+    from pathlib import Path
+
+    from qdq_conformance.ambiguities import SPEC_NOTES, catalogue, markdown
+
+    page = Path(__file__).resolve().parents[1] / SPEC_NOTES
+    assert page.read_text(encoding="utf-8") == markdown(), "run: qdq-conformance ambiguities --markdown > " + SPEC_NOTES
+    assert all(f"\n## {entry}\n" in page.read_text(encoding="utf-8") for entry in catalogue())

@@ -76,20 +76,43 @@ def test_the_first_matching_entry_wins_whatever_its_kind(tmp_path):
     assert e.lookup("q-12-x", "initializer") is None
 
 
-@pytest.mark.parametrize("body, message", [
-    ("  - cases: a\n    status: failed\n    reason: r\n    forms: [both]\n", "forms must be"),
-    ("  - cases: a\n    status: fine\n    reason: r\n", "status must be"),
-    ("  - cases: a\n    status: failed\n", "needs 'cases' and a 'reason'"),
-    ("  - cases: a\n    status: failed\n    reason: r\n    typo: 1\n", "unknown key"),
-    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: avx512f\n", "cpu must map processor features"),
-    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {avx512f: 1}\n", "cpu must map processor features"),
-    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {AVX-512: true}\n", "cpu must map processor"),
-    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {}\n", "cpu must map processor features"),
+@pytest.mark.parametrize("body, message, line", [
+    ("  - cases: a\n    status: failed\n    reason: r\n    forms: [both]\n", "forms must be", 7),
+    ("  - cases: a\n    status: fine\n    reason: r\n", "status must be", 5),
+    ("  - cases: a\n    status: failed\n", "needs 'cases' and a 'reason'", 4),
+    ("  - cases: a\n    status: failed\n    reason: r\n    typo: 1\n", "unknown key", 7),
+    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: avx512f\n", "cpu must map processor features", 7),
+    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {avx512f: 1}\n", "cpu must map processor features", 7),
+    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {AVX-512: true}\n", "cpu must map processor", 7),
+    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {}\n", "cpu must map processor features", 7),
+    ("  - cases: [a, 3]\n    status: failed\n    reason: r\n", "cases must be case-id patterns", 4),
 ])
-def test_bad_entries_name_their_line(tmp_path, body, message):
+def test_bad_entries_name_their_line(tmp_path, body, message, line):
+    """One line naming the file, the line of the key that is wrong (of the entry when a key is missing), its
+    key path and the problem: the expectation-file schema, as the loader applies it."""
     with pytest.raises(ExpectationError, match=message) as info:
         load(_write(tmp_path, body), "1.2.3")
-    assert ":4:" in str(info.value)
+    assert f"e.yaml:{line}: entries[0]" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_schema_and_the_registries_share_their_vocabularies():
+    from qdq_conformance.domain import EXPECTABLE, FORMS
+    from qdq_conformance.generators.schema import expectation_schema
+
+    entry = expectation_schema()["$defs"]["entry"]["properties"]
+    assert set(entry["status"]["enum"]) == set(EXPECTABLE)
+    assert set(entry["forms"]["oneOf"][0]["enum"]) == set(FORMS)
+
+
+def test_every_bundled_expectation_file_follows_the_schema():
+    from qdq_conformance.generators.loader import EXPECTATION_FILE, load_yaml
+    from qdq_conformance.generators.schema import check_document, expectation_schema
+    from qdq_conformance.resources import expectations_dir
+
+    files = sorted(expectations_dir().glob("*.yaml"))
+    assert len(files) >= 5
+    for path in files:
+        check_document(load_yaml(path, limits=EXPECTATION_FILE), expectation_schema(), path)
 
 
 def test_a_thousand_exact_ids_stay_fast(tmp_path):

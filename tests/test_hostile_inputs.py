@@ -44,7 +44,7 @@ def test_an_expectation_link_must_be_http(tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text('backend: x\nentries:\n  - cases: "a-*"\n    status: failed\n    reason: r\n'
                     '    link: "javascript:alert(1)"\n')
-    with pytest.raises(ExpectationError, match=r"x.yaml:3: link must be an http\(s\) URL"):
+    with pytest.raises(ExpectationError, match=r"x.yaml:6: entries\[0\].link: link must be an http\(s\) URL"):
         load(path, "1.0")
 
 

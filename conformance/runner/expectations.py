@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..cpu import FEATURE, cpu_features
-from ..domain import EXPECTABLE, FAILING, FORMS, RunStatus
+from ..domain import FAILING, RunStatus
+from ..generators.loader import EXPECTATION_FILE, CaseFileError, line_of, load_yaml
+from ..generators.schema import check_document, expectation_schema
 from ..resources import expectations_dir
 
 EXPECTATIONS_DIR = expectations_dir()
@@ -323,19 +323,6 @@ def needs_attention(status: dict[str, Any] | None) -> bool:
     return status is not None and status.get("mode") in ATTENTION
 
 
-def _loader_with_lines() -> type[yaml.SafeLoader]:
-    class Loader(yaml.SafeLoader):
-        pass
-
-    def construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
-        mapping = loader.construct_mapping(node, deep=True)
-        mapping["__line__"] = node.start_mark.line + 1
-        return mapping
-
-    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
-    return Loader
-
-
 def _versions(value: Any, where: str) -> tuple[str, ...]:
     """A ``measured`` value: one version or a list of them, each a readable version."""
     items = value if isinstance(value, list) else [value]
@@ -347,39 +334,25 @@ def _versions(value: Any, where: str) -> tuple[str, ...]:
 
 
 def _entry(raw: Any, where: str, file_measured: tuple[str, ...]) -> Entry:
-    if not isinstance(raw, dict):
-        raise ExpectationError(f"{where}: an entry must be a mapping (cases, status, reason ...)")
-    unknown = set(raw) - {"cases", "status", "reason", "link", "forms", "measured", "cpu", "__line__"}
-    if unknown:
-        raise ExpectationError(f"{where}: unknown key(s) {sorted(map(str, unknown))}")
-    if not isinstance(raw.get("status"), str) or raw["status"] not in EXPECTABLE:
-        raise ExpectationError(f"{where}: status must be one of {sorted(EXPECTABLE)}")
-    if not raw.get("reason") or not raw.get("cases"):
-        raise ExpectationError(f"{where}: every entry needs 'cases' and a 'reason'")
+    """One entry, already valid against the schema (keys, types, vocabularies); what the schema cannot say is
+    checked here: versions that parse, and an entry's versions among the file's."""
     patterns = raw["cases"] if isinstance(raw["cases"], list) else [raw["cases"]]
-    if not all(isinstance(p, (str, int, float)) for p in patterns):
-        raise ExpectationError(f"{where}: cases must be case-id patterns (text)")
     forms = raw.get("forms") or []
     forms = [forms] if isinstance(forms, str) else forms
-    if not isinstance(forms, list) or not all(f in FORMS for f in forms):
-        raise ExpectationError(f"{where}: forms must be runtime and/or initializer")
-    link = raw.get("link")
-    if link is not None and not (isinstance(link, str) and re.fullmatch(r"https?://[^\s\"'<>]+", link)):
-        raise ExpectationError(f"{where}: link must be an http(s) URL")
     measured = _versions(raw["measured"], where) if "measured" in raw else file_measured
     known = {version_key(v) for v in file_measured}
     if file_measured and not {version_key(v) for v in measured} <= known:
         raise ExpectationError(f"{where}: measured {list(measured)} names a version the file's measured list "
                                f"({list(file_measured)}) does not")
     return Entry([str(p) for p in patterns], raw["status"], str(raw["reason"]).strip(), raw.get("link"),
-                  raw.get("__line__", 0), forms=tuple(forms), measured=measured, cpu=_cpu(raw.get("cpu"), where))
+                  line_of(raw) or 0, forms=tuple(forms), measured=measured, cpu=_cpu(raw.get("cpu"), where))
 
 
 def _cpu(value: Any, where: str) -> tuple[tuple[str, bool], ...]:
     """An entry's ``cpu``: processor features, each true (present) or false (absent)."""
     if value is None:
         return ()
-    items = {k: v for k, v in value.items() if k != "__line__"} if isinstance(value, dict) else {}
+    items = dict(value) if isinstance(value, dict) else {}
     if not items or not all(isinstance(k, str) and FEATURE.fullmatch(k) and isinstance(v, bool)
                             for k, v in items.items()):
         raise ExpectationError(f"{where}: cpu must map processor features (as /proc/cpuinfo names them, e.g. "
@@ -407,21 +380,17 @@ def load(path: Path, backend_version: str | None = None, backend: str | None = N
     """Read one expectation file and keep the entries in force for ``backend_version``; a malformed entry is an
     error naming its line."""
     try:
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_loader_with_lines())  # noqa: S506 - SafeLoader
-    except OSError as e:
-        raise ExpectationError(f"{path}: cannot read: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise ExpectationError(f"{path}: not a text file (UTF-8)") from None
-    except (yaml.YAMLError, RecursionError) as e:
-        raise ExpectationError(f"{path}: invalid YAML: {' '.join(str(e).split())[:300]}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("entries", []), list):
-        raise ExpectationError(f"{path}: expected a mapping with an 'entries' list")
-    if "versions" in doc:
-        raise ExpectationError(f"{path}: 'versions' (a glob) is replaced by 'measured', the backend versions the "
-                               "entries were recorded on, e.g. measured: [\"1.31.1\"]")
+        doc = load_yaml(path, limits=EXPECTATION_FILE)
+        if isinstance(doc, dict) and "versions" in doc:
+            raise ExpectationError(f"{path}: 'versions' (a glob) is replaced by 'measured', the backend versions "
+                                   "the entries were recorded on, e.g. measured: [\"1.31.1\"]")
+        if not isinstance(doc, dict):
+            raise ExpectationError(f"{path}: expected a mapping with an 'entries' list")
+        check_document(doc, expectation_schema(), path)
+    except CaseFileError as e:
+        raise ExpectationError(str(e)) from None
     file_measured = _versions(doc["measured"], f"{path}:measured") if doc.get("measured") is not None else ()
-    every = [_entry(raw, f"{path}:{raw.get('__line__', 0)}" if isinstance(raw, dict) else f"{path}: entry {k}",
-                    file_measured) for k, raw in enumerate(doc.get("entries") or [], 1)]
+    every = [_entry(raw, f"{path}:{line_of(raw) or 0}", file_measured) for raw in doc.get("entries") or []]
     recorded = {v for e in every for v in e.measured} | set(file_measured)
     applied, mode = resolve(recorded, backend_version)
     key = version_key(applied) if applied else None
