@@ -16,6 +16,7 @@ import pytest
 from . import __version__, opspecs
 from .ambiguities import catalogue
 from .ambiguities import markdown as ambiguities_markdown
+from .backends.names import BUILTIN_NAMES
 from .backends.quark import DEFAULT_QUARK_VERSION, BuildError, build
 from .checker import cli as checker_cli
 from .domain import ALL_TIERS, BOTH, FORMS, Tier, forms_of, tiers_of
@@ -175,7 +176,7 @@ def _cmd_build_quark(args: argparse.Namespace) -> int:
     return 0
 
 
-COMPLIANCE_BACKENDS = "ort,onnx-reference,openvino,quark,tvm"
+COMPLIANCE_BACKENDS = ",".join(n for n in BUILTIN_NAMES if n != "reference")
 COMPLIANCE_COMMAND = "qdq-conformance compliance"
 
 

@@ -122,3 +122,21 @@ def test_a_case_the_adapter_cannot_hand_over_is_unsupported_even_when_invalid():
                     ulp=0).status == "passed"  # the backend itself refused to run the model
     assert classify(RawResult("not-applicable", message="x"), case_status="implementation-defined", expected=None,
                     ulp=0).status == "unsupported"
+
+
+def test_every_help_lists_every_builtin_backend():
+    """One list of names (backends/names.py): the registry builds exactly those, and run's, fuzz's and
+    compliance's help texts name each one."""
+    import subprocess
+    import sys
+
+    from qdq_conformance.backends.names import BUILTIN_NAMES
+    from qdq_conformance.backends.registry import BUILTIN
+
+    assert set(BUILTIN) == set(BUILTIN_NAMES)
+    for command in (["run"], ["fuzz"], ["compliance"]):
+        text = " ".join(subprocess.run([sys.executable, "-m", "qdq_conformance.cli", *command, "--help"],
+                                       capture_output=True, text=True, timeout=120, check=True).stdout.split())
+        text = text.replace("- ", "-")  # (argparse wraps lines at hyphens)
+        missing = [n for n in BUILTIN_NAMES if n != "reference" and n not in text]
+        assert not missing, (command, missing)

@@ -20,11 +20,10 @@ from typing import Any
 from .base import Backend, MissingBackend
 from .builtin import OnnxBackendModule, OnnxReferenceBackend, OracleBackend, OrtBackend
 from .command import CommandBackend
+from .names import BUILTIN_NAMES, ENTRY_POINT_GROUP, PARAMETRIZED
 from .openvino_backend import OpenVinoBackend
 from .quark import QuarkBackend
 from .tvm_backend import TvmBackend
-
-ENTRY_POINT_GROUP = "onnx_qdq_conformance.backends"
 
 
 def _ort(options: Mapping[str, Any]) -> Backend:
@@ -72,7 +71,7 @@ BUILTIN: dict[str, Callable[[Mapping[str, Any]], Backend]] = {
 
 
 def known_names() -> list[str]:
-    names = list(BUILTIN) + ["onnx-backend:MODULE", "command:CMD", "python:MODULE:FACTORY", "mutant:ID"]
+    names = list(BUILTIN_NAMES) + list(PARAMETRIZED)
     names += sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
     return names
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import opspecs
+from ..backends.names import help_text as backend_names
 from ..cachedir import cache_root
 from ..domain import BOTH, FORMS, Form, forms_of
 from ..progress import duration
@@ -50,8 +51,7 @@ def _positive(text: str) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", metavar="NAME",
-                   help="backend to fuzz, as for run: ort, onnx-reference, openvino, reference, mutant:ID, "
-                        "python:MODULE:FACTORY, ...")
+                   help="backend to fuzz, as for run: " + backend_names())
     p.add_argument("--budget", type=parse_duration, default=None, metavar="DURATION",
                    help="time for the search, e.g. 90s, 10m, 1h (default: 10m, or none with --examples); the "
                         "shrinking of a finding may run up to a minute past it")

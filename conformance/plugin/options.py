@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ..backends.names import help_text as backend_names
 from ..cpu import usable_cores
 from ..domain import ALL_TIERS, BOTH, FORMS, Tier, parse_shard
 from .distributed import is_worker
@@ -23,9 +24,7 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option(("--backend",), {"metavar": "NAME", "default": None,
-                            "help": "run the conformance corpus against this backend: ort, onnx-reference, "
-                                    "reference, onnx-backend:MODULE, command:CMD, python:MODULE:FACTORY, or a "
-                                    "name registered under the entry-point group onnx_qdq_conformance.backends"}),
+                            "help": "run the conformance corpus against this backend: " + backend_names()}),
     Option(("--suite",), {"metavar": "DIR", "default": None,
                           "help": "run an exported suite folder (qdq-conformance generate) instead of cases/"}),
     Option(("--cases",), {"metavar": "DIR", "default": None,
