@@ -150,8 +150,8 @@ def test_what_a_crashing_backend_printed_is_made_printable(hostile_run):
 BAD_OPTIONS: list[tuple[list[str], str]] = [
     (["--expectations", "/nonexistent/missing.yaml"], "--expectations /nonexistent/missing.yaml: no such file"),
     (["--expectations", "{tmp}"], "--expectations {tmp}: is a directory"),
-    (["--expectations", "{tmp}/binary.yaml"], "{tmp}/binary.yaml: not a text file (UTF-8)"),
-    (["--expectations", "{tmp}/entries.yaml"], "{tmp}/entries.yaml: entry 1: an entry must be a mapping"),
+    (["--expectations", "{tmp}/binary.yaml"], "{tmp}/binary.yaml:1: not UTF-8 text (byte 0xff at offset 1)"),
+    (["--expectations", "{tmp}/entries.yaml"], "{tmp}/entries.yaml:1: entries[0]: must be an object, got int 1"),
     (["--results", "/proc/x.jsonl"], "--results /proc/x.jsonl: cannot write: "),
     (["--results", "{tmp}"], "--results {tmp}: is a directory"),
     (["--results", "{tmp}/binary.yaml/r.jsonl"], "--results {tmp}/binary.yaml/r.jsonl: cannot write: "
