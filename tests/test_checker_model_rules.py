@@ -316,7 +316,7 @@ def test_a_big_folder_of_models_with_weights_is_checked_without_loading_weights(
 
 
 def test_the_toolchain_docs_list_every_rule():
-    text = (Path(__file__).resolve().parent.parent / "docs" / "checker.md").read_text()
+    text = (Path(__file__).resolve().parent.parent / "docs" / "toolchains.md").read_text()
     rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in text.splitlines()
             if line.startswith("| QDQ")}
     assert rows == {r.id: r.severity for r in RULES.values()}
