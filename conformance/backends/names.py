@@ -4,7 +4,7 @@ share (``tests/test_backends_more.py`` checks that the registry builds exactly t
 from __future__ import annotations
 
 #: the built-in backends, in the order the help texts list them
-BUILTIN_NAMES: tuple[str, ...] = ("ort", "onnx-reference", "openvino", "quark", "tvm", "reference")
+BUILTIN_NAMES: tuple[str, ...] = ("ort", "onnx-reference", "openvino", "quark", "tvm", "iree", "reference")
 #: the forms of name that take an argument
 PARAMETRIZED: tuple[str, ...] = ("onnx-backend:MODULE", "command:CMD", "python:MODULE:FACTORY", "mutant:ID")
 #: where third-party packages register theirs

@@ -20,6 +20,7 @@ from typing import Any
 from .base import Backend, MissingBackend
 from .builtin import OnnxBackendModule, OnnxReferenceBackend, OracleBackend, OrtBackend
 from .command import CommandBackend
+from .iree_backend import IreeBackend
 from .names import BUILTIN_NAMES, ENTRY_POINT_GROUP, PARAMETRIZED
 from .openvino_backend import OpenVinoBackend
 from .quark import QuarkBackend
@@ -53,6 +54,13 @@ def _quark(options: Mapping[str, Any]) -> Backend:
     return QuarkBackend()
 
 
+def _iree(options: Mapping[str, Any]) -> Backend:
+    try:
+        return IreeBackend()  # (imports iree.compiler and iree.runtime, an optional dependency)
+    except ImportError as e:
+        return MissingBackend("iree", f"IREE is not installed ({e}); pip install 'onnx-qdq-conformance[iree]'")
+
+
 def _tvm(options: Mapping[str, Any]) -> Backend:
     try:
         return TvmBackend()  # (imports tvm, an optional dependency)
@@ -67,6 +75,7 @@ BUILTIN: dict[str, Callable[[Mapping[str, Any]], Backend]] = {
     "openvino": _openvino,
     "quark": _quark,
     "tvm": _tvm,
+    "iree": _iree,
 }
 
 

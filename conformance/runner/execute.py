@@ -153,6 +153,31 @@ def finish(case: Case, form: str, raw: RawResult, entry: Expectation | None, bac
     return CaseResult(outcome.status, outcome.message, record_mod.encode(rec), entry, kept)
 
 
+#: the share of the per-case time limit a backend's ``prepare`` may take for a batch
+PREPARE_SHARE = 0.6
+
+
+def prepare_cases(backend: Backend, refs: Sequence[tuple[CaseRef, str]], sources: Sources, timeout: float) -> None:
+    """Hand a backend that compiles in batches (one with ``prepare(items, budget)``, IREE's) the models and feeds
+    of the cases it is about to run, before they run one by one; never raises (a case whose preparation failed
+    is simply run on its own)."""
+    prepare = getattr(backend, "prepare", None)
+    if prepare is None:
+        return
+    items = []
+    for ref, form in refs:
+        try:
+            case = sources.resolve(ref)
+            items.append((case.model(form), case.feeds(form)))
+        except Exception:  # noqa: BLE001 - run_case says what is wrong with this case
+            continue
+    try:
+        if items:
+            prepare(items, PREPARE_SHARE * timeout)
+    except Exception:  # noqa: BLE001 - a backend's batch failed as a whole: each case runs (and fails) on its own
+        pass
+
+
 def run_case(backend: Backend, ref: CaseRef, form: str, sources: Sources, expectations: Expectations) -> CaseResult:
     """Everything about one case, in the worker; never raises."""
     case: Case | None = None

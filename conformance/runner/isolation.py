@@ -104,12 +104,14 @@ FLUSH_AFTER = 0.05
 
 def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str | None = None,
            expectations_path: str | None = None, beacon: Beacon | None = None, parent_pid: int | None = None,
-           folder: str | None = None) -> None:
+           folder: str | None = None, timeout: float = 60.0) -> None:
     """The worker's loop. Messages: ("run", model bytes, feeds) -> ("raw", RawResult); ("load", source) preloads
     a case file; ("cases", [(ticket, case ref, form), ...]) -> ("results", [(ticket, CaseResult), ...]) messages
-    that answer every case in order, a few at a time; ("expectations", path or None) names the expectations file
-    the records refer to; ("stop",). The beacon always shows the case being run. The first message is
-    ("hello", name, version, repro templates) or ("fatal", why)."""
+    that answer every case in order, a few at a time (a backend with ``prepare`` is first handed them all: see
+    ``execute.prepare_cases``; its beacon shows the first case meanwhile); ("expectations", path or None) names
+    the expectations file the records refer to; ("stop",). The beacon always shows the case being run. The first
+    message is ("hello", name, version, repro templates, {"batch": cases the backend likes to be handed at once})
+    or ("fatal", why)."""
     guard = lifecycle.WorkerGuard(parent_pid or os.getppid(), folder)
     guard.install()
     for end in list(_PARENT_ENDS):  # (inherited at the fork: ours, and our siblings')
@@ -136,10 +138,11 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
         # (the records and the expectations want text, whatever a third-party backend holds)
         backend_name, backend_version = str(getattr(backend, "name", spec)), str(getattr(backend, "version", "unknown"))
         templates = templates_of(backend)
+        batch = int(getattr(backend, "batch", 0) or 0) if callable(getattr(backend, "prepare", None)) else 0
     except Exception as e:
         conn.send(("fatal", f"{type(e).__name__}: {exception_text(e, 2000)}"))
         return
-    conn.send(("hello", backend_name, backend_version, templates))
+    conn.send(("hello", backend_name, backend_version, templates, {"batch": batch}))
     sources = execute.Sources()
     expectations = None
     beacon = beacon or Beacon()
@@ -167,6 +170,10 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
                 expectations = for_file(expectations_path, backend.version)
             held: list[tuple[int, Any]] = []
             since = 0.0
+            if msg[1]:
+                beacon.begin(msg[1][0][0])
+                execute.prepare_cases(backend, [(ref, form) for _, ref, form in msg[1]], sources, timeout)
+                beacon.end()
             for ticket, ref, form in msg[1]:
                 beacon.begin(ticket)
                 held.append((ticket, execute.run_case(backend, ref, form, sources, expectations)))
@@ -209,6 +216,7 @@ class IsolatedBackend:
         self.beacon = Beacon()
         self.restarts = 0
         self.repro: TemplateRepro | None = None  # the backend's repro writer, from its worker's templates
+        self.batch = 0  # how many cases the backend likes to be handed at once (0: no preference)
         self.folder = tempfile.mkdtemp(prefix="qdq-worker-")  # its log; the TMPDIR of everything it runs
         self.log_path = os.path.join(self.folder, "worker.log")
         weakref.finalize(self, lifecycle.remove, self.folder)  # (also at exit, however this process exits)
@@ -240,7 +248,7 @@ class IsolatedBackend:
         self.beacon = Beacon()
         proc = ctx.Process(target=_serve, daemon=True, args=(child, self.spec, self.options, self.log_path,
                                                               self.expectations_path, self.beacon, os.getpid(),
-                                                              self.folder))
+                                                              self.folder, self.timeout))
         proc.start()
         assert proc.pid is not None  # (a started process has one)
         with contextlib.suppress(OSError):  # (the worker does the same as it starts: whoever is first)
@@ -266,8 +274,9 @@ class IsolatedBackend:
         if hello[0] == "fatal":
             self._stop(proc, parent, 5)
             raise BackendStartError(f"backend {self.spec!r} could not be created: {hello[1]}")
-        _, self.name, self.version, templates = hello
+        _, self.name, self.version, templates, wishes = hello
         self.repro = TemplateRepro(templates)
+        self.batch = int(wishes.get("batch") or 0)
         self._proc, self._conn = proc, parent
 
     def start(self) -> None:
