@@ -34,7 +34,7 @@ import onnx
 
 from ..cachedir import cache_root
 from . import iree_build
-from .base import Rejected, Unsupported
+from .base import Rejected, Unsupported, marker_tag
 from .iree_runtime import Runtime, Signature, signature
 
 
@@ -92,7 +92,8 @@ def classify(stage: str, message: str, version: str) -> Exception:
     where = "the ONNX importer" if stage == "import" else "iree-compile"
     for m in MARKERS:
         if m.text in message:
-            return Unsupported(f"IREE {version} does not implement this ({where}: {message[:400]}) [iree marker: {m.id}]")
+            return Unsupported(f"IREE {version} does not implement this ({where}: {message[:400]}) "
+                               + marker_tag("iree", m.id))
     return Rejected(f"IREE {version} refused the model ({where}: {message[:600]})")
 
 
@@ -135,6 +136,7 @@ class Cache:
 class IreeBackend:
     name = "iree"
     batch = BATCH
+    markers = tuple(m.id for m in MARKERS)
 
     def __init__(self) -> None:
         import iree.compiler  # noqa: F401  (the iree extra: both halves must be installed)
@@ -258,19 +260,20 @@ class IreeBackend:
                                                                            "--iree-hal-target-backends"))]
         return (
             f"{model_code}\n"
-            "import os, subprocess, sys, tempfile\n"
             "import iree.compiler as ic\n"
             "import iree.runtime as rt\n"
-            "folder = tempfile.mkdtemp()\n"
-            "onnx.save(model, os.path.join(folder, 'model.onnx'))\n"
-            "subprocess.run([sys.executable, '-m', 'iree.compiler.tools.import_onnx', os.path.join(folder, "
-            "'model.onnx'), '-o', os.path.join(folder, 'model.mlir')], check=True)\n"
-            "vmfb = ic.compile_file(os.path.join(folder, 'model.mlir'), input_type='onnx', "
-            f"target_backends=['llvm-cpu'], extra_args={flags!r})\n"
-            "module = rt.load_vm_flatbuffer(vmfb, driver='local-sync')\n"
-            "outputs = module.repro()  # the repro keeps every input as an initializer\n"
-            "for o in (outputs if isinstance(outputs, tuple) else (outputs,)):\n"
-            "    print(o.to_host() if hasattr(o, 'to_host') else o)\n"
+            "from iree.compiler.extras import onnx_importer  # what iree-import-onnx runs\n"
+            "from iree.compiler.ir import Context\n"
+            "model = onnx.shape_inference.infer_shapes(model)\n"
+            "info = onnx_importer.ModelInfo(model)\n"
+            "module = info.create_module(context=Context()).operation\n"
+            "onnx_importer.NodeImporter.define_function(info.main_graph, module).import_all()\n"
+            "vmfb = ic.compile_str(str(module), input_type='onnx', target_backends=['llvm-cpu'], "
+            f"extra_args={flags!r})\n"
+            "outputs = rt.load_vm_flatbuffer(vmfb, driver='local-sync').repro()  # every input is an initializer\n"
+            "for o, vi in zip(outputs if isinstance(outputs, tuple) else (outputs,), model.graph.output):\n"
+            "    a = o.to_host()  # (IREE's numpy view of a signless type: read it as the output's ONNX type)\n"
+            "    print(vi.name, a.view(onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)))\n"
         )
 
 

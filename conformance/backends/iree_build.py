@@ -16,6 +16,7 @@ compiler, a time-out) splits the batch in two, down to the single case that caus
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import time
@@ -84,10 +85,8 @@ def import_slots(models: Sequence[onnx.ModelProto]) -> tuple[dict[int, Slot], di
     for k, model in enumerate(models):
         m = onnx.ModelProto()
         m.CopyFrom(model)
-        try:
+        with contextlib.suppress(Exception):  # (an invalid model: the importer says what it makes of it)
             m = onnx.shape_inference.infer_shapes(m)  # (the importer types a node's outputs from value_info)
-        except Exception:  # noqa: BLE001 - an invalid model: the importer says what it makes of it
-            pass
         m.graph.name = f"c{k}"
         try:
             info = onnx_importer.ModelInfo(m)

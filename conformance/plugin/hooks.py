@@ -241,7 +241,8 @@ class _Recorder:
 
 
 def _note(state: RunState, note: dict[str, Any], record: str | None) -> None:
-    state.tracker.note(note["id"], note["form"], note["status"], note.get("expected"), note.get("line"))
+    state.tracker.note(note["id"], note["form"], note["status"], note.get("expected"), note.get("line"),
+                       note.get("marker"))
     if state.results is not None and state.header is not None and record is not None:
         state.results.write_line(record, state.header)
 
@@ -270,9 +271,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.stale.append(state.expectations.stale_sentence(e, why))
         if warn:
             warnings.warn(pytest.PytestWarning(state.stale[-1]), stacklevel=1)
+    markers = state.tracker.stale_markers(state.pool.markers if state.pool is not None else (), subset)
+    for m in markers:
+        state.stale.append(f"stale marker {state.backend_name}:{m}: it decided no decline of this run (the "
+                           "runtime's wording changed, or it runs what it refused)")
+        if warn:
+            warnings.warn(pytest.PytestWarning(state.stale[-1]), stacklevel=1)
     state.tally = state.tracker.tally(state.expectations, len(stale))
     summary = {"counts": dict(sorted(state.tracker.counts.items())), "surprises": state.tracker.surprises[:1000],
                "stale_expectations": [{"line": e.line, "cases": e.patterns} for e, _ in stale],
+               "stale_markers": markers,
                "expectations": state.tally,
                "exitstatus": int(exitstatus),
                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
