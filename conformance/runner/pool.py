@@ -82,7 +82,7 @@ class CasePool:
                 w.start()
             batch = max(w.batch for w in self.workers)
             if batch:  # a backend that compiles the cases it is handed as one batch (IREE): hand it that many
-                self.chunk, self.window = max(self.chunk, batch), max(self.window, batch)
+                self.chunk, self.window = batch, max(self.window, batch)
         except BaseException:
             self.close(wait_s=0)
             raise
