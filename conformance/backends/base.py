@@ -3,6 +3,10 @@
 A backend may raise :class:`Unsupported` (it does not implement this model: the case is skipped with the
 reason), :class:`NotApplicable` (the adapter cannot even hand the case over) or :class:`Rejected` (it refuses the model as invalid: right for an invalid case, an error for a valid
 one). Any other exception while running is an error of the backend.
+
+Optional: ``prepare(items, budget)`` with ``batch`` (a backend that compiles in batches, IREE's: its worker hands it
+the (model, feeds) of each ``batch`` cases before running them one by one, ``budget`` the seconds it may take:
+``runner.execute.prepare_cases``) and ``markers`` (the ids of its message markers: :data:`MARKER`).
 """
 
 from __future__ import annotations

@@ -197,16 +197,18 @@ class IreeBackend:
         for index, why in {**refused, **built.refused}.items():
             if why.stage == "budget":  # (not a verdict: the case is compiled when it runs)
                 continue
-            entries[keys[index]] = {"stage": why.stage, "message": why.message}
-            self.cache.put_entry(keys[index], entries[keys[index]])
+            refusal = {"stage": why.stage, "message": why.message}
+            entries[keys[index]] = refusal
+            self.cache.put_entry(keys[index], refusal)
         for data, positions in built.modules:
             sigs = [signature(fresh[keys[p]]) for p in positions]
             module_key = hashlib.sha256("".join(keys[p] for p in positions).encode()).hexdigest()
             self.cache.put_module(module_key, data, sigs)
             self._modules = {module_key: (data, sigs)}
             for slot, p in enumerate(positions):
-                entries[keys[p]] = {"module": module_key, "slot": slot}
-                self.cache.put_entry(keys[p], entries[keys[p]])
+                held = {"module": module_key, "slot": slot}
+                entries[keys[p]] = held
+                self.cache.put_entry(keys[p], held)
 
     def _call_batch(self, module_key: str, wanted: list[tuple[int, str, list[np.ndarray]]]) -> None:
         """Run a module with the inputs of the cases it holds, as few times as cases share a slot."""
