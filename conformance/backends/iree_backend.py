@@ -106,11 +106,15 @@ def _write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+#: the layout of the cache's files (a new one starts an empty cache)
+CACHE_FORMAT = 1
+
+
 class Cache:
-    """Compiled modules and per-model verdicts under ``$QDQ_CACHE_DIR/iree/<version>/``."""
+    """Compiled modules and per-model verdicts under ``$QDQ_CACHE_DIR/iree/<version>-<format>/``."""
 
     def __init__(self, version: str) -> None:
-        self.root = cache_root() / "iree" / version
+        self.root = cache_root() / "iree" / f"{version}-{CACHE_FORMAT}"
 
     def entry(self, key: str) -> dict[str, Any] | None:
         try:
