@@ -13,7 +13,7 @@ import onnx
 import pytest
 
 from qdq_conformance.backends import iree_build
-from qdq_conformance.backends.base import MARKER, Rejected, Unsupported
+from qdq_conformance.backends.base import Rejected, Unsupported
 from qdq_conformance.backends.iree_runtime import _pack4, _unpack4
 from qdq_conformance.modelbuild import single_node_model
 from qdq_conformance.types import by_dtype
@@ -125,15 +125,15 @@ def _refusal(backend, case: Case) -> Exception | None:
 
 
 def _marker(e: Exception | None) -> str | None:
-    m = MARKER.search(str(e)) if e is not None else None
-    return m.group(2) if m else None
+    m = iree_backend.MARKERS.match(str(e)) if e is not None else None
+    return m.fragment if m else None
 
 
 # one model per marker that the installed IREE refuses with it: a marker that no longer matches fails here
 MARKER_CASES = {
-    "element-type": lambda: _dq(np.zeros(4, ml_dtypes.float4_e2m1fn), 23),
-    "no-conversion": lambda: _q(X, 21, np.array(0, np.uint16)),
-    "unimplemented": lambda: _q(np.array([1, 2, 300], np.int32), 24, np.array(0, ml_dtypes.float8_e5m2)),
+    "Unknown ONNX tensor element type": lambda: _dq(np.zeros(4, ml_dtypes.float4_e2m1fn), 23),
+    "failed to legalize operation 'torch.operator'": lambda: _q(X, 21, np.array(0, np.uint16)),
+    "unimplemented:": lambda: _q(np.array([1, 2, 300], np.int32), 24, np.array(0, ml_dtypes.float8_e5m2)),
 }
 
 
@@ -141,10 +141,21 @@ MARKER_CASES = {
 def test_each_marker_still_matches_a_refusal_of_the_installed_iree(backend, marker):
     got = _refusal(backend, MARKER_CASES[marker]())
     assert isinstance(got, Unsupported) and _marker(got) == marker, got
+    assert str(got).endswith("]") and "[unsupported: iree says" in str(got)
 
 
-def test_every_marker_has_a_test():
-    assert {m.id for m in iree_backend.MARKERS} == set(MARKER_CASES)
+def test_every_marker_has_a_test_and_a_run_reports_the_ones_no_refusal_matched():
+    from qdq_conformance.backends.markers import MarkerWatch
+    from qdq_conformance.backends.registry import MARKERS
+
+    assert MARKERS["iree"] is iree_backend.MARKERS
+    assert {m.fragment for m in iree_backend.MARKERS.markers} == set(MARKER_CASES)
+    watch = MarkerWatch(iree_backend.MARKERS)
+    watch.see(str(iree_backend.classify("compile", "failed to legalize operation 'torch.operator' ...", "3.13.0")),
+              "runtime")
+    stale = watch.stale(["runtime"])
+    assert len(stale) == 2 and all("stale marker of the iree backend" in s for s in stale)
+    assert not any("torch.operator" in s for s in stale)
 
 
 def test_a_compile_failure_no_marker_explains_is_a_rejection(backend):

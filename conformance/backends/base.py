@@ -6,27 +6,16 @@ one). Any other exception while running is an error of the backend.
 
 Optional: ``prepare(items, budget)`` with ``batch`` (a backend that compiles in batches, IREE's: its worker hands it
 the (model, feeds) of each ``batch`` cases before running them one by one, ``budget`` the seconds it may take:
-``runner.execute.prepare_cases``) and ``markers`` (the ids of its message markers: :data:`MARKER`).
+``runner.execute.prepare_cases``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import onnx
-
-#: A backend that tells "not implemented" from a rejection by fragments of its runtime's messages (markers) ends
-#: the message of each decline a marker decided with ``[NAME marker: ID]`` (:func:`marker_tag`) and lists the ids
-#: in an attribute ``markers``; a full run in which one of them decided nothing reports it stale, as it reports
-#: stale expectations (the runtime's wording changed, or what it refused it now runs).
-MARKER = re.compile(r"\[([\w.-]+) marker: ([\w.-]+)\]")
-
-
-def marker_tag(backend: str, marker: str) -> str:
-    return f"[{backend} marker: {marker}]"
 
 
 class Unsupported(Exception):

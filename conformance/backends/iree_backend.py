@@ -12,7 +12,7 @@ outputs, or runs the case by itself (compiled on its own when no batch held it).
 
 Unsupported or rejected is decided from the importer's and the compiler's messages, by the markers of
 :data:`MARKERS` (each tested against the installed IREE in tests/test_iree.py): a refusal a marker matches is
-unsupported (the message ends with ``[iree marker: ID]``), anything else is a rejection, which for a valid model
+unsupported (the message ends with ``[unsupported: iree says ...]``), anything else is a rejection, which for a valid model
 is an error of IREE's.
 """
 
@@ -24,7 +24,6 @@ import os
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -34,26 +33,19 @@ import onnx
 
 from ..cachedir import cache_root
 from . import iree_build
-from .base import Rejected, Unsupported, marker_tag
+from .base import Rejected, Unsupported
 from .iree_runtime import Runtime, Signature, signature
+from .markers import Marker, MarkerSet
 
-
-@dataclass(frozen=True)
-class Marker:
-    """A fragment of an IREE message that means "not implemented" (the case is unsupported)."""
-
-    id: str
-    text: str
-    means: str
-
-
-MARKERS: tuple[Marker, ...] = (
-    Marker("element-type", "Unknown ONNX tensor element type",
-           "the importer has no MLIR type for an element type (float4, float6, float8e8m0, 2-bit)"),
-    Marker("no-conversion", "failed to legalize operation 'torch.operator'",
+#: Fragments of IREE's messages that mean "not implemented" (the case is unsupported), each tested against the
+#: installed IREE (tests/test_iree.py); a whole run reports one that matched no refusal (markers.MarkerWatch).
+MARKERS = MarkerSet("iree", (
+    Marker("Unknown ONNX tensor element type",
+           "the importer has no MLIR type for the element type (float4, float6, float8e8m0, 2-bit)"),
+    Marker("failed to legalize operation 'torch.operator'",
            "torch-mlir's ONNX conversion has no pattern for the operator with these types or attributes"),
-    Marker("unimplemented", "unimplemented:", "a torch-mlir lowering says the case is not implemented"),
-)
+    Marker("unimplemented:", "a torch-mlir lowering says it is not implemented"),
+))
 
 #: seconds one batch may spend compiling in ``prepare`` (under the runner's 60 s per-case time limit)
 BATCH_BUDGET = 40.0
@@ -90,10 +82,9 @@ def args_key(args: Sequence[np.ndarray]) -> str:
 def classify(stage: str, message: str, version: str) -> Exception:
     """A refusal as Unsupported (a marker matches) or Rejected."""
     where = "the ONNX importer" if stage == "import" else "iree-compile"
-    for m in MARKERS:
-        if m.text in message:
-            return Unsupported(f"IREE {version} does not implement this ({where}: {message[:400]}) "
-                               + marker_tag("iree", m.id))
+    reason = MARKERS.reason(f"IREE {version} does not implement this ({where}: {message[:400]})")
+    if reason is not None:
+        return Unsupported(reason)
     return Rejected(f"IREE {version} refused the model ({where}: {message[:600]})")
 
 
@@ -140,7 +131,6 @@ class Cache:
 class IreeBackend:
     name = "iree"
     batch = BATCH
-    markers = tuple(m.id for m in MARKERS)
 
     def __init__(self) -> None:
         import iree.compiler  # noqa: F401  (the iree extra: both halves must be installed)

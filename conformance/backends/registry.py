@@ -20,7 +20,9 @@ from typing import Any
 from .base import Backend, MissingBackend
 from .builtin import OnnxBackendModule, OnnxReferenceBackend, OracleBackend, OrtBackend
 from .command import CommandBackend
+from .iree_backend import MARKERS as IREE_MARKERS
 from .iree_backend import IreeBackend
+from .markers import MarkerSet
 from .names import BUILTIN_NAMES, ENTRY_POINT_GROUP, PARAMETRIZED
 from .openvino_backend import OpenVinoBackend
 from .quark import QuarkBackend
@@ -76,6 +78,12 @@ BUILTIN: dict[str, Callable[[Mapping[str, Any]], Backend]] = {
     "quark": _quark,
     "tvm": _tvm,
     "iree": _iree,
+}
+
+#: Backends whose unsupported-vs-rejected verdict rests on message markers: a whole run reports the markers
+#: that matched none of its refusals (markers.MarkerWatch).
+MARKERS: dict[str, MarkerSet] = {
+    "iree": IREE_MARKERS,
 }
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from ..backends.markers import MarkerWatch
+from ..backends.registry import MARKERS
 from ..domain import FAILING, FORMS, CaseStatus, parse_shard
 from ..generators.schema import schema
 from ..resources import cases_dir
@@ -56,6 +58,8 @@ def pytest_configure(config: pytest.Config) -> None:
         stopping.record_failed_start(_results_path(config) if wanted else None, spec, str(e))
         raise pytest.UsageError(f"--backend={spec}: {e}") from None
     state.backend_name, state.backend_version = backend.name, backend.version
+    if spec in MARKERS:  # a built-in whose verdicts rest on message markers: which ones this run's refusals match
+        state.markers = MarkerWatch(MARKERS[spec])
     exp = config.getoption("qdq_expectations")
     try:
         if exp == "none":
@@ -241,8 +245,9 @@ class _Recorder:
 
 
 def _note(state: RunState, note: dict[str, Any], record: str | None) -> None:
-    state.tracker.note(note["id"], note["form"], note["status"], note.get("expected"), note.get("line"),
-                       note.get("marker"))
+    state.tracker.note(note["id"], note["form"], note["status"], note.get("expected"), note.get("line"))
+    if state.markers is not None and note.get("reason"):
+        state.markers.see(note["reason"], note["form"])
     if state.results is not None and state.header is not None and record is not None:
         state.results.write_line(record, state.header)
 
@@ -271,16 +276,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.stale.append(state.expectations.stale_sentence(e, why))
         if warn:
             warnings.warn(pytest.PytestWarning(state.stale[-1]), stacklevel=1)
-    markers = state.tracker.stale_markers(state.pool.markers if state.pool is not None else (), subset)
-    for m in markers:
-        state.stale.append(f"stale marker {state.backend_name}:{m}: it decided no decline of this run (the "
-                           "runtime's wording changed, or it runs what it refused)")
+    if state.markers is not None and not subset:
+        state.stale_markers = state.markers.stale(forms)
         if warn:
-            warnings.warn(pytest.PytestWarning(state.stale[-1]), stacklevel=1)
+            for line in state.stale_markers:
+                warnings.warn(pytest.PytestWarning(line), stacklevel=1)
     state.tally = state.tracker.tally(state.expectations, len(stale))
     summary = {"counts": dict(sorted(state.tracker.counts.items())), "surprises": state.tracker.surprises[:1000],
                "stale_expectations": [{"line": e.line, "cases": e.patterns} for e, _ in stale],
-               "stale_markers": markers,
+               "stale_markers": state.stale_markers,
                "expectations": state.tally,
                "exitstatus": int(exitstatus),
                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

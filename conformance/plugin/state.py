@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from ..backends.markers import MarkerWatch
 from ..runner.expectations import Expectations, Tracker
 from ..runner.pool import CasePool
 from ..runner.results import ResultsWriter
@@ -26,6 +27,8 @@ class RunState:
     header: dict[str, Any] | None = None
     tracker: Tracker = field(default_factory=Tracker)  # the cases per status, and how they met the expectations
     stale: list[str] = field(default_factory=list)  # stale expectations, as sentences
+    markers: MarkerWatch | None = None  # the backend's message markers, and which ones refusals matched
+    stale_markers: list[str] = field(default_factory=list)  # markers a whole run's refusals did not match
     tally: dict[str, int] | None = None  # how the expectations in force held (Tracker.tally), at the end
     backend_name: str = ""
     backend_version: str = ""

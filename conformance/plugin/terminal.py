@@ -277,6 +277,9 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus
     if state.stale:
         out.append((f"{len(state.stale)} stale expectation(s):", {}))
         out += [(f"  {line}", {}) for line in state.stale[:20]]
+    if state.stale_markers:
+        out.append((f"{len(state.stale_markers)} stale marker(s):", {"yellow": True}))
+        out += [(f"  {line}", {}) for line in state.stale_markers]
     unexpected = tally.failed_reports
     if tally.first:
         which = f"the first {len(tally.first)} of {unexpected:,}" if unexpected > len(tally.first) else "all"

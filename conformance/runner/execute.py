@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..backends.base import MARKER, Backend, NotApplicable, Rejected, Unsupported
+from ..backends.base import Backend, NotApplicable, Rejected, Unsupported
 from ..domain import FAILING, Case, RunStatus
 from ..generators.cache import load_file_cached
 from . import record as record_mod
@@ -65,13 +65,11 @@ class CaseResult:
 
     def note(self, case_id: str, form: str) -> dict[str, Any]:
         """What the run's tally needs, small enough to travel with every report (pytest-xdist included)."""
-        note = {"id": case_id, "form": form, "status": self.status,
+        return {"id": case_id, "form": form, "status": self.status,
                 "expected": None if self.entry is None else self.entry.status,
-                "line": None if self.entry is None else self.entry.line}
-        marker = MARKER.search(self.message) if "marker: " in self.message else None
-        if marker is not None:  # (the backend's marker that decided this decline: base.MARKER)
-            note["marker"] = marker.group(2)
-        return note
+                "line": None if self.entry is None else self.entry.line,
+                # (a refusal's reason: which message markers a run's refusals matched, markers.MarkerWatch)
+                "reason": self.message[:1000] if self.status == RunStatus.UNSUPPORTED else None}
 
 
 class Sources:

@@ -212,15 +212,11 @@ class Tracker:
     counts: dict[str, int] = field(default_factory=dict)
     matched: dict[int, list[str]] = field(default_factory=dict)  # entry line -> statuses of the cases it matched
     surprises: list[str] = field(default_factory=list)  # "id [form]: expected failed, got passed"
-    markers: set[str] = field(default_factory=set)  # the backend's markers that decided a decline (base.MARKER)
 
-    def note(self, case_id: str, form: str, status: str, expected: str | None, line: int | None,
-             marker: str | None = None) -> None:
+    def note(self, case_id: str, form: str, status: str, expected: str | None, line: int | None) -> None:
         """One case's result: ``status`` it ended in; ``expected``, ``line``: its entry's status and line (None:
-        no entry); ``marker``: the backend's marker that decided its decline."""
+        no entry)."""
         self.counts[status] = self.counts.get(status, 0) + 1
-        if marker:
-            self.markers.add(marker)
         if expected and line is not None:
             # an implementation-defined case that follows a catalogued reading has passed, as far as its entry goes
             seen = _PASSED if status == _IMPLEMENTATION_DEFINED else status
@@ -244,10 +240,6 @@ class Tracker:
                             "all its cases are unsupported now" if RunStatus.PASSED not in seen else
                             "its cases pass or are unsupported now"))
         return out
-
-    def stale_markers(self, declared: Iterable[str], subset: bool) -> list[str]:
-        """The backend's markers that decided no decline of a whole run (``subset`` false)."""
-        return [] if subset else [m for m in declared if m not in self.markers]
 
     def tally(self, expectations: Expectations, stale: int) -> dict[str, int]:
         """The run against its expectations: entries in force, held (a case ended as recorded), stale, changed

@@ -110,8 +110,8 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
     that answer every case in order, a few at a time (a backend with ``prepare`` is first handed them all: see
     ``execute.prepare_cases``; its beacon shows the first case meanwhile); ("expectations", path or None) names
     the expectations file the records refer to; ("stop",). The beacon always shows the case being run. The first
-    message is ("hello", name, version, repro templates, {"batch": cases the backend likes to be handed at once,
-    "markers": its message markers' ids}) or ("fatal", why)."""
+    message is ("hello", name, version, repro templates, {"batch": cases the backend likes to be handed at once})
+    or ("fatal", why)."""
     guard = lifecycle.WorkerGuard(parent_pid or os.getppid(), folder)
     guard.install()
     for end in list(_PARENT_ENDS):  # (inherited at the fork: ours, and our siblings')
@@ -139,11 +139,10 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
         backend_name, backend_version = str(getattr(backend, "name", spec)), str(getattr(backend, "version", "unknown"))
         templates = templates_of(backend)
         batch = int(getattr(backend, "batch", 0) or 0) if callable(getattr(backend, "prepare", None)) else 0
-        markers = [str(m) for m in getattr(backend, "markers", ())]
     except Exception as e:
         conn.send(("fatal", f"{type(e).__name__}: {exception_text(e, 2000)}"))
         return
-    conn.send(("hello", backend_name, backend_version, templates, {"batch": batch, "markers": markers}))
+    conn.send(("hello", backend_name, backend_version, templates, {"batch": batch}))
     sources = execute.Sources()
     expectations = None
     beacon = beacon or Beacon()
@@ -218,7 +217,6 @@ class IsolatedBackend:
         self.restarts = 0
         self.repro: TemplateRepro | None = None  # the backend's repro writer, from its worker's templates
         self.batch = 0  # how many cases the backend likes to be handed at once (0: no preference)
-        self.markers: list[str] = []  # the ids of its message markers (backends.base.MARKER)
         self.folder = tempfile.mkdtemp(prefix="qdq-worker-")  # its log; the TMPDIR of everything it runs
         self.log_path = os.path.join(self.folder, "worker.log")
         weakref.finalize(self, lifecycle.remove, self.folder)  # (also at exit, however this process exits)
@@ -279,7 +277,6 @@ class IsolatedBackend:
         _, self.name, self.version, templates, wishes = hello
         self.repro = TemplateRepro(templates)
         self.batch = int(wishes.get("batch") or 0)
-        self.markers = list(wishes.get("markers") or [])
         self._proc, self._conn = proc, parent
 
     def start(self) -> None:

@@ -60,11 +60,6 @@ class CasePool:
         return self.workers[0].version
 
     @property
-    def markers(self) -> list[str]:
-        """The ids of the backend's message markers (backends.base.MARKER)."""
-        return self.workers[0].markers
-
-    @property
     def repro(self) -> TemplateRepro | None:
         """The backend's repro writer (from its worker's templates)."""
         return self.workers[0].repro

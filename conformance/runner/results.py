@@ -149,7 +149,7 @@ FIELDS: dict[str, dict[str, Spec]] = {
              "inputs": Each(dict, _PREVIEW), "expected": Each(list, _PREVIEW), "actual": Each(list, _PREVIEW),
              "readings": Each(dict, Each(list, _PREVIEW)), "attributes": (dict,)},
     "summary": {"expectations": Obj("tally"), "duration_s": _NUMBER, "counts": (dict,),
-                "stale_expectations": Each(list, Obj("stale"), nullable=False)},
+                "stale_expectations": Each(list, Obj("stale"), nullable=False), "stale_markers": _TEXTS},
     "expectation": {"status": _TEXT, "reason": _TEXT, "line": _INT},
     "expectations_status": {"backend": _TEXT, "running": _TEXT, "path": _TEXT, "recorded": _TEXTS, "in_force": _INT,
                             "total": _INT, "applied": _TEXT, "mode": _TEXT, "cpu": Each(dict, (bool,)),
