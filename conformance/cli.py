@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from . import __version__, opspecs
+from . import __version__, opspecs, showcmd
 from .ambiguities import catalogue
 from .ambiguities import markdown as ambiguities_markdown
 from .backends.names import BUILTIN_NAMES
@@ -28,7 +28,14 @@ from .generators.coverage import coverage, render
 from .generators.export import OutFolderError
 from .generators.parallel import generate
 from .mutants import cli as mutants_cli
-from .plugin.options import RUN_FLAGS, add_to_argparse, to_pytest_args
+from .plugin.options import (
+    RUN_FLAGS,
+    add_habits,
+    add_to_argparse,
+    cache_flags,
+    habits_to_pytest,
+    to_pytest_args,
+)
 from .plugin.terminal import EXIT_STATUS
 from .progress import Progress
 from .reference import evaluate
@@ -155,7 +162,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print("error: --backend is required (e.g. --backend ort)", file=sys.stderr)
         return 2
     extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
-    pytest_args = [*to_pytest_args(args), *RUN_FLAGS, *extra]
+    # (pytest's last -q / --tb wins: the habits given after RUN_FLAGS override its --tb=no)
+    pytest_args = [*to_pytest_args(args), *RUN_FLAGS, *cache_flags(), *habits_to_pytest(args), *extra]
     return int(pytest.main(pytest_args))
 
 
@@ -240,9 +248,16 @@ def build_parser() -> argparse.ArgumentParser:
                                                           for k, v in EXIT_STATUS.items()),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_to_argparse(p)
+    add_habits(p)
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments, after --")
     p.set_defaults(func=_cmd_run)
     add_report_parsers(sub)  # report, findings, diff
+    p = sub.add_parser("show", help="Show one case in full (spec clause, inputs, expected vs actual with bit codes, "
+                       "why each differing element is hard, expectation, reading), from a results file or a fresh "
+                       "run of that case.", description=(showcmd.__doc__ or "").strip(),
+                       epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in showcmd.EXIT.items()))
+    showcmd.add_arguments(p)
+    p.set_defaults(func=showcmd.run)
     p = sub.add_parser("check", help=(_cmd_check.__doc__ or "").strip(),
                        description=(_cmd_check.__doc__ or "").strip() + " Covers QuantizeLinear, DequantizeLinear, "
                        "DynamicQuantizeLinear, com.microsoft QuantizeLinear / DequantizeLinear and com.amd.quark "
@@ -305,7 +320,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        if args.command == "run":
+            print(f"error: qdq-conformance run: unrecognized arguments: {' '.join(unknown)}\n"
+                  f"hint: put pytest arguments after --, e.g. qdq-conformance run --backend ort -- "
+                  f"{' '.join(unknown)}", file=sys.stderr)
+            return 2
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return int(args.func(args))
     except BrokenPipeError:  # output piped into `head` and the like

@@ -173,3 +173,16 @@ def code_of(array: np.ndarray) -> np.ndarray:
         return array.view(np.uint16 if t.bits == 16 else np.uint32).astype(np.uint32)
     raw = array.view(np.uint8).astype(np.uint32)
     return raw & ((1 << t.bits) - 1)
+
+
+def texts(array: np.ndarray) -> list[str]:
+    """Each element as text at its type's own precision: the shortest decimal that reads back as the same float32
+    or float16 (float32 0.1 is ``0.1``, not float64's ``0.10000000149011612``); the exact value of a narrower float
+    (float8, float4, bfloat16: exact in float32); an integer as such."""
+    t = by_dtype(array.dtype)
+    flat = array.reshape(-1)
+    if not t.is_float:
+        return [str(v) for v in flat.astype(np.int64).tolist()]
+    if t.bits == 16 and t.name == "float16":
+        return [str(v) for v in flat]
+    return [str(v) for v in flat.astype(np.float32)]

@@ -54,6 +54,11 @@ def fingerprint() -> str:
     return h.hexdigest()
 
 
+def entry_key(data: bytes, tiers: Sequence[str]) -> str:
+    """The cache key of a case file's bytes expanded for ``tiers`` (with the code's :func:`fingerprint`)."""
+    return hashlib.sha256(fingerprint().encode() + b"\0" + ",".join(tiers).encode() + b"\0" + data).hexdigest()
+
+
 def load_file_cached(path: Path, tiers: Sequence[str]) -> list[ConcreteCase]:
     """``corpus.load_file(path, tiers)``, from the cache when an entry for exactly this input exists."""
     # imported on a cache miss only: a warm collection (each pytest-xdist worker's) skips the imports of the
@@ -63,7 +68,7 @@ def load_file_cached(path: Path, tiers: Sequence[str]) -> list[ConcreteCase]:
     if not enabled():
         return load_file(path, tiers)
     data = read_case_file(path)  # (raises CaseFileError: unreadable, or over the size limit)
-    key = hashlib.sha256(fingerprint().encode() + b"\0" + ",".join(tiers).encode() + b"\0" + data).hexdigest()
+    key = entry_key(data, tiers)
     folder = cache_root() / "corpus"
     entry = folder / f"{path.stem}-{key[:24]}.pkl"
     try:

@@ -71,6 +71,12 @@ def run_findings(args: argparse.Namespace) -> int:
         print(json.dumps(overview.to_json(results[0], ov), indent=1, default=str))
     else:
         print(overview.render_text(results[0], ov, limit=args.limit, repro=args.repro))
+    if args.fail_on == "new":
+        # new: a finding with a case no expectation entry covers, or (with --baseline) one the baseline lacks
+        appeared = {f.key for f in ov.since.appeared} if ov.since else set()
+        return 1 if any(f.new or f.key in appeared for f in ov.findings) else 0
+    if args.fail_on == "any":
+        return 1 if ov.findings else 0
     return 0
 
 
@@ -93,7 +99,8 @@ def run_diff(args: argparse.Namespace) -> int:
     print(diff.render_text(d, limit=args.limit or 10**9))
     if args.output:
         try:
-            print(f"wrote {diff.render_html(d, Path(args.output))}")
+            report = args.report or Path(new[-1]).with_suffix(".html").name
+            print(f"wrote {diff.render_html(d, Path(args.output), report)}")
         except OSError as e:
             return _error(f"cannot write {args.output}: {e.strerror or e}")
     if args.exit_zero:
@@ -116,8 +123,8 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=run_report)
     doc = "Group a run's failing cases into findings (one per signature) and print them."
     p = sub.add_parser("findings", help=doc, description=doc + " " + " ".join(overview.DESCRIPTION.split())
-                       + " " + SHARDS + " Exit status 0, or 2 (one line) when a file cannot be read or is not a "
-                       "results file, or the files are not one run.")
+                       + " " + SHARDS + " Exit status 0 (1 with --fail-on when a finding it names is there), or 2 (one "
+                       "line) when a file cannot be read or is not a results file, or the files are not one run.")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results file written by --results, or the "
                    "shard files of one run")
     p.add_argument("--json", action="store_true", help="print JSON (every finding, with its example's repro)")
@@ -126,11 +133,16 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--repro", action="store_true", help="print each example case's repro script")
     p.add_argument("--limit", type=_count, default=50, metavar="N",
                    help="findings printed (default: %(default)s; 0: all; --json prints all)")
+    p.add_argument("--fail-on", choices=("never", "new", "any"), default="never",
+                   help="exit 1 when a finding is new (some of its cases no expectation entry covers, or, with "
+                        "--baseline, the baseline did not have it), or when there is any finding (default: "
+                        "%(default)s: exit 0), for a CI gate")
     p.set_defaults(func=run_findings)
     doc = (run_diff.__doc__ or "").strip()
     p = sub.add_parser("diff", help=doc, description=doc + " A run: OLD / NEW (one results file each), or "
                        "--old / --new followed by the shard files of each run. " + SHARDS + " Exit status 1 when "
-                       "a case regressed (it was not a failure and now is) or the new run is empty, did not "
+                       "a case regressed (it was not a failure and now is, and no expectation entry of the new run "
+                       "says so: those are listed as now failing, expected) or the new run is empty, did not "
                        "finish (no summary line) or misses a shard; 2 (one line) when a file cannot be read or is "
                        "not a results file, the files are not one run each, or -o cannot be written.")
     p.add_argument("files", nargs="*", metavar="OLD NEW", help="results files of the earlier and the later run")
@@ -139,5 +151,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("-o", "--output", metavar="PATH", help="also write the diff as an HTML page")
     p.add_argument("--limit", type=_count, default=50, metavar="N",
                    help="cases listed per category in the text output (default: %(default)s; 0: all)")
+    p.add_argument("--report", metavar="URL", help="the new run's HTML report, which -o's cases link to "
+                   "(REPORT#case=ID&form=F; default: the new results file's name with .html, as --report writes it)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when cases regressed")
     p.set_defaults(func=run_diff)

@@ -2,11 +2,16 @@
 
 Cases are matched by (case id, graph form). Every case lands in one category:
 
-- ``regressed``: it was not a failure and now is (failed, error, crashed, timeout, invalid-accepted);
+- ``regressed``: it was not a failure and now is (failed, error, crashed, timeout, invalid-accepted), and no
+  expectation entry of the new run says it fails so;
+- ``now failing, expected``: it was not a failure and now is, as an expectation entry of the new run says;
 - ``fixed``: it was a failure and now is not;
 - ``changed``: any other change of status, or an implementation-defined case whose recorded behaviour changed;
 - ``appeared`` / ``disappeared``: present in only one of the two files;
 - unchanged cases are counted, not listed.
+
+Two runs of different backends, backend versions or selections (``-k``, ``-m``, ``--shard``, ``--form``) are still
+compared, and the diff says so first (:meth:`Diff.warnings`).
 """
 
 from __future__ import annotations
@@ -18,13 +23,14 @@ from typing import Any
 
 from qdq_conformance.domain import FAILING, RunStatus
 from qdq_conformance.runner.merge import gap, load_run
-from qdq_conformance.runner.results import CaseRecord, Results
+from qdq_conformance.runner.results import CaseRecord, Results, is_expected
 
 from .page import environment, pack
 
 #: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a diff tests every record)
 _IMPLEMENTATION_DEFINED = RunStatus.IMPLEMENTATION_DEFINED.value
-CATEGORIES = ("regressed", "fixed", "changed", "appeared", "disappeared")
+EXPECTED_NOW = "now failing, expected"
+CATEGORIES = ("regressed", EXPECTED_NOW, "fixed", "changed", "appeared", "disappeared")
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,23 @@ class Diff:
                     "reach are not known to pass")
         return None
 
+    def warnings(self) -> list[str]:
+        """What makes the two runs not like for like: another backend, backend version or selection."""
+        out = []
+        a, b = self.old_head, self.new_head
+        if a.get("backend") != b.get("backend"):
+            out.append(f"the runs are of different backends ({a.get('backend')} and {b.get('backend')}): a change "
+                       "says how the backends differ, not that one changed")
+        elif a.get("backend_version") != b.get("backend_version"):
+            out.append(f"the backend versions differ ({a.get('backend_version')} and {b.get('backend_version')})")
+        sa, sb = selection_text(a), selection_text(b)
+        if sa != sb:
+            out.append(f"the runs selected different cases ({sa or 'the whole corpus'} and {sb or 'the whole corpus'})"
+                       ": cases only one of them ran are listed as appeared or disappeared")
+        elif sa:
+            out.append(f"both runs are a subset of the corpus ({sa})")
+        return out
+
     def counts(self) -> dict[str, int]:
         c = Counter(ch.category for ch in self.changes)
         return {k: c.get(k, 0) for k in CATEGORIES}
@@ -68,6 +91,18 @@ class Diff:
         """(old status, new status, count) for every status change, most frequent first."""
         c = Counter((ch.old or "-", ch.new or "-") for ch in self.changes)
         return [(a, b, n) for (a, b), n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def selection_text(head: dict[str, Any]) -> str:
+    """What selected a run's cases (``-k X, --form runtime``), "" for the whole corpus (a merged run's shards
+    are no selection)."""
+    sel = dict(head.get("selection") or {})
+    if head.get("shards"):
+        sel.pop("--shard", None)
+    elif head.get("shard") and "--shard" not in sel:  # (written before the header recorded the selection)
+        sel["--shard"] = head["shard"]
+    return ", ".join(k if v is True else f"{k} {' '.join(v) if isinstance(v, list) else v}"
+                     for k, v in sel.items() if v)
 
 
 def _key(rec: CaseRecord) -> tuple[str, str]:
@@ -81,7 +116,7 @@ def _category(old: CaseRecord, new: CaseRecord) -> str | None:
             return "changed"
         return None
     if b in FAILING and a not in FAILING:
-        return "regressed"
+        return EXPECTED_NOW if is_expected(new) else "regressed"
     if a in FAILING and b not in FAILING:
         return "fixed"
     return "changed"
@@ -138,6 +173,7 @@ def _run_name(head: dict[str, Any]) -> str:
 def render_text(d: Diff, limit: int = 50) -> str:
     """Plain-text diff: header, one line per category, then up to ``limit`` cases per category."""
     lines = [f"old: {_run_name(d.old_head)}", f"new: {_run_name(d.new_head)}"]
+    lines += [f"WARNING: {w}" for w in d.warnings()]
     counts = d.counts()
     lines.append(", ".join(f"{n} {k}" for k, n in counts.items()) + f", {d.unchanged} unchanged")
     why = d.incomplete()
@@ -158,12 +194,14 @@ def render_text(d: Diff, limit: int = 50) -> str:
     return "\n".join(lines)
 
 
-def render_html(d: Diff, out: Path) -> Path:
+def render_html(d: Diff, out: Path, report: str = "") -> Path:
+    """The diff as an HTML page; ``report``: the new run's report, which each case links to
+    (``REPORT#case=ID&form=F``, the report's own deep link)."""
     rows = [{"c": ch.category, "i": ch.id, "f": ch.form, "o": ch.old, "n": ch.new, "m": ch.message[:300]}
             for ch in d.changes]
     html = environment().get_template("diff.html.j2").render(
         old=_run_name(d.old_head), new=_run_name(d.new_head), counts=d.counts(), unchanged=d.unchanged,
-        transitions=d.transitions(), data=pack(rows), categories=CATEGORIES)
+        transitions=d.transitions(), data=pack(rows), categories=CATEGORIES, warnings=d.warnings(), report=report)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
     return out

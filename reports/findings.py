@@ -21,12 +21,14 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from qdq_conformance.domain import BOTH, FAILING, FORMS, RunStatus
 from qdq_conformance.rules import RULES
 from qdq_conformance.runner.results import CaseRecord, expectation_of, is_expected
 from qdq_conformance.types import TYPES, ElementType
+
+from .casepage import first_explained
 
 #: formal input / output names in the order findings list their types
 _ROLES = ("x", "x_scale", "y_scale", "scale", "x_zero_point", "y_zero_point", "zero_point", "y")
@@ -214,7 +216,7 @@ class Finding:
             entry["cases"] += n_forms
         if not self.example:
             self.example = {"id": rec["id"], "form": rec.get("form"), "message": first_part(rec.get("message") or ""),
-                            "rule": rec.get("rule"), "repro": rec.get("repro")}
+                            "rule": rec.get("rule"), "repro": rec.get("repro"), "plain": plain(rec)}
 
     def what(self) -> str:
         """What goes wrong, in a line: the kind of mismatch, or the status and the example's message."""
@@ -353,6 +355,54 @@ def group(cases: Iterable[CaseRecord]) -> list[Finding]:
             key = (*k[:3], r.get("form") or "-", *k[4:])
             findings.setdefault(key, Finding(key)).add(r, 1, [r.get("form") or "-"])
     return sorted(findings.values(), key=sort_key)
+
+
+_VERBS = {RunStatus.ERROR: "fails with an error", RunStatus.CRASHED: "crashes",
+          RunStatus.TIMEOUT: "does not finish within the time limit"}
+#: a C++ function signature an error starts with (``Status ns::Op<T>::Compute(Ctx*) const [with T = ...]``)
+_SIGNATURE = re.compile(r"^[\w:<>,*& ]*::[\w:<>,*& ]*\([^)]*\)\s*(?:const)?\s*(?:\[with [^\]]*\])?\s*")
+_STATUS_MESSAGE = re.compile(r"Status Message:\s*(?:\S+\.(?:cc|cpp|h|py):\d+\s+(?:\S+\s+)?)?")
+
+
+def gist(message: str) -> str:
+    """What a backend's error says, without its boilerplate (ONNX Runtime's ``[ONNXRuntimeError] : 1 : FAIL :
+    Non-zero status ... Status Message: <source>:<line> <function>``), in at most about 160 characters."""
+    text = first_part(message)
+    text = _RUNNER_WORDS.sub("", text)
+    parts = _STATUS_MESSAGE.split(text, maxsplit=1)
+    text = parts[-1] if len(parts) > 1 else re.sub(r"^.*?\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*", "", text)
+    text = text.split("; no catalogued reading rejects this model")[0]
+    text = _SIGNATURE.sub("", text, count=1)
+    condition, false, after = text.partition(" was false.")
+    if false:
+        text = after.strip() or f"its check {condition.strip()} failed"
+    return shorten(text.strip(), 160, middle=False)
+
+
+def plain(rec: CaseRecord) -> str:
+    """One plain sentence of what goes wrong in a failing case, from its per-element explanations and its family
+    (never from an expectation file's reason), for a finding's first line."""
+    family = rec.get("family") or "these"
+    status = rec["status"]
+    first = first_explained(cast(dict[str, Any], rec)) if rec.get("actual") else None
+    counts = [(m.get("count"), m.get("total")) for m in rec.get("mismatches") or () if m.get("count")]
+    share = f" ({counts[0][0]} of {counts[0][1]} elements)" if counts else ""
+    if first is not None:
+        expected, actual, why = first
+        where = f"for an input {why}" if why else "for some inputs"
+        return (f"In {family} cases, {where}, the backend returns {actual} where the spec gives {expected}"
+                f"{share}.")
+    if status == RunStatus.INVALID_ACCEPTED:
+        rule = rec.get("rule")
+        summary = RULES[rule].summary if rule in RULES else "a model the spec forbids"
+        return f"In {family} cases, the backend runs a model the spec forbids ({rule}: {summary}) instead of " \
+               "rejecting it."
+    if status in _VERBS:
+        said = gist(rec.get("message") or "")
+        return f"In {family} cases, the backend {_VERBS[RunStatus(status)]}" + (f": {said}" if said else "") + \
+            ("" if said.endswith(".") else ".")
+    said = gist(rec.get("message") or "")
+    return f"In {family} cases, the backend's outputs differ from the spec's" + (f": {said}" if said else "") + "."
 
 
 def _entry_line(rec: CaseRecord) -> int | None:

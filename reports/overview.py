@@ -13,7 +13,7 @@ from typing import Any
 from ..domain import FAILING, RunStatus
 from ..runner.merge import gap, shards_text
 from ..runner.results import Results, is_expected, passed_against_entry
-from .diff import CATEGORIES, diff_records
+from .diff import CATEGORIES, diff_records, selection_text
 from .findings import Finding, group, known_versions, shorten
 
 
@@ -48,6 +48,7 @@ class Overview:
     complete: bool
     since: Since | None = None
     gap: str = ""  # what a run merged from shard files lacks ("shard 2 of 3 is missing"), or ""
+    subset: str = ""  # what selected the run's cases when it ran a subset of the corpus (diff.selection_text)
 
     @property
     def failing(self) -> int:
@@ -87,6 +88,8 @@ class Overview:
             text += f" The run is incomplete ({self.gap}): cases of missing shards are not counted."
         if not self.complete:
             text += " The run did not finish: cases it did not reach are not counted."
+        if self.subset:
+            text += f" Subset of the corpus ({self.subset}): a verdict on the selected cases only."
         return kind, text
 
     def stats(self) -> str:
@@ -103,7 +106,7 @@ def overview(results: Results, baseline: Results | None = None, baseline_name: s
                   expected_failing=sum(1 for c in cases if c["status"] in FAILING and is_expected(c)),
                   unexpected_passes=sum(1 for c in cases if passed_against_entry(c)),
                   complete=summary is not None and not summary.get("interrupted") and not summary.get("error"),
-                  gap=gap(head))
+                  gap=gap(head), subset=selection_text(head))
     if baseline is not None:
         ov.since = since(baseline, results, ov.findings, baseline_name)
     return ov
@@ -145,7 +148,8 @@ def render_text(head: dict[str, Any], ov: Overview, limit: int = 50, repro: bool
         state = f"{f.state} ({f.expected} of {f.count})" if f.state == "partly expected" else f.state
         lines += ["", f"{k:3}. {f.id} {state}: {n_of(f.count, 'case-form')}{tag}",
                   f"     {f.operator} {f.version_span(ov.known)}; {f.where()}",
-                  f"     {f.what()}", f"     types: {f.types_text()}",
+                  *([f"     {f.example['plain']}"] if f.example.get("plain") else []),
+                  f"     raw: {f.what()}", f"     types: {f.types_text()}",
                   f"     expectation: {_entry_text(f)}",
                   f"     example: {f.example['id']} [{f.example.get('form')}]"]
         if repro and f.example.get("repro"):
@@ -169,6 +173,7 @@ def to_json(head: dict[str, Any], ov: Overview) -> dict[str, Any]:
         "new_failing": ov.new_failing, "findings": [f.to_json(ov.known) for f in ov.findings]}
     if head.get("shards"):
         out["shards"] = {**head["shards"], "complete": not ov.gap}
+    out["subset"] = ov.subset or None
     if ov.since:
         out["since"] = {"baseline": ov.since.baseline, "counts": ov.since.counts,
                         "appeared": [f.id for f in ov.since.appeared],

@@ -17,6 +17,7 @@ from qdq_conformance.runner.expectations import needs_attention, summary_lines
 from qdq_conformance.runner.merge import load_run, load_runs, shards_text
 from qdq_conformance.runner.results import CaseRecord, Results, is_expected, passed_against_entry
 
+from .casepage import page_data
 from .findings import Finding, index, shorten
 from .overview import Overview, overview
 from .page import environment, pack
@@ -53,9 +54,10 @@ def _compact(rec: CaseRecord, finding: int | None) -> dict[str, Any]:
     if finding is not None:
         out[FINDING] = finding
     if rec["status"] != _PASSED:
-        details = out[DETAILS] = {k: v for k in DETAIL_FIELDS if (v := get(k))}
-        if len(message) > 300 and rec["status"] in FAILING:
+        details = {k: v for k in DETAIL_FIELDS if (v := get(k))}
+        if rec["status"] in FAILING and (len(message) > 300 or "Traceback" in message):
             details["message"] = message  # whole in the details; the list shows it cut at a word
+        out[DETAILS] = page_data(details) if rec["status"] in FAILING or details.get("actual") else details
     return out
 
 
@@ -109,7 +111,7 @@ def summarize(head: dict[str, Any], cases: list[CaseRecord]) -> dict[str, Any]:
             "matrix": {f"{k}|{y}": dict(v) for (k, y), v in matrix.items()},
             "granularities": sorted({g for _, g in gmatrix}),
             "gmatrix": {f"{k}|{g}": dict(v) for (k, g), v in gmatrix.items()},
-            "readings": readings_table(cases),
+            "readings": readings_table(cases), "readings_expected": readings_expected(cases),
             "expectations": expectations_table(cases)}
 
 
@@ -140,6 +142,17 @@ def readings_table(cases: list[CaseRecord]) -> dict[str, list[tuple[str, int]]]:
     return {a: v.most_common() for a, v in sorted(table.items())}
 
 
+def readings_expected(cases: list[CaseRecord]) -> dict[str, int]:
+    """Per ambiguity-catalogue entry, the case-forms that follow none of its readings that an expectation entry
+    covers (the readings table colours them as expected failures)."""
+    out: Counter[str] = Counter()
+    for c in cases:
+        f = followed(c)
+        if f is not None and c["status"] in FAILING and is_expected(c):
+            out[f[0]] += 1
+    return dict(out)
+
+
 def safe_link(link: object) -> str | None:
     """An http(s) URL from a results file, or None: a report never renders another scheme (javascript:, data:)
     as a link."""
@@ -155,13 +168,16 @@ def expectations_table(cases: list[CaseRecord]) -> list[dict[str, Any]]:
         if e:
             row = rows.setdefault(e.get("line"), {"line": e.get("line"), "status": e.get("status"),
                                                   "reason": e.get("reason"), "link": safe_link(e.get("link")),
-                                                  "cases": 0, "met": 0, "unexpected": 0, "example": c["id"]})
+                                                  "cases": 0, "met": 0, "unexpected": 0, "unsupported": 0,
+                                                  "example": c["id"]})
             row["cases"] += 1
-            row["met" if c["status"] == e.get("status") else "unexpected"] += 1
+            # a case the backend does not run neither meets nor breaks its entry: it is counted as what it is
+            row["met" if c["status"] == e.get("status") else
+                "unsupported" if c["status"] == _UNSUPPORTED else "unexpected"] += 1
         elif c["status"] in FAILING:
             row = rows.setdefault(None, {"line": None, "status": "(none)", "reason": "failing cases that no "
                                          "expectation entry covers", "link": None, "cases": 0, "met": 0,
-                                         "unexpected": 0, "example": c["id"]})
+                                         "unexpected": 0, "unsupported": 0, "example": c["id"]})
             row["cases"] += 1
             row["unexpected"] += 1
     return sorted(rows.values(), key=lambda r: (-r["unexpected"], r["line"] if r["line"] is not None else -1))
@@ -173,6 +189,7 @@ def finding_rows(ov: Overview, findings: list[Finding] | None = None) -> list[di
     appeared = {f.key for f in ov.since.appeared} if ov.since else set()
     grown = {f.key: n for f, n in ov.since.grown} if ov.since else {}
     return [{"n": k, "id": f.id, "state": f.state, "count": f.count, "expected": f.expected, "what": f.what(),
+             "plain": f.example.get("plain") or "",
              "operator": f.operator.split("::")[-1], "domain": f.operator.split("::")[0],
              "versions": f.version_span(ov.known), "where": f.where(), "types": f.types_text(),
              "example": f.example["id"], "example_form": f.example.get("form"),
@@ -224,9 +241,10 @@ def scoreboard(results: list[Results]) -> dict[str, Any]:
     sums = [summarize(h, cases) for h, cases, _ in results]
     per_backend = [readings_table(cases) for _, cases, _ in results]
     readings = {a: [dict(t.get(a, [])) for t in per_backend] for a in sorted({a for t in per_backend for a in t})}
+    expected_readings = [readings_expected(cases) for _, cases, _ in results]
     overviews = [overview(r) for r in results]
     return {"backends": backends, "data": pack(rows), "totals": [s["counts"] for s in sums],
-            "expected": [s["expected"] for s in sums], "readings": readings,
+            "expected": [s["expected"] for s in sums], "readings": readings, "readings_expected": expected_readings,
             "disagreements": sum(r["disagree"] for r in rows), "total": len(rows),
             "per_backend": [{"name": name, "verdict": ov.verdict(), "stats": ov.stats(), "failing": ov.failing,
                              "count": len(ov.findings), "findings": pack(finding_rows(ov))}

@@ -75,13 +75,14 @@ class Browser:
             self._buf += chunk
         raise TimeoutError(method)
 
-    def open(self, path: Path) -> None:
+    def open(self, path: Path, fragment: str = "") -> None:
+        """Load ``path`` (``fragment``: what goes after its ``#``, a deep link)."""
         targets = self._send("Target.getTargets", session=False)["targetInfos"]
         page = next(t for t in targets if t["type"] == "page")
         self._session = self._send("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True},
                                    session=False)["sessionId"]
         self._send("Page.enable")
-        self._send("Page.navigate", {"url": path.resolve().as_uri()})
+        self._send("Page.navigate", {"url": path.resolve().as_uri() + (f"#{fragment}" if fragment else "")})
         self.wait_for("document.readyState === 'complete' && document.location.protocol === 'file:'")
 
     def eval(self, expression: str) -> Any:

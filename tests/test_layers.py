@@ -29,7 +29,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runner and backends", ("qdq_conformance.runner", "qdq_conformance.backends", "qdq_conformance.mutants")),
     ("reports", ("qdq_conformance.reports",)),
     ("front ends", ("qdq_conformance.plugin", "qdq_conformance.fuzz", "qdq_conformance.mutants.cli",
-                    "qdq_conformance.checker.cli", "qdq_conformance.cli")),
+                    "qdq_conformance.checker.cli", "qdq_conformance.cli",
+                    "qdq_conformance.showcmd")),
 )
 
 def _imports(name: str, path: Path, is_package: bool, known: dict[str, tuple[Path, bool]]) -> set[str]:

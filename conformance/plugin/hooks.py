@@ -20,7 +20,7 @@ from ..runner import expectations as expectations_mod
 from ..runner.execute import CaseRef
 from ..runner.results import ResultsWriter, header
 from ..types import TYPES
-from . import fastpath, options, sharding, stopping
+from . import fastpath, options, selection, sharding, stopping
 from .distributed import is_controller, is_worker
 from .items import CaseFailure, CaseFile, CaseItem, LoadErrorItem, SuiteFile, forms_of
 from .state import STATE, RunState
@@ -80,7 +80,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "expectations": str(state.expectations.path) if state.expectations.path else None,
         "expectations_status": state.expectations.status(backend.name, backend.version),
         "strict_expectations": state.strict, "forms": config.getoption("qdq_form"),
-        "tier": config.getoption("qdq_tier"), "suite": suite, "shard": config.getoption("qdq_shard")})
+        "tier": config.getoption("qdq_tier"), "suite": suite, "shard": config.getoption("qdq_shard"),
+        "selection": selection.recorded(config)})
     if not worker and (config.getoption("qdq_results") or config.getoption("qdq_report")):
         state.results = ResultsWriter(_results_path(config))
     config.stash[STATE] = state
@@ -117,6 +118,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return None
     if file_path.suffix == ".yaml" and file_path.parent.resolve() == Path(
             config.getoption("qdq_cases") or CASES_DIR).resolve():
+        if not selection.wanted(config, parent, file_path):  # (-k / -m can select none of its cases)
+            return None
         return CaseFile.from_parent(parent, path=file_path)
     return None
 

@@ -19,6 +19,8 @@ from ..generators.corpus import claim_ids
 from ..runner.execute import CaseRef, FileRef, ObjRef
 from ..runner.outcome import Outcome
 from ..runner.suite import load_suite
+from . import selection
+from .selection import marker_names
 from .state import STATE
 
 
@@ -43,19 +45,6 @@ def headline(outcome: Outcome) -> str:
     """A failing case in one line: its status and the first line of its message."""
     first = outcome.message.strip().split("\n", 1)[0]
     return f"{outcome.status}: {first[:300]}" + ("..." if len(first) > 300 else "")
-
-
-def marker_names(case: Case, form: str) -> list[str]:
-    meta = case.metadata()
-    names = [form, meta["operator"].lower(), meta["domain"].replace(".", "_"), f"v{meta['version']}",
-             meta["granularity"].replace("-", "_"), "family_" + meta["family"].replace("-", "_"),
-             meta["status"].replace("-", "_")]
-    for io in meta["inputs"][:2]:
-        if io["element_type"]:
-            names.append(("x_" if io["formal"] == "x" else "scale_") + io["element_type"])
-    if meta["outputs"] and meta["outputs"][0]["element_type"]:
-        names.append("y_" + meta["outputs"][0]["element_type"])
-    return names
 
 
 _MARKS: dict[str, pytest.MarkDecorator] = {}
@@ -193,12 +182,15 @@ class CaseFile(pytest.File):
         source = (str(self.path), tuple(tiers))
         if state is not None and state.pool is not None:
             state.pool.preload(source)  # the backend's workers load the file while pytest goes on collecting
+        only = selection.chosen(cfg, self.path)  # (-k / -m: the items they can select; None: all)
         for index, case in enumerate(cases):
             if case.tier not in tiers:
                 continue
             ref = FileRef(source[0], source[1], index, case.id)
             shared = marks_of(case, forms[0])[1:]  # every mark but the form's (the first)
             for form in forms:
+                if only is not None and (case.id, form) not in only:
+                    continue
                 yield CaseItem.from_parent(self, name=f"{case.id}[{form}]", case=case, form=form, ref=ref,
                                            line=case.line, marks=[_mark(form), *shared])
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ..backends.names import help_text as backend_names
+from ..cachedir import cache_root
 from ..cpu import usable_cores
 from ..domain import ALL_TIERS, BOTH, FORMS, Tier, parse_shard
 from .distributed import is_worker
@@ -79,9 +80,55 @@ def add_to_argparse(parser: argparse.ArgumentParser) -> None:
 #: report; nothing in a corpus run is a Python assert, so pytest need not rewrite the plugin's modules (about a
 #: second per process); stale expectations are listed in the run's own summary, so the per-item warnings capture
 #: is not needed either; nor is Hypothesis's plugin (installed with the test extra), whose end-of-run summary walks
-#: every report.
-RUN_FLAGS: tuple[str, ...] = ("-q", "-p", "no:cacheprovider", "--capture=no", "-p", "no:logging", "-p", "no:warnings",
+#: every report. pytest's cache plugin stays on (``--lf``, ``--sw``), its cache under the project's cache directory
+#: (:func:`cache_flags`).
+RUN_FLAGS: tuple[str, ...] = ("-q", "--capture=no", "-p", "no:logging", "-p", "no:warnings",
                               "-p", "no:hypothesispytest", "--assert=plain", "-r", "fEX", "--tb=no")
+
+
+def cache_flags() -> list[str]:
+    """pytest's cache (``--lf``, ``--ff``, ``--sw``) under the project's cache directory, not in the current folder
+    (a vendor runs the suite from anywhere, an installed package's folder included)."""
+    return ["-o", f"cache_dir={cache_root() / 'pytest'}"]
+
+
+#: pytest's selection and stopping options that ``qdq-conformance run`` takes as its own (anything else goes
+#: after ``--``): flags, dest, argparse keywords
+PYTEST_HABITS: tuple[tuple[tuple[str, ...], str, dict[str, Any]], ...] = (
+    (("-k",), "keyword", {"metavar": "EXPRESSION", "help": "pytest's -k: only cases whose id (or family, status, "
+                                                          "operator, marker) matches, e.g. -k quantizelinear-21"}),
+    (("-m",), "markexpr", {"metavar": "MARKEXPR", "help": "pytest's -m: only cases with these markers, e.g. "
+                                                         "-m 'v21 and per_axis'"}),
+    (("-x", "--exitfirst"), "exitfirst", {"action": "store_true", "help": "stop at the first failure"}),
+    (("--maxfail",), "maxfail", {"type": int, "metavar": "N", "help": "stop after N failures"}),
+    (("--lf", "--last-failed"), "lf", {"action": "store_true", "help": "rerun only the cases that failed last time"}),
+    (("--ff", "--failed-first"), "failedfirst", {"action": "store_true", "help": "run last time's failures first"}),
+    (("--sw", "--stepwise"), "stepwise", {"action": "store_true", "help": "stop at the first failure, resume "
+                                                                         "from it next time"}),
+    (("--tb",), "tbstyle", {"metavar": "STYLE", "help": "pytest's traceback style (long: each failing case in "
+                                                       "full; default: no)"}),
+    (("-v", "--verbose"), "verbose", {"action": "count", "default": 0, "help": "one line per case"}),
+)
+
+
+def add_habits(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("pytest options (also accepted after --)")
+    for flags, dest, kwargs in PYTEST_HABITS:
+        group.add_argument(*flags, dest="pytest_" + dest, **kwargs)
+
+
+def habits_to_pytest(ns: argparse.Namespace) -> list[str]:
+    """The pytest arguments of the habits given to ``qdq-conformance run``."""
+    out: list[str] = []
+    for flags, dest, kwargs in PYTEST_HABITS:
+        value = getattr(ns, "pytest_" + dest, None)
+        if kwargs.get("action") == "store_true":
+            out += [flags[0]] if value else []
+        elif kwargs.get("action") == "count":
+            out += ["-v"] * (value or 0)
+        elif value is not None:
+            out += [flags[0], str(value)]
+    return out
 
 
 def to_pytest_args(ns: argparse.Namespace) -> list[str]:

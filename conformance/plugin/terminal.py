@@ -249,7 +249,10 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus
     if not total:
         out.append(("no case ran", {}))
     else:
-        out.append((f"{total:,} case(s) in {elapsed}", {"bold": True}))
+        selected = (state.header or {}).get("selection") or {}
+        sel = ", ".join(k if v is True else f"{k} {v}" for k, v in selected.items())
+        out.append((f"{total:,} case(s) in {elapsed}" + (f" (a subset of the corpus: {sel})" if sel else ""),
+                    {"bold": True}))
         col = max(len(s) for s in statuses)
         for s in statuses:
             detail = []

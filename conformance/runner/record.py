@@ -10,15 +10,19 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ..compare import differs
 from ..domain import FAILING, Case, CaseStatus, RunStatus
-from ..types import by_dtype, code_of
+from ..types import by_dtype, code_of, texts
 from .expectations import Expectation
 from .outcome import Outcome
 from .outputs import registered
 from .repro import model_code, values_of
 
+#: elements of an array a record keeps (its preview)
+PREVIEW = 64
 
-def preview(a: Any, limit: int = 64) -> dict[str, Any] | None:
+
+def preview(a: Any, limit: int = PREVIEW) -> dict[str, Any] | None:
     """The first ``limit`` values of an array and their bit patterns (None for what is not an array: the
     message says what came back instead)."""
     if not isinstance(a, np.ndarray):
@@ -29,7 +33,7 @@ def preview(a: Any, limit: int = 64) -> dict[str, Any] | None:
         return {"type": str(a.dtype), "shape": list(a.shape), "values": [str(v) for v in flat.tolist()],
                 "codes": [int(c) for c in codes], "truncated": a.size > limit}
     t = by_dtype(a.dtype)
-    values = [str(v) for v in (flat.astype(np.float64) if t.is_float else flat.astype(np.int64)).tolist()]
+    values = texts(flat)  # at the type's own precision (float32 0.1 is "0.1", not float64's digits)
     return {"type": t.name, "shape": list(a.shape), "values": values,
             "codes": [int(c) for c in code_of(flat)], "truncated": a.size > limit}
 
@@ -56,7 +60,7 @@ def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, ba
         "expectation": None if entry is None else entry.as_record(),
         **outcome.summary(),
     }
-    _label_mismatches(case, rec)
+    _label_mismatches(case, rec, outcome.actual)
     implementation_defined = meta["status"] == CaseStatus.IMPLEMENTATION_DEFINED
     if outcome.status not in (RunStatus.PASSED, RunStatus.UNSUPPORTED) or implementation_defined:
         if model is None:
@@ -77,17 +81,38 @@ def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, ba
     return rec
 
 
-def _label_mismatches(case: Case, rec: dict[str, Any]) -> None:
-    """Each mismatch's first indices get the boundary their x element sits on (``labels``, aligned)."""
+def _label_mismatches(case: Case, rec: dict[str, Any], actual: list[Any] | None) -> None:
+    """Each mismatch's first indices get the boundary their x element sits on (``labels``, aligned); and every
+    element of the output's preview that differs (by the verdict's comparison, :func:`compare.differs`) its own
+    (``explained``: [flat index, label] pairs), the report's case table's explanation column."""
     x_labels = getattr(case, "x_labels", None)
+    if x_labels is None:
+        return
+    ulp = _ulp(rec.get("comparison"))
     for m in rec.get("mismatches") or ():
-        if x_labels is not None and m.get("first_indices"):
-            try:
+        try:  # labels are a help for the reader, never a reason to lose the record
+            if m.get("first_indices"):
                 got = x_labels([tuple(i) for i in m["first_indices"]])
-            except Exception:  # labels are a help for the reader, never a reason to lose the record
-                got = None
-            if got:
-                m["labels"] = got
+                if got:
+                    m["labels"] = got
+            k = m.get("output") or 0
+            if m.get("reason") != "values differ" or not actual or case.expected is None:
+                continue
+            e, a = case.expected[k], actual[k]
+            bad = np.flatnonzero(differs(e.reshape(-1)[:PREVIEW], a.reshape(-1)[:PREVIEW], ulp))
+            if bad.size:
+                where = [tuple(int(i) for i in np.unravel_index(j, e.shape)) if e.ndim else () for j in bad]
+                labels = x_labels(where)
+                if labels:
+                    m["explained"] = [[int(j), text] for j, text in zip(bad, labels, strict=False)]
+        except Exception:
+            continue
+
+
+def _ulp(comparison: object) -> int:
+    """N of a comparison rule ``ulp<=N`` (0: exact)."""
+    text = str(comparison or "")
+    return int(text.split("<=", 1)[1]) if text.startswith("ulp<=") and text.split("<=", 1)[1].isdigit() else 0
 
 
 def encode(rec: dict[str, Any]) -> str:

@@ -159,7 +159,7 @@ FIELDS: dict[str, dict[str, Spec]] = {
     "preview": {"type": _TEXT, "shape": Each(list, _INT, nullable=False), "values": _TEXTS,
                 "codes": Each(list, _INT, nullable=False), "truncated": (bool,)},
     "mismatch": {"output": _INT, "reason": _TEXT, "count": _INT, "total": _INT, "first_indices": (list,),
-                 "labels": (list,), "max_ulp": _INT},
+                 "labels": (list,), "max_ulp": _INT, "explained": (list,)},
 }
 _NAMES = {dict: "an object", list: "a list", str: "text", int: "a whole number", float: "a number",
           bool: "true or false", type(None): "null"}

@@ -13,13 +13,17 @@ function qdqFindingsTable(table, rows, links) {
   function num(n) { return Number(n).toLocaleString("en-US"); }
   function link(text, f, open, cls) {
     if (!links) return el("span", text, cls);
-    var a = el("a", text, cls); a.href = "#cases"; a.setAttribute("data-finding", f.n);
+    var a = el("a", text, cls); a.setAttribute("data-finding", f.n);
+    // the report's deep links (#case=ID&form=F, #finding=F...): a click routes through them, so they can be copied
+    a.href = open ? "#case=" + encodeURIComponent(f.example) + "&form=" + encodeURIComponent(f.example_form)
+                  : "#finding=" + f.id;
     if (open) { a.setAttribute("data-open", "1"); a.title = "open this case: inputs, expected vs actual, repro"; } else { a.title = "list these cases"; }
     return a;
   }
   rows.forEach(function (f, k) {
     var tr = el("tr", undefined, "finding " + (f.state === "expected" ? "xfail" : "failed")), td;
     tr.setAttribute("data-finding-id", f.id);
+    if (links) tr.id = "finding=" + f.id;
     tr.hidden = k >= limit;
     tr.appendChild(el("td", String(f.n + 1), "num"));
     td = el("td"); td.appendChild(el("b", f.state));
@@ -27,7 +31,9 @@ function qdqFindingsTable(table, rows, links) {
     if (f.since) { td.appendChild(el("br")); td.appendChild(el("span", f.since, "since")); }
     tr.appendChild(td);
     td = el("td", undefined, "num"); td.appendChild(link(num(f.count), f, false)); tr.appendChild(td);
-    td = el("td", f.what, "wrap");
+    td = el("td", undefined, "wrap");  // the plain sentence, then the raw message
+    if (f.plain) td.appendChild(el("div", f.plain, "plain"));
+    td.appendChild(el("div", f.what, f.plain ? "raw" : ""));
     var ex = el("div", "e.g. ", "small"); ex.appendChild(link(f.example, f, true, "id"));
     ex.appendChild(document.createTextNode(" [" + f.example_form + "] ")); ex.appendChild(el("span", f.id, "fid"));
     td.appendChild(ex); tr.appendChild(td);

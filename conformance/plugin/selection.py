@@ -1,0 +1,181 @@
+"""Collecting only the case files a ``-k`` / ``-m`` selection can match.
+
+A run that selects one case (``-k ID``, ``qdq-conformance show ID``) would otherwise load every case file and make
+tens of thousands of items only to deselect them (seconds even from the expansion cache). Per case file, an index
+under the cache directory (``<cache>/selection``, keyed as the expansion cache is: the file's bytes, the tiers and
+the code's fingerprint) keeps what pytest's ``-k`` and ``-m`` read of each of its items: the node names from the
+case folder down (folders, the file, ``ID[form]``), the extra keywords (family, status, operator) and the marker
+names. A file none of whose items the expressions select is not collected; pytest then deselects within the files
+it does collect as always, so the selection is pytest's own. Anything this module cannot decide (an expression it
+cannot parse, one that names ``xfail``, an index it cannot build, a file that does not load) collects the file.
+``benchmarks/bench_select.py`` measures the time to the first line of such a run, with and without this.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .. import domain
+from ..cachedir import cache_root
+from ..domain import Case
+from ..errors import CaseFileError
+from ..generators.cache import entry_key, load_file_cached
+from ..generators.loader import read_case_file
+
+#: environment variable that turns the narrowing off (the benchmark's "before")
+OFF = "QDQ_COLLECT_ALL"
+_EXPRESSIONS = pytest.StashKey[tuple[Any, Any] | None]()
+_FORMAT = 1
+
+
+def _compile(config: pytest.Config) -> tuple[Any, Any] | None:
+    """The compiled -k and -m expressions (either None), or None when there is nothing to narrow by."""
+    keyword, markexpr = config.getoption("keyword", ""), config.getoption("markexpr", "")
+    if os.environ.get(OFF) or not (keyword or markexpr) or "xfail" in f"{keyword} {markexpr}".lower():
+        return None  # (the runner adds xfail markers after collection, from the expectations)
+    try:  # pytest's own parser (private, stable since pytest 6): any trouble collects every file
+        from _pytest.mark.expression import Expression
+
+        k = Expression.compile(keyword) if keyword else None
+        m = Expression.compile(markexpr) if markexpr else None
+    except Exception:
+        return None
+    return k, m
+
+
+#: per case file the (case id, form) pairs the selection can match (CaseFile.collect makes items of these only)
+CHOSEN = pytest.StashKey[dict[Path, frozenset[tuple[str, str]]]]()
+
+
+def wanted(config: pytest.Config, parent: pytest.Collector, path: Path) -> bool:
+    """Whether the case file ``path`` may hold an item the run's -k / -m select (True when unsure); which of its
+    items may, kept for :func:`chosen`."""
+    if _EXPRESSIONS not in config.stash:
+        config.stash[_EXPRESSIONS] = _compile(config)
+    exprs = config.stash[_EXPRESSIONS]
+    if exprs is None:
+        return True
+    tiers = domain.tiers_of(config.getoption("qdq_tier"))
+    index = case_index(path, tiers)
+    if index is None:
+        return True
+    # node names pytest's -k reads: every node from below the root folder down (not the session or root folder)
+    chain = [n.name for n in parent.listchain() if not isinstance(n, pytest.Session)
+             and not (isinstance(n, pytest.Directory) and isinstance(n.parent, pytest.Session))]
+    forms = domain.forms_of(config.getoption("qdq_form"))
+    keyword, markexpr = exprs
+    above = "\0".join([*chain, path.name]).lower()
+    found: set[tuple[str, str]] = set()
+    try:
+        for case_id, extra, marks in index:
+            for form in forms:
+                names = [*marks, form]
+                if markexpr is not None and not markexpr.evaluate(_marks(names)):
+                    continue
+                if keyword is None or keyword.evaluate(_keywords("\0".join([above, f"{case_id}[{form}]", *extra,
+                                                                             *names]).lower())):
+                    found.add((case_id, form))
+    except Exception:  # (an expression with call arguments in -k, and the like: pytest says what is wrong)
+        return True
+    config.stash.setdefault(CHOSEN, {})[path] = frozenset(found)
+    return bool(found)
+
+
+def chosen(config: pytest.Config, path: Path) -> frozenset[tuple[str, str]] | None:
+    """The (case id, form) items of ``path`` the selection can match, or None: every item."""
+    return config.stash.get(CHOSEN, {}).get(path)
+
+
+def _keywords(joined: str) -> Callable[..., bool]:
+    """pytest's keyword matcher (a case-insensitive substring of any name) over names joined by NUL."""
+
+    def match(sub: str, /, **kwargs: Any) -> bool:
+        if kwargs:
+            raise ValueError("call parameters")
+        return sub.lower() in joined
+    return match
+
+
+def _marks(names: list[str]) -> Callable[..., bool]:
+    have = set(names)
+
+    def match(name: str, /, **kwargs: Any) -> bool:
+        return name in have and not kwargs  # (the runner's markers carry no arguments)
+    return match
+
+
+def marker_names(case: Case, form: str) -> list[str]:
+    """The runner's markers of ``case`` in ``form`` (pytest's -m selects by them; the form's is the first)."""
+    meta = case.metadata()
+    names = [form, meta["operator"].lower(), meta["domain"].replace(".", "_"), f"v{meta['version']}",
+             meta["granularity"].replace("-", "_"), "family_" + meta["family"].replace("-", "_"),
+             meta["status"].replace("-", "_")]
+    for io in meta["inputs"][:2]:
+        if io["element_type"]:
+            names.append(("x_" if io["formal"] == "x" else "scale_") + io["element_type"])
+    if meta["outputs"] and meta["outputs"][0]["element_type"]:
+        names.append("y_" + meta["outputs"][0]["element_type"])
+    return names
+
+
+
+def recorded(config: pytest.Config) -> dict[str, Any]:
+    """What selected the run's cases, for the results header (empty: the whole corpus in both forms): -k, -m,
+    --shard, --form (one form), --lf / --sw / --deselect and node ids on the command line."""
+    out: dict[str, Any] = {}
+    for flag, name in (("-k", "keyword"), ("-m", "markexpr"), ("--shard", "qdq_shard"), ("--deselect", "deselect")):
+        value = config.getoption(name, None)
+        if value:
+            out[flag] = value if isinstance(value, str) else list(map(str, value))
+    form = config.getoption("qdq_form", None)
+    if form and form != domain.BOTH:
+        out["--form"] = form
+    for flag, name in (("--lf", "lf"), ("--sw", "stepwise")):
+        if config.getoption(name, False):
+            out[flag] = True
+    given = [a for a in config.args if "::" in str(a)]  # (node ids: one case picked by hand)
+    if given:
+        out["node ids"] = given
+    return out
+
+
+def case_index(path: Path, tiers: list[str] | tuple[str, ...]) -> list[tuple[str, list[str], list[str]]] | None:
+    """(case id, extra keywords, marker names but the form's) of each case of ``path`` in ``tiers``, from the
+    index or built (from the expansion cache) and kept; None when the file cannot be read or loaded."""
+    try:
+        data = read_case_file(path)
+    except CaseFileError:
+        return None
+    entry = cache_root() / "selection" / f"{path.stem}-{entry_key(data, list(tiers))[:24]}.json"
+    try:
+        doc = json.loads(entry.read_text(encoding="utf-8"))
+        if doc.get("format") == _FORMAT:
+            return [(c[0], c[1], c[2]) for c in doc["cases"]]
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        pass
+    try:
+        cases = load_file_cached(path, list(tiers))
+    except Exception:  # (a load error: the file is collected, and its error item says what is wrong)
+        return None
+    rows = []
+    for case in cases:
+        if case.tier not in tiers:
+            continue
+        meta = case.metadata()
+        rows.append((case.id, [meta["family"], meta["status"], meta["operator"]], marker_names(case, "")[1:]))
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"format": _FORMAT, "cases": rows}, fh)
+        os.replace(tmp, entry)
+    except OSError:
+        pass  # a read-only cache: decided from the expansion each time
+    return rows
