@@ -142,7 +142,7 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("diff", help=doc, description=doc + " A run: OLD / NEW (one results file each), or "
                        "--old / --new followed by the shard files of each run. " + SHARDS + " Exit status 1 when "
                        "a case regressed (it was not a failure and now is, and no expectation entry of the new run "
-                       "says so: those are listed as now failing, expected) or the new run is empty, did not "
+                       "says so: those are listed as now failing (expected)) or the new run is empty, did not "
                        "finish (no summary line) or misses a shard; 2 (one line) when a file cannot be read or is "
                        "not a results file, the files are not one run each, or -o cannot be written.")
     p.add_argument("files", nargs="*", metavar="OLD NEW", help="results files of the earlier and the later run")

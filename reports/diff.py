@@ -4,7 +4,7 @@ Cases are matched by (case id, graph form). Every case lands in one category:
 
 - ``regressed``: it was not a failure and now is (failed, error, crashed, timeout, invalid-accepted), and no
   expectation entry of the new run says it fails so;
-- ``now failing, expected``: it was not a failure and now is, as an expectation entry of the new run says;
+- ``now failing (expected)``: it was not a failure and now is, as an expectation entry of the new run says;
 - ``fixed``: it was a failure and now is not;
 - ``changed``: any other change of status, or an implementation-defined case whose recorded behaviour changed;
 - ``appeared`` / ``disappeared``: present in only one of the two files;
@@ -29,7 +29,7 @@ from .page import environment, pack
 
 #: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a diff tests every record)
 _IMPLEMENTATION_DEFINED = RunStatus.IMPLEMENTATION_DEFINED.value
-EXPECTED_NOW = "now failing, expected"
+EXPECTED_NOW = "now failing (expected)"
 CATEGORIES = ("regressed", EXPECTED_NOW, "fixed", "changed", "appeared", "disappeared")
 
 

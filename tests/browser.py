@@ -121,3 +121,32 @@ class Browser:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: JavaScript: the words of table headers, finding sentences and legends, and the numbers of every table cell,
+#: that a line break splits (a word or number whose characters sit on two lines), and the headers and number cells
+#: whose text sticks out of the cell; at most 20
+SPLIT_WORDS_JS = r"""(() => {
+  const bad = [];
+  for (const cell of document.querySelectorAll('th, td')) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    let node;
+    while ((node = walker.nextNode())) {
+      const el = node.parentElement;
+      if (el.closest('pre') || !el.getClientRects().length) continue;
+      const words = cell.tagName === 'TH' || el.closest('.plain, .legend');
+      const re = words ? /[A-Za-z0-9]+/g : /[0-9][0-9,.]*[0-9]|[0-9]/g;
+      let m;
+      while ((m = re.exec(node.data))) {
+        const r = document.createRange();
+        r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+        if (tops.size > 1) bad.push(m[0] + ' in ' + cell.tagName + '.' + cell.className);
+      }
+    }
+  }
+  for (const cell of document.querySelectorAll('th, td.num')) {  // nor does one stick out of its cell
+    if (cell.getClientRects().length && cell.scrollWidth > cell.clientWidth + 1) bad.push('overflow: ' + cell.textContent);
+  }
+  return bad.slice(0, 20);
+})()"""

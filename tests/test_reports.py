@@ -84,7 +84,7 @@ def test_diff_lists_regressions_fixes_and_membership_changes(tmp_path, capsys):
     rc = main(["diff", str(old), str(new), "-o", str(tmp_path / "d.html")])
     out = capsys.readouterr().out
     assert rc == 1  # a regression fails the CI step
-    assert "1 regressed, 1 fixed, 1 changed, 0 appeared, 1 disappeared, 1 unchanged" in out
+    assert "1 regressed, 0 now failing (expected), 1 fixed, 1 changed, 0 appeared, 1 disappeared, 1 unchanged" in out
     assert "quantizelinear-21-case0 [runtime]  passed -> failed" in out
     assert "quantizelinear-21-case4 [runtime]  passed -> -" in out
     p = _Collect()
@@ -101,7 +101,7 @@ def test_diff_of_identical_runs_is_empty_and_escapes_html(tmp_path, capsys):
     a = _results(tmp_path / "a.jsonl", ["failed", "passed"], evil=True)
     b = _results(tmp_path / "b.jsonl", ["passed", "passed"], evil=True)
     assert main(["diff", str(a), str(a)]) == 0
-    assert "0 regressed, 0 fixed, 0 changed, 0 appeared, 0 disappeared, 2 unchanged" in capsys.readouterr().out
+    assert "0 regressed, 0 now failing (expected), 0 fixed, 0 changed, 0 appeared, 0 disappeared, 2 unchanged" in capsys.readouterr().out
     main(["diff", str(a), str(b), "-o", str(tmp_path / "d.html")])
     assert "<script>alert" not in (tmp_path / "d.html").read_text()
 

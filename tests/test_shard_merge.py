@@ -112,7 +112,7 @@ def test_three_shards_merged_diff_to_nothing_against_the_whole_run(runs):
                  ["--old", *_shards(runs, "2", "3", "1"), "--new", runs["whole"]]):
         proc = _cli("diff", *args)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "0 regressed, 0 fixed, 0 changed, 0 appeared, 0 disappeared" in proc.stdout
+        assert "0 regressed, 0 now failing (expected), 0 fixed, 0 changed, 0 appeared, 0 disappeared" in proc.stdout
 
 
 def test_a_missing_shard_is_shown_on_the_first_screen_in_findings_and_fails_the_diff_gate(runs, tmp_path):

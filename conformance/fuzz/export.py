@@ -25,7 +25,7 @@ import yaml
 
 from ..generators.corpus import load_file
 from ..generators.export import write_case
-from ..reports.findings import FAILING, is_expected, signature
+from ..reports.findings import FAILING, group, is_expected, signature
 from ..reports.findings import Finding as Group
 from ..runner.results import CaseRecord, ResultsWriter, expectation_of, read
 from .describe import literals, template
@@ -144,19 +144,35 @@ def corpus_index(paths: Sequence[Path]) -> dict[tuple[str, ...], Exposed]:
 def judge(rows: Sequence[dict[str, Any]], corpus: dict[tuple[str, ...], Exposed] | None) -> dict[str, Any]:
     """Mark each finding row (``write_finding``'s) with its root cause and whether a failing
     corpus case exposes it (``in_corpus``: True, False, or None without corpus results); the counts."""
-    causes: dict[tuple[str, ...], bool | None] = {}
+    causes: dict[tuple[str, ...], bool] = {}
     for row in rows:
         key = tuple(row["root_cause"])
         row["root_cause"] = list(key)
-        row["root_cause_id"] = Group(key).id
+        row.setdefault("root_cause_id", Group(key).id)
         hit = None if corpus is None else corpus.get(key)
         row["in_corpus"] = None if corpus is None else hit is not None
         row["corpus_case"] = hit.case if hit else None
         row["corpus_expected"] = hit.expected if hit else None
-        causes[key] = row["in_corpus"]
+        # new: neither a deviation the expectations record (known.py) nor one a failing corpus case exposes
+        row["new"] = not row.get("known") and not row["in_corpus"]
+        causes[key] = causes.get(key, False) or row["new"]
     return {"findings": len(rows), "root_causes": len(causes),
-            "new_findings": None if corpus is None else sum(not r["in_corpus"] for r in rows),
-            "new_root_causes": None if corpus is None else sum(not v for v in causes.values())}
+            "known_findings": sum(bool(r.get("known")) for r in rows),
+            "new_findings": sum(r["new"] for r in rows),
+            "new_root_causes": sum(causes.values())}
+
+
+def finding_ids(rows: Sequence[dict[str, Any]], records: Iterable[str]) -> None:
+    """Each row's ``root_cause_id``: the id ``qdq-conformance findings`` gives its example's finding when it reads
+    the fuzz run's results file (a case failing alike in both forms is one finding of form ``both`` there)."""
+    where: dict[tuple[str, str], str] = {}
+    for g in group([cast(CaseRecord, json.loads(line)) for line in records]):
+        for case in g.cases:
+            where[case] = g.id
+    for row in rows:
+        got = where.get((str(row.get("case_id")), str(row.get("form"))))
+        if got:
+            row["root_cause_id"] = got
 
 
 def rejudge(out: Path, corpus: dict[tuple[str, ...], Exposed]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -186,19 +202,30 @@ def write_results(path: Path, head: dict[str, Any], records: Iterable[str], summ
     return writer.count
 
 
-def table(rows: Sequence[dict[str, Any]]) -> str:
-    """The final table of findings (one line each; ``cause``: the root cause's finding id, as
-    ``qdq-conformance findings`` names it; ``corpus``: whether a failing corpus case exposes that root cause)."""
+def table(rows: Sequence[dict[str, Any]], width: int = 100) -> str:
+    """The final table of findings, within ``width`` columns: per finding a line (its number, hits, its finding id
+    as ``qdq-conformance findings`` names it, how it is judged, operator, types, granularity, form, shape), then
+    what goes wrong. Judged: ``known`` (an expectation entry records it, its line), ``corpus`` (a failing corpus
+    case exposes it), ``NEW``."""
     if not rows:
         return "no finding"
-    lines = [f"{'#':>3} {'hits':>5}  {'operator':34} {'types':36} {'zp':12} {'granularity':24} {'attrs':11} "
-             f"{'form':11} {'shape':10} {'cause':9} {'corpus':7} mismatch"]
+    lines = [f"{'#':>3} {'hits':>5} {'finding':9} {'judged':11} {'operator':26} {'types':24} {'granularity':11}"]
     for k, r in enumerate(rows, 1):
         p = r["parts"]
-        corpus = {True: "yes", False: "NEW", None: "?"}[r.get("in_corpus")]
+        known = r.get("known")
+        judged = f"known:{known['line']}" if known else "corpus" if r.get("in_corpus") else "NEW"
         shape = "x".join(map(str, r["shape"])) or "scalar"
-        lines.append(f"{k:>3} {r['hits']:>5}  {p['operator']:34} {p['types']:36} {p['zero_point']:12} "
-                     f"{p['granularity']:24} {p['attributes']:11} {p['form']:11} {shape:10} "
-                     f"{r.get('root_cause_id') or '-':9} {corpus:7} "
-                     f"{p['mismatch']}")
+        lines.append(f"{k:>3} {r['hits']:>5} {r.get('root_cause_id') or '-':9} {judged:11} "
+                     f"{_cut(p['operator'], 26):26} {_cut(p['types'], 24):24} {_cut(p['granularity'], 11)}"[:width])
+        detail = f"{p['mismatch']}; {p['form']} form, zero point {p['zero_point']}, attributes {p['attributes']}, " \
+                 f"shape {shape}"
+        lines.append("      " + _cut(detail, width - 6))
+        if known:
+            lines.append("      " + _cut(f"recorded by expectation line {known['line']} (corpus case {known['case']}): "
+                                         f"{known['reason']}", width - 6))
     return "\n".join(lines)
+
+
+def _cut(text: str, n: int) -> str:
+    text = str(text)
+    return text if len(text) <= n else text[: n - 1] + "…"
