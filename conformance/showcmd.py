@@ -19,8 +19,10 @@ import numpy as np
 import pytest
 
 from .domain import BOTH, FORMS, Tier, tiers_of
+from .generators.cache import load_file_cached
 from .plugin.options import RUN_FLAGS
 from .plugin.selection import case_index
+from .reports.casepage import render_text
 from .resources import cases_dir
 from .runner.merge import load_run
 from .runner.results import ResultsError
@@ -50,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         except ResultsError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        records = [c for c in cases if c["id"] == args.case and (c.get("form") or "") in forms]
+        records: list[dict[str, Any]] = [dict(c) for c in cases
+                                          if c["id"] == args.case and (c.get("form") or "") in forms]
         if not records:
             near = sorted({c["id"] for c in cases if args.case in c["id"]})[:5]
             print(f"error: no case {args.case} ({'/'.join(forms)}) in {', '.join(args.results)}"
@@ -70,9 +73,7 @@ def run(args: argparse.Namespace) -> int:
         if not records:
             print(f"error: the run of {args.case} on {args.backend} wrote no record of it", file=sys.stderr)
             return 1
-    from .reports.casepage import render_text  # (the reports' templates are not needed: text only)
-
-    print("\n\n".join(render_text(dict(r)) for r in records))
+    print("\n\n".join(render_text(r) for r in records))
     if args.repro:
         rec = next((r for r in records if r.get("repro")), records[0])
         path = Path(args.repro)
@@ -123,8 +124,6 @@ def _full_expected(rec: dict[str, Any], folder: str | None) -> list[tuple[str, l
     where = find_case(rec["id"], folder)
     if where is None:
         return None
-    from .generators.cache import load_file_cached
-
     cases = [c for c in load_file_cached(where[0], tiers_of(Tier.DEFAULT.value)) if c.id == rec["id"]]
     if not cases or cases[0].expected is None:
         return None

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from pathlib import Path
 from typing import Any
 
 import pytest

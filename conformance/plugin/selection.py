@@ -22,6 +22,11 @@ from typing import Any
 
 import pytest
 
+try:  # pytest's own parser of -k / -m (private, stable since pytest 6); without it, every file is collected
+    from _pytest.mark.expression import Expression
+except ImportError:  # pragma: no cover
+    Expression = None  # type: ignore[assignment,misc]
+
 from .. import domain
 from ..cachedir import cache_root
 from ..domain import Case
@@ -40,9 +45,9 @@ def _compile(config: pytest.Config) -> tuple[Any, Any] | None:
     keyword, markexpr = config.getoption("keyword", ""), config.getoption("markexpr", "")
     if os.environ.get(OFF) or not (keyword or markexpr) or "xfail" in f"{keyword} {markexpr}".lower():
         return None  # (the runner adds xfail markers after collection, from the expectations)
-    try:  # pytest's own parser (private, stable since pytest 6): any trouble collects every file
-        from _pytest.mark.expression import Expression
-
+    if Expression is None:
+        return None
+    try:  # any trouble collects every file
         k = Expression.compile(keyword) if keyword else None
         m = Expression.compile(markexpr) if markexpr else None
     except Exception:
