@@ -15,17 +15,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-try:  # pytest's own parser of -k / -m (private, stable since pytest 6); without it, every file is collected
-    from _pytest.mark.expression import Expression
-except ImportError:  # pragma: no cover
-    Expression = None  # type: ignore[assignment,misc]
 
 from .. import domain
 from ..cachedir import cache_root
@@ -45,14 +41,81 @@ def _compile(config: pytest.Config) -> tuple[Any, Any] | None:
     keyword, markexpr = config.getoption("keyword", ""), config.getoption("markexpr", "")
     if os.environ.get(OFF) or not (keyword or markexpr) or "xfail" in f"{keyword} {markexpr}".lower():
         return None  # (the runner adds xfail markers after collection, from the expectations)
-    if Expression is None:
-        return None
-    try:  # any trouble collects every file
-        k = Expression.compile(keyword) if keyword else None
-        m = Expression.compile(markexpr) if markexpr else None
-    except Exception:
+    try:  # an expression this grammar does not read (calls with arguments, say) collects every file
+        k = Expression(keyword) if keyword else None
+        m = Expression(markexpr) if markexpr else None
+    except ValueError:
         return None
     return k, m
+
+
+_TOKEN = re.compile(r"\s*(\(|\)|(?:\w|:|\+|-|\.|\[|\]|\\|/)+)")
+
+
+class Expression:
+    """A ``-k`` / ``-m`` expression as pytest's documentation gives its grammar (``or``, ``and``, ``not``,
+    parentheses, names; pytest's own parser is not public API): ``evaluate(match)`` with ``match(name) -> bool``.
+    Raises ValueError on anything else (a call with arguments, a stray character): the caller then narrows
+    nothing, and pytest reads the expression itself."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens: list[str] = []
+        pos = 0
+        while pos < len(text):
+            if text[pos:].strip() == "":
+                break
+            m = _TOKEN.match(text, pos)
+            if m is None:
+                raise ValueError(f"cannot read {text[pos:]!r}")
+            self.tokens.append(m.group(1))
+            pos = m.end()
+        if not self.tokens:
+            raise ValueError("empty expression")
+        self._check()
+
+    def _check(self) -> None:
+        self._at = 0
+        self._or(lambda name: True)
+        if self._at != len(self.tokens):
+            raise ValueError(f"unexpected {self.tokens[self._at]!r}")
+
+    def evaluate(self, match: Callable[[str], bool]) -> bool:
+        self._at = 0
+        return self._or(match)
+
+    def _or(self, match: Callable[[str], bool]) -> bool:
+        value = self._and(match)
+        while self._peek() == "or":
+            self._at += 1
+            value = self._and(match) or value  # (both sides read, to move past them)
+        return value
+
+    def _and(self, match: Callable[[str], bool]) -> bool:
+        value = self._not(match)
+        while self._peek() == "and":
+            self._at += 1
+            value = self._not(match) and value
+        return value
+
+    def _not(self, match: Callable[[str], bool]) -> bool:
+        token = self._peek()
+        if token is None:
+            raise ValueError("expression ends early")
+        self._at += 1
+        if token == "not":
+            return not self._not(match)
+        if token == "(":
+            value = self._or(match)
+            if self._peek() != ")":
+                raise ValueError("missing )")
+            self._at += 1
+            return value
+        if token in (")", "and", "or"):
+            raise ValueError(f"unexpected {token!r}")
+        return match(token)
+
+    def _peek(self) -> str | None:
+        return self.tokens[self._at] if self._at < len(self.tokens) else None
 
 
 #: per case file the (case id, form) pairs the selection can match (CaseFile.collect makes items of these only)
@@ -101,9 +164,7 @@ def chosen(config: pytest.Config, path: Path) -> frozenset[tuple[str, str]] | No
 def _keywords(joined: str) -> Callable[..., bool]:
     """pytest's keyword matcher (a case-insensitive substring of any name) over names joined by NUL."""
 
-    def match(sub: str, /, **kwargs: Any) -> bool:
-        if kwargs:
-            raise ValueError("call parameters")
+    def match(sub: str) -> bool:
         return sub.lower() in joined
     return match
 
@@ -111,8 +172,8 @@ def _keywords(joined: str) -> Callable[..., bool]:
 def _marks(names: list[str]) -> Callable[..., bool]:
     have = set(names)
 
-    def match(name: str, /, **kwargs: Any) -> bool:
-        return name in have and not kwargs  # (the runner's markers carry no arguments)
+    def match(name: str) -> bool:
+        return name in have
     return match
 
 
