@@ -201,7 +201,7 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
         if args.reuse and path.exists():
             print(f"{name}: reusing {path}")
             continue
-        cmd = [sys.executable, "-m", "pytest", f"--backend={name}", *RUN_FLAGS, "--tb=no", "--no-header", f"--form={args.form}", f"--results={path}", "-o", "console_output_style=count"]
+        cmd = [sys.executable, "-m", "pytest", f"--backend={name}", *RUN_FLAGS, *cache_flags(), "--tb=no", "--no-header", f"--form={args.form}", f"--results={path}", "-o", "console_output_style=count"]
         cmd += ["--workers", str(args.workers)]
         print(f"{name}: {' '.join(cmd[2:])}", flush=True)
         r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
