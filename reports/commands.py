@@ -14,13 +14,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..runner.merge import load_run, load_runs
-from ..runner.results import ResultsError, unwritable
+from ..runner.merge import incomplete, load_run, load_runs
+from ..runner.results import Results, ResultsError, unwritable
 from . import diff, overview, render
 
 SHARDS = ("Shard files (--shard K/N) of one backend are merged into one run: they must share the backend version "
           "and N and give each shard once, else exit status 2; a missing shard is reported (the verdict says the "
           "run is incomplete), not refused.")
+INCOMPLETE = ("A run that is incomplete (a file without its summary line, malformed lines skipped, a run "
+              "interrupted or stopped before its first case, a shard missing) is said in one line on stderr per "
+              "reason (warning: FILE: incomplete: ...)")
 
 
 def _count(text: str) -> int:
@@ -39,6 +42,13 @@ def _paths(names: list[str] | None) -> list[Path]:
     return [Path(n) for n in names or []]
 
 
+def _warn_incomplete(*runs: Results | None) -> None:
+    """One line on stderr per reason a run read is incomplete (``merge.incomplete``)."""
+    for run in runs:
+        for line in incomplete(run) if run is not None else ():
+            print(f"warning: {line}", file=sys.stderr)
+
+
 def run_report(args: argparse.Namespace) -> int:
     """Render results files as an HTML report (one run: its verdict and findings first) or a scoreboard (several
     backends: each backend's findings, the cases where they disagree)."""
@@ -50,6 +60,7 @@ def run_report(args: argparse.Namespace) -> int:
         if args.baseline and len(runs) > 1:
             return _error("--baseline goes with one run (a report), not several (a scoreboard)")
         baseline = load_run(_paths(args.baseline)) if args.baseline else None
+        _warn_incomplete(*runs, baseline)
         out = render.render(runs, Path(args.output), baseline, ", ".join(args.baseline or []))
     except ResultsError as e:
         return _error(str(e))
@@ -66,6 +77,7 @@ def run_findings(args: argparse.Namespace) -> int:
         baseline = load_run(_paths(args.baseline)) if args.baseline else None
     except ResultsError as e:
         return _error(str(e))
+    _warn_incomplete(results, baseline)
     ov = overview.overview(results, baseline, ", ".join(args.baseline or []))
     if args.json:
         print(json.dumps(overview.to_json(results[0], ov), indent=1, default=str))
@@ -93,10 +105,12 @@ def run_diff(args: argparse.Namespace) -> int:
     if why:
         return _error(f"-o {args.output}: {why}")
     try:
-        d = diff.diff_records(load_run(_paths(old)), load_run(_paths(new)))
+        old_run, new_run = load_run(_paths(old)), load_run(_paths(new))
     except ResultsError as e:
         return _error(str(e))
-    print(diff.render_text(d, limit=args.limit or 10**9))
+    _warn_incomplete(old_run, new_run)
+    d = diff.diff_records(old_run, new_run)
+    print(diff.render_text(d, limit=args.limit or 10**9, accepted=args.allow_incomplete))
     if args.output:
         try:
             report = args.report or Path(new[-1]).with_suffix(".html").name
@@ -105,14 +119,17 @@ def run_diff(args: argparse.Namespace) -> int:
             return _error(f"cannot write {args.output}: {e.strerror or e}")
     if args.exit_zero:
         return 0
-    return 1 if d.counts()["regressed"] or d.incomplete() else 0
+    if d.counts()["regressed"] or d.empty():
+        return 1
+    return 1 if d.incomplete() and not args.allow_incomplete else 0
 
 
 def add_parsers(sub: Any) -> None:
     """``report``, ``findings`` and ``diff`` (``sub``: the CLI's subparsers)."""
     doc = (run_report.__doc__ or "").strip()
     p = sub.add_parser("report", help=doc, description=doc + " " + SHARDS + " Unsharded files are runs of their "
-                       "own, several of one backend included. Exit status 2 (one line naming the file and the "
+                       "own, several of one backend included. " + INCOMPLETE + " and marked INCOMPLETE on the "
+                       "report's first screen. Exit status 2 (one line naming the file and the "
                        "line, or the files) when a file cannot be read or is not a results file, the shard files "
                        "do not form one run, or the output cannot be written.")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results file(s) written by --results")
@@ -123,8 +140,9 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=run_report)
     doc = "Group a run's failing cases into findings (one per signature) and print them."
     p = sub.add_parser("findings", help=doc, description=doc + " " + " ".join(overview.DESCRIPTION.split())
-                       + " " + SHARDS + " Exit status 0 (1 with --fail-on when a finding it names is there), or 2 (one "
-                       "line) when a file cannot be read or is not a results file, or the files are not one run.")
+                       + " " + SHARDS + " " + INCOMPLETE + ". Exit status 0 (1 with --fail-on when a finding it "
+                       "names is there), or 2 (one line) when a file cannot be read or is not a results file, or the "
+                       "files are not one run.")
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results file written by --results, or the "
                    "shard files of one run")
     p.add_argument("--json", action="store_true", help="print JSON (every finding, with its example's repro)")
@@ -140,11 +158,11 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=run_findings)
     doc = (run_diff.__doc__ or "").strip()
     p = sub.add_parser("diff", help=doc, description=doc + " A run: OLD / NEW (one results file each), or "
-                       "--old / --new followed by the shard files of each run. " + SHARDS + " Exit status 1 when "
-                       "a case regressed (it was not a failure and now is, and no expectation entry of the new run "
-                       "says so: those are listed as now failing (expected)) or the new run is empty, did not "
-                       "finish (no summary line) or misses a shard; 2 (one line) when a file cannot be read or is "
-                       "not a results file, the files are not one run each, or -o cannot be written.")
+                       "--old / --new followed by the shard files of each run. " + SHARDS + " " + INCOMPLETE + ". Exit "
+                       "status 1 when a case regressed (it was not a failure and now is, and no expectation entry of "
+                       "the new run says so: those are listed as now failing (expected)), the new run is empty, or "
+                       "either run is incomplete (unless --allow-incomplete); 2 (one line) when a file cannot be read "
+                       "or is not a results file, the files are not one run each, or -o cannot be written.")
     p.add_argument("files", nargs="*", metavar="OLD NEW", help="results files of the earlier and the later run")
     p.add_argument("--old", nargs="+", action="extend", metavar="FILE", help="the earlier run's shard files")
     p.add_argument("--new", nargs="+", action="extend", metavar="FILE", help="the later run's shard files")
@@ -154,4 +172,6 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--report", metavar="URL", help="the new run's HTML report, which -o's cases link to "
                    "(REPORT#case=ID&form=F; default: the new results file's name with .html, as --report writes it)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when cases regressed")
+    p.add_argument("--allow-incomplete", action="store_true", help="an incomplete run (either side) does not fail "
+                   "the gate by itself; regressions among the cases it holds, and an empty new run, still do")
     p.set_defaults(func=run_diff)

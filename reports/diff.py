@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from qdq_conformance.domain import FAILING, RunStatus
-from qdq_conformance.runner.merge import gap, load_run
+from qdq_conformance.runner.merge import gap, incomplete, load_run
 from qdq_conformance.runner.results import CaseRecord, Results, is_expected
 
 from .page import environment, pack
@@ -52,9 +52,17 @@ class Diff:
     new_cases: int = 0
     new_complete: bool = True  # the new run ended normally (its file has a summary line)
     new_stopped: str = ""  # how the new run ended early, when its summary says so (a signal, a backend error)
+    old_incomplete: list[str] = field(default_factory=list)  # merge.incomplete of each run: one line per problem
+    new_incomplete: list[str] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        """The new run holds no case (nothing to compare: a gate never passes it)."""
+        return self.new_cases == 0
 
     def incomplete(self) -> str | None:
-        """Why the new run cannot pass a regression gate (empty, or interrupted / crashed), or None."""
+        """Why the runs cannot pass a regression gate (the new one empty, interrupted, crashed or with malformed
+        lines; the old one incomplete, so that a case it lacks, failing now, counts as appeared, not regressed),
+        or None."""
         if gap(self.new_head):
             return f"the new run is incomplete ({gap(self.new_head)}), so the cases of missing shards are not known to pass"
         if self.new_stopped:
@@ -64,6 +72,11 @@ class Diff:
         if not self.new_complete:
             return ("the new run did not finish (no summary line: interrupted or crashed), so cases it did not "
                     "reach are not known to pass")
+        if self.new_incomplete:
+            return f"the new run is incomplete ({self.new_incomplete[0]}), so cases it lost are not known to pass"
+        if self.old_incomplete:
+            return (f"the old run is incomplete ({self.old_incomplete[0]}), so a case it lacks that fails now is "
+                    "counted as appeared, not as regressed")
         return None
 
     def warnings(self) -> list[str]:
@@ -126,7 +139,7 @@ def diff_records(old: Results, new: Results) -> Diff:
     old_cases = {_key(c): c for c in old[1]}
     new_cases = {_key(c): c for c in new[1]}
     result = Diff(old[0], new[0], new_cases=len(new[1]), new_complete=new[2] is not None,
-                  new_stopped=_stopped(new[2]))
+                  new_stopped=_stopped(new[2]), old_incomplete=incomplete(old), new_incomplete=incomplete(new))
     for key in sorted(old_cases.keys() | new_cases.keys()):
         a, b = old_cases.get(key), new_cases.get(key)
         if a is None:
@@ -170,15 +183,16 @@ def _run_name(head: dict[str, Any]) -> str:
     return f"{head.get('backend', '?')} {head.get('backend_version', '?')} ({head.get('started', '?')}{merged}{missing})"
 
 
-def render_text(d: Diff, limit: int = 50) -> str:
-    """Plain-text diff: header, one line per category, then up to ``limit`` cases per category."""
+def render_text(d: Diff, limit: int = 50, accepted: bool = False) -> str:
+    """Plain-text diff: header, one line per category, then up to ``limit`` cases per category (``accepted``: an
+    incomplete run does not fail the gate, --allow-incomplete)."""
     lines = [f"old: {_run_name(d.old_head)}", f"new: {_run_name(d.new_head)}"]
     lines += [f"WARNING: {w}" for w in d.warnings()]
     counts = d.counts()
     lines.append(", ".join(f"{n} {k}" for k, n in counts.items()) + f", {d.unchanged} unchanged")
     why = d.incomplete()
     if why:
-        lines.append(f"INCOMPLETE: {why}")
+        lines.append(f"INCOMPLETE{' (accepted: --allow-incomplete)' if accepted and not d.empty() else ''}: {why}")
     for old, new, n in d.transitions():
         lines.append(f"  {old:>22} -> {new:<22} {n}")
     for cat in CATEGORIES:

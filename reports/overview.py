@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain import FAILING, RunStatus
-from ..runner.merge import gap, shards_text
+from ..runner.merge import gap, incomplete, shards_text
 from ..runner.results import Results, is_expected, passed_against_entry
 from .diff import CATEGORIES, diff_records, selection_text
 from .findings import Finding, group, known_versions, shorten
@@ -49,6 +49,7 @@ class Overview:
     since: Since | None = None
     gap: str = ""  # what a run merged from shard files lacks ("shard 2 of 3 is missing"), or ""
     subset: str = ""  # what selected the run's cases when it ran a subset of the corpus (diff.selection_text)
+    incomplete: list[str] = field(default_factory=list)  # why the run is incomplete, one line each (merge.py)
 
     @property
     def failing(self) -> int:
@@ -88,6 +89,8 @@ class Overview:
             text += f" The run is incomplete ({self.gap}): cases of missing shards are not counted."
         if not self.complete:
             text += " The run did not finish: cases it did not reach are not counted."
+        elif self.incomplete and not self.gap:
+            text += " The results are incomplete: cases of the lines skipped are not counted."
         if self.subset:
             text += f" Subset of the corpus ({self.subset}): a verdict on the selected cases only."
         return kind, text
@@ -106,7 +109,7 @@ def overview(results: Results, baseline: Results | None = None, baseline_name: s
                   expected_failing=sum(1 for c in cases if c["status"] in FAILING and is_expected(c)),
                   unexpected_passes=sum(1 for c in cases if passed_against_entry(c)),
                   complete=summary is not None and not summary.get("interrupted") and not summary.get("error"),
-                  gap=gap(head), subset=selection_text(head))
+                  gap=gap(head), subset=selection_text(head), incomplete=incomplete(results))
     if baseline is not None:
         ov.since = since(baseline, results, ov.findings, baseline_name)
     return ov
@@ -136,7 +139,7 @@ def _entry_text(f: Finding, limit: int = 160) -> str:
 def render_text(head: dict[str, Any], ov: Overview, limit: int = 50, repro: bool = False) -> str:
     """``qdq-conformance findings``: verdict, then each finding in a few lines."""
     lines = [f"{head.get('backend', '?')} {head.get('backend_version', '?')} (onnx {head.get('onnx_version', '?')})",
-             ov.verdict()[1], ov.stats()]
+             *(f"INCOMPLETE: {line}" for line in ov.incomplete), ov.verdict()[1], ov.stats()]
     if head.get("shards"):
         lines.append(shards_text(head))
     if ov.since:
@@ -170,7 +173,8 @@ def to_json(head: dict[str, Any], ov: Overview) -> dict[str, Any]:
         "backend": head.get("backend"), "backend_version": head.get("backend_version"),
         "verdict": {"kind": kind, "text": text, "stats": ov.stats()},
         "counts": dict(ov.counts), "failing": ov.failing, "expected_failing": ov.expected_failing,
-        "new_failing": ov.new_failing, "findings": [f.to_json(ov.known) for f in ov.findings]}
+        "new_failing": ov.new_failing, "incomplete": ov.incomplete,
+        "findings": [f.to_json(ov.known) for f in ov.findings]}
     if head.get("shards"):
         out["shards"] = {**head["shards"], "complete": not ov.gap}
     out["subset"] = ov.subset or None

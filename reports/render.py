@@ -246,6 +246,7 @@ def scoreboard(results: list[Results]) -> dict[str, Any]:
     return {"backends": backends, "data": pack(rows), "totals": [s["counts"] for s in sums],
             "expected": [s["expected"] for s in sums], "readings": readings, "readings_expected": expected_readings,
             "disagreements": sum(r["disagree"] for r in rows), "total": len(rows),
+            "incomplete": [line for ov in overviews for line in ov.incomplete],
             "per_backend": [{"name": name, "verdict": ov.verdict(), "stats": ov.stats(), "failing": ov.failing,
                              "count": len(ov.findings), "findings": pack(finding_rows(ov))}
                             for name, ov in zip(backends, overviews, strict=True)]}

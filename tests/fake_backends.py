@@ -239,3 +239,111 @@ class Batching(OracleBackend):
 
 def batching(**options):
     return Batching()
+
+
+# --- backends whose processes leave the worker's session, and factories that hang or crash -------------------
+
+def _escape(how: str) -> None:
+    """Start a process that leaves the worker's process group and session (``start_new_session``), with an empty
+    environment (so only its command line carries ``QDQ_TEST_MARKER``, by which tests find it): ``child``, a
+    direct child left running; ``daemon``, a daemon that double-forks, whose parent exits at once (so it is
+    handed to the nearest subreaper, or to init)."""
+    import subprocess
+    import sys
+
+    marker = os.environ.get("QDQ_TEST_MARKER", "")
+    if how == "child":
+        code = f"import time; time.sleep(600)  # {marker}"
+    else:
+        code = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+                f"        time.sleep(600)  # {marker}\n    os._exit(0)\nos._exit(0)\n")
+    child = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, env={},
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if how == "daemon":
+        child.wait()  # (its parent is gone: the daemon is an orphan)
+    else:
+        _ESCAPED.append(child)  # (kept referenced: no ResourceWarning, no wait)
+
+
+_ESCAPED: list = []
+
+
+class Escaping(OracleBackend):
+    """The oracle, but every case first starts a process that leaves the worker's session (``_escape``), and
+    then (``then``) answers, crashes (segfault) or hangs."""
+
+    name = "escaping"
+    version = "0.0-test"
+
+    def __init__(self, how: str, then: str = "answer") -> None:
+        super().__init__()
+        self.how, self.then = how, then
+
+    def run(self, model, feeds):
+        _escape(self.how)
+        if self.then == "crash":
+            ctypes.string_at(0)
+        if self.then == "hang":
+            time.sleep(3600)
+        return super().run(model, feeds)
+
+
+def setsid_child(**options):
+    """Every case leaves a direct child running in a session of its own."""
+    return Escaping("child")
+
+
+def setsid_daemon(**options):
+    """Every case leaves a double-forked daemon (an orphan in a session of its own)."""
+    return Escaping("daemon")
+
+
+def setsid_then_crash(**options):
+    """Every case starts a daemon in a session of its own, then the worker segfaults."""
+    return Escaping("daemon", "crash")
+
+
+def setsid_then_hang(**options):
+    """Every case starts a child in a session of its own, then hangs (the case times out)."""
+    return Escaping("child", "hang")
+
+
+def setsid_at_create(**options):
+    """The factory leaves a daemon in a session of its own, then returns the oracle."""
+    _escape("daemon")
+    return Escaping("child")
+
+
+def sleeps_forever(**options):
+    """A factory that never returns."""
+    time.sleep(3600)
+
+
+def setsid_then_sleeps_forever(**options):
+    """A factory that starts a daemon in a session of its own, then never returns."""
+    _escape("daemon")
+    time.sleep(3600)
+
+
+def unavailable(**options):
+    """A factory that says its backend cannot be created here."""
+    from qdq_conformance.backends.base import BackendUnavailable
+
+    raise BackendUnavailable("fakevendor-runtime is not installed; pip install fakevendor-runtime")
+
+
+class DeclinesEverything(OracleBackend):
+    """Every case unsupported, invalid ones included (NotApplicable: the adapter hands nothing over): a run that
+    tests nothing."""
+
+    name = "declines-everything"
+    version = "0.0-test"
+
+    def run(self, model, feeds):
+        from qdq_conformance.backends.base import NotApplicable
+
+        raise NotApplicable("this adapter hands nothing over")
+
+
+def declines_everything(**options):
+    return DeclinesEverything()

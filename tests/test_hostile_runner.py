@@ -239,9 +239,6 @@ def _argv(tmp_path: Path, argv: list[str]) -> list[str]:
     _results(tmp_path, "expectation.jsonl", {**CASE, "expectation": {"line": [3], "status": "failed"}})
     _results(tmp_path, "preview.jsonl", {**CASE, "actual": [{"type": "int8", "codes": [None]}]})
     _results(tmp_path, "huge-number.jsonl", {**CASE, "duration": 10**400})
-    (tmp_path / "long-integer.jsonl").write_text(
-        json.dumps(header("fake", "1.0")) + '\n{"type": "case", "id": "a", "status": "passed", "duration": '
-        + "9" * 5000 + '}\n{"type": "summary"}\n')
     return [a.replace("{ok}", str(ok)).replace("{tmp}", str(tmp_path)) for a in argv]
 
 
@@ -257,7 +254,6 @@ BAD_COMMANDS: list[tuple[list[str], int, str]] = [
      'preview.jsonl:2: actual[0].codes[0] must not be null'),
     (["report", "{tmp}/huge-number.jsonl", "-o", "{tmp}/r.html"], 2,
      "huge-number.jsonl:2: duration must be a number a float can hold"),
-    (["report", "{tmp}/long-integer.jsonl", "-o", "{tmp}/r.html"], 2, "long-integer.jsonl:2: not a JSON line"),
     (["report", "{ok}", "-o", "{tmp}/dir"], 2, "-o {tmp}/dir: is a directory"),
     (["report", "{ok}", "-o", "/proc/x/r.html"], 2, "-o /proc/x/r.html: cannot write: "),
     (["report", "{ok}", "{ok}", "-o", "{tmp}/binary.jsonl/board.html"], 2, "binary.jsonl is not a directory"),

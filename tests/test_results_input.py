@@ -1,5 +1,7 @@
-"""Results files as `report` and `diff` read them: bad files are one-line errors (exit 2), never tracebacks; a diff
-whose new run is empty or did not finish fails the regression gate."""
+"""Results files as `report`, `findings` and `diff` read them: bad files are one-line errors (exit 2), never
+tracebacks; an incomplete file (no summary line, malformed lines skipped, a run interrupted or stopped before its
+first case) is read, said in one line per reason on stderr and marked INCOMPLETE on the report's first screen; a
+diff with an incomplete or empty side fails the regression gate (--allow-incomplete accepts an incomplete one)."""
 
 from __future__ import annotations
 
@@ -35,13 +37,11 @@ SUMMARY = json.dumps({"type": "summary", "counts": {}})
     ([], b"\x00\xff\xfe garbage", "1: not a JSON line"),
     (["[1, 2, 3]"], None, "1: not a results file"),
     (['{"type": "case", "id": "a", "status": "passed"}'], None, "1: not a results file"),
-    ([HEAD, "{not json", _case("a", "passed"), SUMMARY], None, "2: not a JSON line"),
     ([HEAD, '"just a string"', SUMMARY], None, "2: a record must be a JSON object"),
     ([HEAD, '{"type": "case", "id": 3, "status": "passed"}'], None, "2: a case record needs"),
     ([HEAD, '{"type": "case", "id": "a"}'], None, "2: a case record needs"),
     ([HEAD, '{"type": "mystery"}'], None, "2: unknown record type"),
     ([HEAD, _case("a", "passed"), HEAD], None, "3: a second header"),
-    ([HEAD, "[" * 100000, SUMMARY], None, "2: not a JSON line"),
 ])
 def test_bad_results_files_are_one_line_errors(tmp_path, capsys, lines, raw, message):
     path = _file(tmp_path, "bad.jsonl", lines, raw)
@@ -63,6 +63,96 @@ def test_a_cut_last_line_is_an_interrupted_run(tmp_path):
     path = _file(tmp_path, "cut.jsonl", [], raw=(HEAD + "\n" + _case("a", "passed") + "\n" + '{"type": "ca').encode())
     head, cases, summary = read(path)
     assert head["backend"] == "fake" and [c["id"] for c in cases] == ["a"] and summary is None
+    assert head["read"] == [{"file": str(path), "summary": False, "malformed": 1, "first_malformed": 3}]
+
+
+GARBLED = "\x00\x00\xff garbled"
+#: name -> (lines of the file, the one line each reader says: none for a whole file)
+INCOMPLETE: dict[str, tuple[list[str], list[str]]] = {
+    "whole": ([HEAD, _case("a", "passed"), SUMMARY], []),
+    "header-only": ([HEAD], ["{f}: incomplete: no summary line (the run was killed, crashed or is still running"]),
+    "cut-in-the-middle": ([HEAD, _case("a", "passed"), '{"type": "case", "id": "b", "form": "ru'],
+                          ["{f}: incomplete: no summary line (the run was killed, crashed or is still running: the "
+                           "cases it had not finished are missing); 1 malformed line skipped (not JSON: cut short or "
+                           "garbled), the first at line 3"]),
+    "garbled-lines": ([HEAD, _case("a", "passed"), "{not json", _case("b", "passed"), GARBLED, "[" * 100000,
+                       SUMMARY],
+                      ["{f}: incomplete: 3 malformed lines skipped (not JSON: cut short or garbled), the first at "
+                       "line 3"]),
+    "integer-too-long": ([HEAD, _case("a", "passed"), '{"type": "case", "id": "b", "duration": ' + "9" * 5000 + "}",
+                          SUMMARY],
+                         ["{f}: incomplete: 1 malformed line skipped (not JSON: cut short or garbled), the first at "
+                          "line 3"]),
+    "interrupted": ([HEAD, _case("a", "passed"), json.dumps({"type": "summary", "interrupted": True,
+                                                             "signal": "SIGTERM"})],
+                    ["fake 1.0: incomplete: the run was interrupted (SIGTERM)"]),
+    "backend-not-created": ([HEAD, json.dumps({"type": "summary", "error": "backend 'x' could not be created: "
+                                                                           "x cannot be imported"})],
+                            ["fake 1.0: incomplete: the run ended before its first case (backend 'x' could not be "
+                             "created: x cannot be imported)"]),
+}
+
+
+@pytest.mark.parametrize("name", list(INCOMPLETE))
+def test_every_reader_says_in_one_line_that_a_file_is_incomplete(tmp_path, capsys, name):
+    lines, said = INCOMPLETE[name]
+    path = _file(tmp_path, f"{name}.jsonl", lines)
+    said = [line.replace("{f}", str(path)) for line in said]
+    whole = _file(tmp_path, "whole-old.jsonl", [HEAD, _case("a", "passed"), SUMMARY])
+    html = tmp_path / "r.html"
+
+    def warnings() -> list[str]:
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert all(ln.startswith("warning: ") and ": incomplete: " in ln for ln in err), err
+        return [ln[len("warning: "):] for ln in err]
+
+    for argv in (["report", str(path), "-o", str(html)], ["findings", str(path)],
+                 ["report", str(path), str(whole), "-o", str(html)]):  # (a scoreboard)
+        assert main(argv) == 0
+        got = warnings()
+        assert len(got) == len(said) and all(g.startswith(w) for g, w in zip(got, said, strict=True)), got
+        if argv[0] == "report":
+            page = html.read_text()
+            assert ("INCOMPLETE RESULTS: " in page) == bool(said)
+            if said:  # on the first screen: right under the title, before the verdict
+                assert page.index("INCOMPLETE RESULTS: ") < page.index("</h1>") + 200
+    # diff: an incomplete side fails the gate, whichever side it is, unless --allow-incomplete
+    for old, new in ((whole, path), (path, whole)):
+        assert main(["diff", str(old), str(new)]) == (1 if said else 0), name
+        out = capsys.readouterr()
+        assert ("INCOMPLETE: " in out.out) == bool(said)
+        assert len([ln for ln in out.err.splitlines() if ln.strip()]) == len(said)
+        empty = name in ("header-only", "backend-not-created") and new == path  # (nothing to compare: never)
+        assert main(["diff", str(old), str(new), "--allow-incomplete"]) == (1 if empty else 0), name
+        out = capsys.readouterr()
+        if said and not empty:
+            assert "INCOMPLETE (accepted: --allow-incomplete): " in out.out
+
+
+def test_allow_incomplete_still_fails_a_regression(tmp_path, capsys):
+    old = _file(tmp_path, "old.jsonl", [HEAD, _case("a", "passed"), _case("b", "passed"), SUMMARY])
+    new = _file(tmp_path, "new.jsonl", [HEAD, _case("a", "failed"), GARBLED])
+    assert main(["diff", str(old), str(new), "--allow-incomplete"]) == 1
+    assert "1 regressed" in capsys.readouterr().out
+
+
+def test_a_file_header_cannot_claim_to_be_whole(tmp_path):
+    """The reader's note replaces whatever a file's header holds under the same key."""
+    forged = json.dumps({**json.loads(HEAD), "read": [{"file": "x", "summary": True, "malformed": 0}]})
+    path = _file(tmp_path, "forged.jsonl", [forged, _case("a", "passed"), GARBLED])
+    head, _, _ = read(path)
+    assert head["read"] == [{"file": str(path), "summary": False, "malformed": 1, "first_malformed": 3}]
+
+
+def test_shard_files_keep_each_files_incompleteness(tmp_path, capsys):
+    def shard(k: int, *tail: str) -> Path:
+        head = json.dumps({**json.loads(HEAD), "shard": f"{k}/3"})
+        return _file(tmp_path, f"s{k}.jsonl", [head, _case(f"c{k}", "passed"), *tail])
+    files = [shard(1, SUMMARY), shard(2, GARBLED, SUMMARY)]  # shard 3 missing; shard 2 with a garbled line
+    assert main(["findings", *map(str, files)]) == 0
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert err == [f"warning: {files[1]}: incomplete: 1 malformed line skipped (not JSON: cut short or garbled), the "
+                   "first at line 3", "warning: fake 1.0: incomplete: shard 3 of 3 is missing"], err
 
 
 def test_diff_gate_fails_on_an_empty_or_unfinished_new_run(tmp_path, capsys):

@@ -7,11 +7,16 @@ one). Any other exception while running is an error of the backend.
 Optional: ``prepare(items, budget)`` with ``batch`` (a backend that compiles in batches, IREE's: its worker hands it
 the (model, feeds) of each ``batch`` cases before running them one by one, ``budget`` the seconds it may take:
 ``runner.execute.prepare_cases``).
+
+A backend that cannot be created at all raises :class:`BackendUnavailable` from its factory (:func:`require` for an
+optional package): a usage error of the run, not a run of unsupported cases.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -52,16 +57,21 @@ class Backend(Protocol):
         ...
 
 
-class MissingBackend:
-    """Stands in for a backend whose package is not installed: every case is unsupported, with the reason."""
+class BackendUnavailable(Exception):
+    """The backend cannot be created here: its package is not installed, its native library cannot be loaded or
+    has not been built, its device is absent. A factory raises it (with the reason and the command that fixes it,
+    in one line); the run then ends before its first case as a usage error (exit status 4) naming the backend,
+    never as a run of "unsupported" cases that tested nothing. Any other exception a factory raises ends the run
+    the same way, with its type in the message."""
 
-    def __init__(self, name: str, reason: str) -> None:
-        self.name = name
-        self.version = "not installed"
-        self.reason = reason
 
-    def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        raise NotApplicable(self.reason)
-
-    def repro(self, model_code: str, output_names: list[str]) -> str:
-        return f"{model_code}\n# {self.reason}\n"
+def require(module: str, fix: str = "") -> ModuleType:
+    """``import module`` for a backend's factory, or :class:`BackendUnavailable` saying it cannot be imported and
+    ``fix`` (``pip install 'onnx-qdq-conformance[openvino]'``, say). An installed module whose import fails
+    (a native library that does not load: OSError) is unavailable too."""
+    try:
+        return importlib.import_module(module)
+    except (ImportError, OSError) as e:
+        said = " ".join(str(e).split())[:300]
+        raise BackendUnavailable(f"{module} cannot be imported ({said})" + (f"; {fix}" if fix else "")) \
+            from None

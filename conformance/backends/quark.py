@@ -6,7 +6,8 @@ its own build path needs torch. :func:`build` compiles the CPU library with the 
 and once (``qdq-conformance build-quark``), into a cache folder keyed by the sources; it never installs amd-quark
 (the sources are read from an installed copy or from the wheel, downloaded with ``pip download --no-deps``), so
 the installed onnx and onnxruntime are never changed. The ``quark`` backend loads the library with
-``SessionOptions.register_custom_ops_library``; without it, every case is declined with the reason.
+``SessionOptions.register_custom_ops_library``; without it, the backend cannot be created (a usage error of the
+run, saying how to build the library).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import onnx
 
 from ..cachedir import cache_root
 from ..opspecs import QUARK
-from .base import NotApplicable
+from .base import BackendUnavailable, NotApplicable
 from .builtin import OrtBackend
 
 #: The amd-quark release whose sources `build` fetches when none is installed (override: --quark-version).
@@ -171,17 +172,14 @@ class QuarkBackend:
         import onnxruntime as ort  # here, not at the top: only this backend's worker pays its import
 
         self.library = library or find_library()
-        self.version = f"{DEFAULT_QUARK_VERSION}+ort{ort.__version__}" if self.library else "not built"
-        self.reason = None if self.library else (
-            "AMD Quark's custom-op library is not built: run `qdq-conformance build-quark` once "
-            "(needs a C++ compiler; see README, section 'AMD Quark')")
-        if self.library:
-            src = self.library.parent / "BUILD"
-            self.build_command = src.read_text().strip() if src.exists() else ""
+        if self.library is None:
+            raise BackendUnavailable("AMD Quark's custom-op library is not built: run `qdq-conformance build-quark` "
+                                     "once (needs a C++ compiler; see README, section 'AMD Quark')")
+        self.version = f"{DEFAULT_QUARK_VERSION}+ort{ort.__version__}"
+        src = self.library.parent / "BUILD"
+        self.build_command = src.read_text().strip() if src.exists() else ""
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        if self.reason:
-            raise NotApplicable(self.reason)
         if {n.domain for n in model.graph.node} != {QUARK}:
             raise NotApplicable("the quark backend runs com.amd.quark operators only (ai.onnx cases: use --backend ort)")
         backend = OrtBackend(custom_ops_libraries=[str(self.library)])

@@ -1,6 +1,11 @@
 """Finding a backend by name: the built-ins, ``onnx-backend:MODULE``, ``command:CMD``, and third-party backends
 registered under the entry-point group ``onnx_qdq_conformance.backends``.
 
+A factory that cannot make its backend here (a package not installed, a library not built, a device absent)
+raises :class:`~conformance.backends.base.BackendUnavailable` with the reason and the fix in one line
+(:func:`~conformance.backends.base.require` imports an optional package that way): the run ends before its first
+case with that line and exit status 4, within ``--backend-timeout`` however long the factory takes.
+
 A third-party package declares, in its pyproject.toml::
 
     [project.entry-points."onnx_qdq_conformance.backends"]
@@ -17,7 +22,7 @@ from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from .base import Backend, MissingBackend
+from .base import Backend, require
 from .builtin import OnnxBackendModule, OnnxReferenceBackend, OracleBackend, OrtBackend
 from .command import CommandBackend
 from .iree_backend import MARKERS as IREE_MARKERS
@@ -44,11 +49,7 @@ def _oracle(options: Mapping[str, Any]) -> Backend:
 
 
 def _openvino(options: Mapping[str, Any]) -> Backend:
-    try:
-        import openvino  # noqa: F401  (an optional dependency: is it installed?)
-    except ImportError as e:
-        return MissingBackend("openvino", f"openvino is not installed ({e}); pip install "
-                                          "'onnx-qdq-conformance[openvino]'")
+    require("openvino", "pip install 'onnx-qdq-conformance[openvino]'")  # (an optional dependency)
     return OpenVinoBackend(device=options.get("openvino_device") or "CPU")
 
 
@@ -57,17 +58,14 @@ def _quark(options: Mapping[str, Any]) -> Backend:
 
 
 def _iree(options: Mapping[str, Any]) -> Backend:
-    try:
-        return IreeBackend()  # (imports iree.compiler and iree.runtime, an optional dependency)
-    except ImportError as e:
-        return MissingBackend("iree", f"IREE is not installed ({e}); pip install 'onnx-qdq-conformance[iree]'")
+    for half in ("iree.compiler", "iree.runtime"):  # (an optional dependency: both halves must be installed)
+        require(half, "pip install 'onnx-qdq-conformance[iree]'")
+    return IreeBackend()
 
 
 def _tvm(options: Mapping[str, Any]) -> Backend:
-    try:
-        return TvmBackend()  # (imports tvm, an optional dependency)
-    except ImportError as e:
-        return MissingBackend("tvm", f"Apache TVM is not installed ({e}); pip install 'onnx-qdq-conformance[tvm]'")
+    require("tvm", "Apache TVM: pip install 'onnx-qdq-conformance[tvm]'")  # (an optional dependency)
+    return TvmBackend()
 
 
 BUILTIN: dict[str, Callable[[Mapping[str, Any]], Backend]] = {
@@ -94,7 +92,9 @@ def known_names() -> list[str]:
 
 
 def create(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
-    """The backend named ``spec`` (raises ValueError naming the known backends)."""
+    """The backend named ``spec``: ValueError naming the known backends when there is none of that name,
+    :class:`BackendUnavailable` (or whatever its factory raises) when it cannot be created here. The runner creates
+    it in a worker process (``runner.isolation``): either ends the run before its first case as a usage error."""
     options = dict(options or {})
     if spec in BUILTIN:
         return BUILTIN[spec](options)

@@ -13,7 +13,7 @@ import pytest
 
 from ..backends.markers import MarkerWatch
 from ..backends.registry import MARKERS
-from ..domain import FAILING, FORMS, CaseStatus, parse_shard
+from ..domain import FAILING, FORMS, CaseStatus, RunStatus, parse_shard
 from ..generators.schema import schema
 from ..resources import cases_dir
 from ..runner import expectations as expectations_mod
@@ -50,7 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
     collects = worker or not is_controller(config)
     state = RunState(spec, options.backend_options(config), config.getoption("qdq_case_timeout"),
                      config.getoption("qdq_strict_expectations"), expectations_mod.Expectations(),
-                     workers=options.worker_count(config) if collects else 1)
+                     workers=options.worker_count(config) if collects else 1,
+                     create_timeout=options.create_timeout(config),
+                     allow_all_unsupported=config.getoption("qdq_allow_all_unsupported"))
     try:
         backend = state.backend()
     except Exception as e:
@@ -255,6 +257,12 @@ def _note(state: RunState, note: dict[str, Any], record: str | None) -> None:
         state.results.write_line(record, state.header)
 
 
+def nothing_tested(counts: dict[str, int]) -> bool:
+    """Every case that ran was unsupported (and at least one ran): the run tested nothing, and exits 5 unless
+    --allow-all-unsupported (a backend that declines everything must not turn a CI job green)."""
+    return bool(counts) and set(counts) == {RunStatus.UNSUPPORTED.value}
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if STATE not in config.stash:
@@ -285,11 +293,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             for line in state.stale_markers:
                 warnings.warn(pytest.PytestWarning(line), stacklevel=1)
     state.tally = state.tracker.tally(state.expectations, len(stale))
+    if nothing_tested(state.tracker.counts) and session.exitstatus == pytest.ExitCode.OK:
+        state.all_unsupported = True  # (the summary says so in capitals: terminal.py)
+        if not state.allow_all_unsupported:
+            session.exitstatus = exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
     summary = {"counts": dict(sorted(state.tracker.counts.items())), "surprises": state.tracker.surprises[:1000],
                "stale_expectations": [{"line": e.line, "cases": e.patterns} for e, _ in stale],
                "stale_markers": state.stale_markers,
                "expectations": state.tally,
-               "exitstatus": int(exitstatus),
+               "exitstatus": int(exitstatus), **({"all_unsupported": True} if state.all_unsupported else {}),
                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "duration_s": round(time.time() - state.started, 1)}
     if state.results is not None and state.header is not None:

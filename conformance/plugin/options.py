@@ -37,6 +37,10 @@ OPTIONS: tuple[Option, ...] = (
                          "help": "size tier (default: default; large adds >= 1M-element cases)"}),
     Option(("--case-timeout",), {"type": float, "default": 60.0, "metavar": "SECONDS",
                                  "help": "per-case time limit; the backend's worker is killed and replaced (default: 60)"}),
+    Option(("--backend-timeout",), {"type": float, "default": None, "metavar": "SECONDS",
+                                    "help": "time limit for creating the backend in a worker; past it the run ends "
+                                            "before its first case as a usage error naming the backend (default: "
+                                            "--case-timeout)"}),
     Option(("--workers",), {"metavar": "N", "default": "auto",
                             "help": "backend worker processes, which run cases ahead of pytest's reporting "
                                     "(default: auto = the usable cores, at most 4; 1 in each pytest-xdist "
@@ -46,6 +50,9 @@ OPTIONS: tuple[Option, ...] = (
                                          "'none' to use none)"}),
     Option(("--strict-expectations",), {"action": "store_true", "default": False,
                                         "help": "unexpected passes and failures of another kind fail the run"}),
+    Option(("--allow-all-unsupported",), {"action": "store_true", "default": False,
+                                          "help": "exit 0 even when every case that ran was unsupported (by "
+                                                  "default such a run tested nothing and exits 5)"}),
     Option(("--shard",), {"metavar": "K/N", "default": None,
                           "help": "run only shard K of N of the selected cases (a stable partition by case id, "
                                   "for CI matrix jobs; the results header names the shard)"}),
@@ -58,6 +65,9 @@ OPTIONS: tuple[Option, ...] = (
     Option(("--ort-optimization",), {"choices": ("disable", "basic", "extended", "all"), "default": None,
                                      "help": "ort backend: graph optimization level (default: all)"}),
 )
+
+
+OPTION = {opt.flags[0]: opt for opt in OPTIONS}
 
 
 def add_to_pytest(parser: pytest.Parser) -> None:
@@ -153,6 +163,11 @@ def backend_options(config: pytest.Config) -> dict[str, Any]:
             "ort_optimization": config.getoption("qdq_ort_optimization")}
 
 
+def create_timeout(config: pytest.Config) -> float:
+    """Seconds a worker may take to create the backend: --backend-timeout, else --case-timeout."""
+    return float(config.getoption("qdq_backend_timeout") or config.getoption("qdq_case_timeout"))
+
+
 def worker_count(config: pytest.Config) -> int:
     """--workers as a number: ``auto`` is the usable cores (at most 4: one pytest process cannot keep more busy),
     and 1 in a pytest-xdist worker, whose siblings already use the other cores. More than four per usable core
@@ -185,12 +200,13 @@ def results_path(config: pytest.Config) -> Path | None:
 
 def check(config: pytest.Config) -> None:
     """The usage errors a run can know of before it starts a backend or runs a case, each one line (exit
-    status 4): a time limit that is not a positive number of seconds, a --cases folder with no case file or a
+    status 4): a time limit (--case-timeout, --backend-timeout) that is not a positive number of seconds, a --cases folder with no case file or a
     --suite folder that is not an exported suite, an expectation file that is not a file,
     a results file or report that cannot be written (tried, not guessed: permission bits say nothing to root)."""
-    timeout = config.getoption("qdq_case_timeout")
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise pytest.UsageError(f"--case-timeout: expected a positive number of seconds, got {timeout:g}")
+    for flag in ("--case-timeout", "--backend-timeout"):
+        timeout = config.getoption(_dest(OPTION[flag]))
+        if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+            raise pytest.UsageError(f"{flag}: expected a positive number of seconds, got {timeout:g}")
     shard = config.getoption("qdq_shard")
     if shard is not None:
         try:

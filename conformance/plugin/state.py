@@ -22,6 +22,8 @@ class RunState:
     strict: bool
     expectations: Expectations
     workers: int = 1
+    create_timeout: float | None = None  # seconds to create the backend (--backend-timeout; None: timeout)
+    allow_all_unsupported: bool = False  # a run in which every case was unsupported exits 0 (else 5)
     pool: CasePool | None = None
     results: ResultsWriter | None = None
     header: dict[str, Any] | None = None
@@ -33,6 +35,7 @@ class RunState:
     backend_name: str = ""
     backend_version: str = ""
     deselected: int = 0
+    all_unsupported: bool = False  # every case that ran was unsupported: nothing was tested
     report_error: str = ""  # why --report could not be written at the end of the run (one line)
     lean: bool = False  # corpus items may take the runner's shortcut through pytest (fastpath.py)
     skipping: bool = True  # the skipping plugin is on (it applies xfail markers)
@@ -43,7 +46,8 @@ class RunState:
     def backend(self) -> CasePool:
         """The backend's worker processes, started on first use."""
         if self.pool is None:
-            self.pool = CasePool(self.backend_spec, self.backend_options, self.timeout, self.workers)
+            self.pool = CasePool(self.backend_spec, self.backend_options, self.timeout, self.workers,
+                                 create_timeout=self.create_timeout)
             self.pool.start()
         return self.pool
 

@@ -54,12 +54,14 @@ EXIT_STATUS: dict[int, str] = {
        "file could not be loaded",
     2: f"{INTERRUPTED}; `qdq-conformance run`: its command line could not be parsed",
     3: "internal error in the runner or a pytest plugin",
-    4: "usage error: an unknown backend or option, an option out of range (--case-timeout, --workers), a "
-       "--cases folder with no case file or a --suite folder with no manifest.json, a --results or --report "
-       "that cannot be written, a backend that cannot be created, or an expectation file that cannot be read "
+    4: "usage error: an unknown backend or option, an option out of range (--case-timeout, --backend-timeout, "
+       "--workers), a --cases folder with no case file or a --suite folder with no manifest.json, a --results or "
+       "--report that cannot be written, a backend that cannot be created (its package not installed, its factory "
+       "raising, or taking longer than --backend-timeout), or an expectation file that cannot be read "
        "(said in one line before any case runs); also a run that found nothing else wrong "
        "but whose report could not be written at its end (said in one line; the results are kept)",
-    5: "no case selected (-k, -m, --form or --suite matched nothing)",
+    5: "nothing tested: no case selected (-k, -m, --form or --suite matched nothing), or every case that ran "
+       "was unsupported by the backend (said in capitals; --allow-all-unsupported makes that exit 0)",
     6: "more warnings than pytest's --max-warnings allows",
 }
 
@@ -265,6 +267,11 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus
             markup = {"red": True} if tally.unexpected[s] else {"yellow": True} if tally.against[s] else {}
             out.append((f"  {s:<{col}} {counts[s]:>9,}" + (f"   ({', '.join(detail)})" if detail else ""),
                         markup))
+    if state.all_unsupported:
+        allowed = "; --allow-all-unsupported: exit status 0" if state.allow_all_unsupported else ""
+        out.append((f"NOTHING WAS TESTED: ALL {total:,} CASE(S) WERE UNSUPPORTED by {state.backend_name} "
+                    f"{state.backend_version} (each one's reason is in the results){allowed}",
+                    {"red": True, "bold": True}))
     if tally.other_failures:
         out.append((f"{tally.other_failures} failure(s) of no case (a case file that cannot be loaded, or a "
                     "Python test): see pytest's list above", {"red": True}))
@@ -298,6 +305,8 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus
     meaning = INTERRUPTED if exitstatus == 2 else EXIT_STATUS.get(exitstatus, "see pytest's exit codes")
     if exitstatus == 1 and unexpected:
         meaning = f"{unexpected:,} unexpected failure(s)"
+    elif exitstatus == 5 and state.all_unsupported:
+        meaning = "nothing tested: every case that ran was unsupported (--allow-all-unsupported accepts that)"
     out.append((f"exit status {exitstatus}: {meaning}", {"bold": True, "green": exitstatus == 0,
                                                           "red": exitstatus != 0}))
     return out

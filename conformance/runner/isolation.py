@@ -7,8 +7,10 @@ when), is discarded and replaced on the next request.
 
 Whatever a backend prints (native libraries write to the process's stdout / stderr) goes to a log file of the
 worker, not the terminal: a run needs no output capturing, and when a worker crashes, the end of its log is
-part of the crash message. A worker runs in a process group and a folder of its own, and dies with its case or
-with the run however the run ends (see ``lifecycle``).
+part of the crash message. A worker runs under a keeper process, in a folder of its own, and dies with its case
+or with the run however the run ends, with every process its backend started (see ``lifecycle``). Creating the
+backend has its own time limit (``create_timeout``, ``--backend-timeout``): a factory that never returns is a
+BackendStartError (a usage error of the run), not a hang.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import onnx
 
+from ..backends.base import BackendUnavailable
 from ..backends.registry import create
 from . import execute, lifecycle
 from .expectations import for_file
@@ -112,10 +115,13 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
     the expectations file the records refer to; ("stop",). The beacon always shows the case being run. The first
     message is ("hello", name, version, repro templates, {"batch": cases the backend likes to be handed at once})
     or ("fatal", why)."""
-    guard = lifecycle.WorkerGuard(parent_pid or os.getppid(), folder)
-    guard.install()
     for end in list(_PARENT_ENDS):  # (inherited at the fork: ours, and our siblings')
         end.close()
+    # This process becomes the worker's keeper, which kills whatever the backend leaves behind (setsid included)
+    # however the worker ends; the worker goes on here, in the keeper's child (lifecycle.py).
+    lifecycle.keep(parent_pid or os.getppid(), folder, close=(conn,))
+    guard = lifecycle.WorkerGuard(os.getppid(), folder)
+    guard.install()
     if folder:  # whatever the backend creates in a temporary folder goes into the worker's own
         tmp = os.path.join(folder, "tmp")
         os.makedirs(tmp, exist_ok=True)
@@ -139,6 +145,9 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
         backend_name, backend_version = str(getattr(backend, "name", spec)), str(getattr(backend, "version", "unknown"))
         templates = templates_of(backend)
         batch = int(getattr(backend, "batch", 0) or 0) if callable(getattr(backend, "prepare", None)) else 0
+    except BackendUnavailable as e:  # (its message says it all: a missing package and how to install it, say)
+        conn.send(("fatal", exception_text(e, 2000)))
+        return
     except Exception as e:
         conn.send(("fatal", f"{type(e).__name__}: {exception_text(e, 2000)}"))
         return
@@ -200,13 +209,14 @@ class BackendStartError(Exception):
 
 
 class IsolatedBackend:
-    """A backend in a replaceable worker process (in a process group and a folder of its own)."""
+    """A backend in a replaceable worker process (under a keeper, in a folder of its own: ``lifecycle``)."""
 
     def __init__(self, spec: str, options: dict[str, Any] | None = None, timeout: float = 60.0,
-                 expectations_path: str | None = None) -> None:
+                 expectations_path: str | None = None, create_timeout: float | None = None) -> None:
         self.spec = spec
         self.options = dict(options or {})
         self.timeout = timeout
+        self.create_timeout = create_timeout or timeout  # (--backend-timeout, by default --case-timeout)
         self.expectations_path = expectations_path
         self.name = spec
         self.version = "unknown"
@@ -260,10 +270,11 @@ class IsolatedBackend:
         assert self._starting is not None
         proc, parent = self._starting
         self._starting = None
-        limit = max(self.timeout, 120.0)
+        limit = self.create_timeout
         if not parent.poll(limit):
             self._stop(proc, parent, 0)
-            raise BackendStartError(f"backend {self.spec!r} did not start within {limit:g} s")
+            raise BackendStartError(f"backend {self.spec!r} was not created within {limit:g} s (--backend-timeout, by "
+                                    "default --case-timeout); its worker was killed")
         try:
             hello = parent.recv()
         except EOFError:
@@ -288,13 +299,15 @@ class IsolatedBackend:
 
     @staticmethod
     def _stop(proc: Any, conn: Connection | None, wait_s: float) -> None:
-        """Let the worker exit for up to ``wait_s`` seconds, then kill its process group (with whatever the backend
+        """Let the worker exit for up to ``wait_s`` seconds, then kill its keeper's tree (with whatever the backend
         started), and reap it. The group is killed before the worker is reaped: its id cannot be reused until
         then."""
         if wait_s > 0 and proc.is_alive():
             wait([proc.sentinel], wait_s)
         if proc.pid is not None:
-            lifecycle.kill_group(proc.pid)  # (its group's id is its pid; no such group when it has none of its own)
+            # the keeper's tree (the worker and whatever the backend started, setsid or not) and its group, whose id
+            # is its pid
+            lifecycle.kill_tree(proc.pid)
         with contextlib.suppress(OSError, ValueError):
             proc.kill()
         proc.join(5)
@@ -323,7 +336,7 @@ class IsolatedBackend:
     def receive(self) -> Any:
         """The worker's next message; raises Lost when the worker dies, or runs one case for more than
         ``timeout`` s, or (running none) sends nothing for ``timeout`` s. The worker is then discarded with its
-        process group (the next ``send`` starts a new one); Lost.ticket is the case its beacon showed."""
+        processes (the next ``send`` starts a new one); Lost.ticket is the case its beacon showed."""
         t0 = time.perf_counter()
         conn = self._conn
         ticket = IDLE
@@ -369,7 +382,7 @@ class IsolatedBackend:
                 self._conn.send(("stop",))
 
     def close(self, wait_s: float = 2.0) -> None:
-        """Stop the worker (killed, with its process group, after ``wait_s`` seconds; at once with 0) and remove
+        """Stop the worker (killed, with every process it started, after ``wait_s`` seconds; at once with 0) and remove
         its folder."""
         self.ask_to_stop()
         if self._proc is not None:

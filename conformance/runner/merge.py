@@ -37,7 +37,7 @@ from typing import Any
 
 from ..domain import FAILING, parse_shard
 from ..gcpause import gc_paused
-from .results import CaseRecord, Results, ResultsError, expectation_of, is_expected, is_failing, read
+from .results import READ, CaseRecord, Results, ResultsError, expectation_of, is_expected, is_failing, read
 
 #: header fields the shards of one run should share; a difference is a warning shown with the shards
 _SHOULD_MATCH = ("onnx_version", "suite_version", "forms", "tier", "suite", "expectations", "strict_expectations")
@@ -127,6 +127,34 @@ def gap(head: dict[str, Any]) -> str:
     return f"shard{'s' * (len(missing) > 1)} {listed} of {n} {'are' if len(missing) > 1 else 'is'} missing"
 
 
+def incomplete(run: Results) -> list[str]:
+    """Why a run is incomplete, one line each (none: it is whole): a file without its summary line (a run killed
+    outright, or still running) or with malformed lines skipped (how many, the first one's number), a run
+    stopped by a signal or before its first case, shards missing. Every reader of results files says these
+    (``report`` on its first screen and on stderr, ``findings``, ``diff``, which fails its gate on them)."""
+    head, _, summary = run
+    lines = []
+    for f in head.get(READ) or []:
+        problems = []
+        if not f.get("summary"):
+            problems.append("no summary line (the run was killed, crashed or is still running: the cases it had not "
+                            "finished are missing)")
+        n = f.get("malformed") or 0
+        if n:
+            problems.append(f"{n:,} malformed line{'s' * (n != 1)} skipped (not JSON: cut short or garbled), the "
+                            f"first at line {f.get('first_malformed')}")
+        if problems:
+            lines.append(f"{f.get('file')}: incomplete: {'; '.join(problems)}")
+    if summary and summary.get("interrupted"):
+        lines.append(f"{_name(head)}: incomplete: the run was interrupted ({summary.get('signal') or 'a signal'})")
+    if summary and summary.get("error"):
+        lines.append(f"{_name(head)}: incomplete: the run ended before its first case "
+                     f"({' '.join(str(summary['error']).split())[:300]})")
+    if gap(head):
+        lines.append(f"{_name(head)}: incomplete: {gap(head)}")
+    return lines
+
+
 def shards_text(head: dict[str, Any]) -> str:
     """One line on the shard files of a merged run ("" for a whole run)."""
     shards = head.get("shards")
@@ -156,6 +184,7 @@ def _merge(parts: list[_Part]) -> Results:
             raise ResultsError(f"{a.path} and {b.path}: shard {a.k}/{a.n} given twice")
     cases = _union(parts)
     head = {**first.head, "started": min(str(p.head.get("started") or "") for p in parts), "shard": None,
+            READ: [f for p in parts for f in p.head.get(READ) or []],
             "shards": {"n": first.n,
                        "given": [{"k": p.k, "file": str(p.path), "started": p.head.get("started"),
                                   "duration_s": (p.summary or {}).get("duration_s"), "cases": len(p.cases)}

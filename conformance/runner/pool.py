@@ -37,8 +37,10 @@ Ticket = int
 
 class CasePool:
     def __init__(self, spec: str, options: dict[str, Any], timeout: float, size: int = 1,
-                 expectations_path: str | None = None, window: int = 24, chunk: int = 8) -> None:
-        self.workers = [IsolatedBackend(spec, options, timeout, expectations_path) for _ in range(max(1, size))]
+                 expectations_path: str | None = None, window: int = 24, chunk: int = 8,
+                 create_timeout: float | None = None) -> None:
+        self.workers = [IsolatedBackend(spec, options, timeout, expectations_path, create_timeout)
+                        for _ in range(max(1, size))]
         self.window, self.chunk = window, chunk
         self._plan: list[tuple[CaseRef, str]] = []
         self._cursor = 0  # the next plan position to hand out
@@ -195,7 +197,7 @@ class CasePool:
 
     def close(self, wait_s: float = 2.0) -> None:
         """Stop every worker: each may finish its current case within ``wait_s`` seconds (all together), then
-        it is killed with its process group (at once with 0); their folders are removed."""
+        it is killed with every process it started (at once with 0); their folders are removed."""
         for w in self.workers:
             w.ask_to_stop()
         deadline = time.monotonic() + wait_s

@@ -4,7 +4,9 @@ flushed at least every FLUSH_EVERY seconds, and when the run ends, however it en
 Line 1 is the header (``"type": "header"``: backend name and version, onnx / suite / Python versions,
 platform, start time); then one ``"type": "case"`` line per case; a final ``"type": "summary"`` line when the
 run ends (with ``"interrupted": true`` and the signal when a signal stopped it, with ``"error"`` when the backend
-could not be created; a run killed outright leaves none). :func:`read` loads a file, complete or not.
+could not be created; a run killed outright leaves none). :func:`read` loads a file, complete or not, and says in
+the header it returns (``"read"``) whether the file has its summary line and which lines it skipped as malformed
+(not JSON: a line cut short or garbled); ``merge.incomplete`` turns that into the one line every reader shows.
 """
 
 from __future__ import annotations
@@ -315,6 +317,9 @@ class CaseRecord(TypedDict, total=False):
     repro: str
 
 
+#: the key :func:`read` adds to the header it returns: what it found of each file read (a file's own is replaced)
+READ = "read"
+
 #: (header, case records, summary or None): a results file as :func:`read` returns it
 Results = tuple[dict[str, Any], list[CaseRecord], "dict[str, Any] | None"]
 
@@ -347,10 +352,12 @@ def passed_against_entry(rec: CaseRecord) -> bool:
 def read(path: Path, check_fields: bool = True) -> Results:
     """(header, case records, summary or None) of a results file.
 
-    A run that was interrupted leaves no summary line and may leave a cut last line, which is ignored; anything
-    else that is not a results record (a file that is not one, a corrupt line before the last, a record without
-    an id or a status, with ``check_fields`` a field of a case record that breaks :data:`FIELDS`) raises
-    :class:`ResultsError` naming the file and the line. ``check_fields=False`` is for a file this process has
+    A run killed outright leaves no summary line and may leave a cut last line; a line that is not JSON after the
+    header (cut short, garbled) is skipped. Both are noted in the returned header's ``"read"`` (:data:`READ`: a
+    list with one entry per file, ``{"file", "summary", "malformed", "first_malformed"}``), which the readers
+    report (``merge.incomplete``). Anything else that is not a results record (a file that is not one, a record
+    that is not an object, without an id or a status, of an unknown type, with ``check_fields`` a field of a
+    case record that breaks :data:`FIELDS`) raises :class:`ResultsError` naming the file and the line. ``check_fields=False`` is for a file this process has
     just written itself (the report at the end of a run): its records came from the runner, and checking every
     field of 64,000 of them is a tenth of the report's time."""
     try:
@@ -370,13 +377,14 @@ def _parse(path: Path, raw_lines: list[bytes], check_fields: bool) -> Results:
     head: dict[str, Any] = {}
     cases: list[CaseRecord] = []
     summary = None
-    last = len(raw_lines)
+    malformed: list[int] = []  # numbers of the lines skipped
     for n, raw in enumerate(raw_lines, 1):
         try:
             obj = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):  # (ValueError: JSON's, or an integer too long)
-            if n == last and n > 1:
-                break  # an interrupted run: everything before this line is intact
+            if n > 1:
+                malformed.append(n)  # a line cut short (the last, of a run killed outright) or garbled: skipped
+                continue
             raise ResultsError(f"{path}:{n}: not a JSON line") from None
         if n == 1:
             fmt = obj.get("format") if isinstance(obj, dict) and obj.get("type") == "header" else None
@@ -402,6 +410,8 @@ def _parse(path: Path, raw_lines: list[bytes], check_fields: bool) -> Results:
         else:
             what = repr(kind[:40]) if isinstance(kind, str) else _json_type(kind)
             raise ResultsError(f"{path}:{n}: unknown record type {what}")
+    head[READ] = [{"file": str(path), "summary": summary is not None, "malformed": len(malformed),
+                   "first_malformed": malformed[0] if malformed else None}]
     return head, cases, summary
 
 
