@@ -247,13 +247,17 @@ def _escape(how: str) -> None:
     """Start a process that leaves the worker's process group and session (``start_new_session``), with an empty
     environment (so only its command line carries ``QDQ_TEST_MARKER``, by which tests find it): ``child``, a
     direct child left running; ``daemon``, a daemon that double-forks, whose parent exits at once (so it is
-    handed to the nearest subreaper, or to init)."""
+    handed to the nearest subreaper, or to init); ``forker``, a child that keeps forking (20 children, each in a
+    session of its own, one every 20 ms) while the run tries to kill it."""
     import subprocess
     import sys
 
     marker = os.environ.get("QDQ_TEST_MARKER", "")
     if how == "child":
         code = f"import time; time.sleep(600)  # {marker}"
+    elif how == "forker":
+        code = ("import os, time\nfor _ in range(20):\n    if os.fork() == 0:\n        os.setsid()\n"
+                f"        time.sleep(600)  # {marker}\n        os._exit(0)\n    time.sleep(0.02)\ntime.sleep(600)\n")
     else:
         code = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
                 f"        time.sleep(600)  # {marker}\n    os._exit(0)\nos._exit(0)\n")
@@ -296,6 +300,11 @@ def setsid_child(**options):
 def setsid_daemon(**options):
     """Every case leaves a double-forked daemon (an orphan in a session of its own)."""
     return Escaping("daemon")
+
+
+def setsid_forker(**options):
+    """Every case leaves a child that keeps forking children into sessions of their own."""
+    return Escaping("forker")
 
 
 def setsid_then_crash(**options):

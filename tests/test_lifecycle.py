@@ -234,3 +234,52 @@ def test_a_lost_case_is_recorded_without_a_backend_in_this_process(monkeypatch):
     repro = rec["repro"]  # the oracle's own repro, for this model
     assert "helper.make_node('QuantizeLinear'" in repro and "import run\nfor name, value in zip(['" in repro
     assert "__qdq_conformance" not in repro
+
+
+# --- processes that leave the worker's process group and session ----------------------------------------------
+
+FAKE = "python:tests.fake_backends:"
+#: backend (tests/fake_backends.py), extra options, exit status: every case leaves a process in a session of its own
+ESCAPING = [
+    ("setsid_child", [], 0),  # a direct child, left running
+    ("setsid_daemon", [], 0),  # a double-forked daemon: an orphan
+    ("setsid_forker", [], 0),  # a child that keeps forking children into sessions of their own
+    ("setsid_then_crash", [], 1),  # a daemon, then the worker segfaults: every case crashed
+    ("setsid_then_hang", ["--case-timeout", "2"], 1),  # a child, then the case hangs: every case times out
+    ("setsid_at_create", [], 0),  # the factory leaves a daemon, then every case a child
+]
+
+
+@pytest.mark.parametrize(("backend", "extra", "status"), ESCAPING, ids=[b for b, _, _ in ESCAPING])
+def test_processes_that_leave_the_session_die_with_the_run(run, backend, extra, status):
+    r = run(FAKE + backend, "--workers", "2", *extra, "--", "-k", "basic or nan-integer")
+    assert r.wait() == status, r.output[-3000:]
+    _, cases, summary = read(r.results)
+    assert len(cases) == 10 and summary is not None, r.output[-2000:]
+    if backend == "setsid_then_crash":
+        assert {c["status"] for c in cases} == {"crashed"} and "SIGSEGV" in cases[0]["message"]
+    if backend == "setsid_then_hang":
+        assert {c["status"] for c in cases} == {"timeout"}
+    r.assert_nothing_left()
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_a_signal_or_sigkill_leaves_no_setsid_process(run, sig):
+    """Stopped (SIGTERM) or killed outright (SIGKILL: the keepers get the parent-death signal), the run leaves
+    none of the processes its backend put in sessions of their own."""
+    r = run(FAKE + "setsid_then_hang", "--workers", "2", "--case-timeout", "600")
+    _until(lambda: len(_marked(r.marker)) >= 7, what="the run, 2 keepers, 2 workers and their escaped children")
+    r.proc.send_signal(getattr(signal, sig))
+    assert r.wait() == (2 if sig == "SIGTERM" else -signal.SIGKILL), r.output[-3000:]
+    r.assert_nothing_left()
+
+
+def test_a_factory_that_never_returns_leaves_nothing(run):
+    """It starts a daemon of its own, then sleeps: the run ends at --backend-timeout with one line, and neither
+    the worker nor the daemon is left."""
+    backend = FAKE + "setsid_then_sleeps_forever"
+    r = run(backend, "--backend-timeout", "3")
+    assert r.wait() == 4
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "was not created within 3 s (--backend-timeout" in lines[0], lines
+    r.assert_nothing_left()
