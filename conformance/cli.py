@@ -244,7 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "summary: counts per status, expected vs unexpected, where the results and report are, and "
                        "the exit status's meaning.",
                        epilog="exit status:\n" + "\n".join(textwrap.fill(v, 100, initial_indent=f"  {k}  ",
-                                                                        subsequent_indent="     ")
+                                                                        subsequent_indent="     ",
+                                                                        break_on_hyphens=False)  # (--backend-timeout)
                                                           for k, v in EXIT_STATUS.items()),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_to_argparse(p)
