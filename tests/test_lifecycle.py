@@ -1,7 +1,10 @@
 """A run and its processes end together, however the run ends: SIGINT, SIGTERM and SIGHUP stop it within seconds
 with its finished results on disk and an interrupted summary; after SIGKILL no worker, and nothing a backend
 started, is left; a case's timeout kills what the backend started for it; a backend that crashes while it is
-being created is one line and a results file that says so. Temporary folders go with them.
+being created is one line and a results file that says so. Processes that leave the worker's process group and
+session (``setsid``, double-forked daemons, a child that keeps forking, started by a case or by the factory) die
+with the run however it ends: normally, at a case's crash or timeout, a factory that never returns, SIGTERM,
+SIGKILL. Temporary folders go with them.
 
 Each run is a subprocess with a marker in its environment (inherited by its workers and everything they start)
 and in the command lines of the backend's own children; "no process left" means no process carries the marker.

@@ -117,21 +117,20 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
     or ("fatal", why)."""
     for end in list(_PARENT_ENDS):  # (inherited at the fork: ours, and our siblings')
         end.close()
-    # This process becomes the worker's keeper, which kills whatever the backend leaves behind (setsid included)
-    # however the worker ends; the worker goes on here, in the keeper's child (lifecycle.py).
-    lifecycle.keep(parent_pid or os.getppid(), folder, close=(conn,))
-    guard = lifecycle.WorkerGuard(os.getppid(), folder)
-    guard.install()
     if folder:  # whatever the backend creates in a temporary folder goes into the worker's own
         tmp = os.path.join(folder, "tmp")
         os.makedirs(tmp, exist_ok=True)
         os.environ["TMPDIR"] = tempfile.tempdir = tmp
-
     if log_path:
         _redirect_output(log_path)
     # A forked worker inherits pytest's faulthandler, which would print a crash's Python traceback to the terminal
     # (and push the backend's own last words out of the log's tail): the crash message names the case instead.
     faulthandler.disable()
+    # This process becomes the worker's keeper, which kills whatever the backend leaves behind (setsid included)
+    # however the worker ends; the worker goes on here, in the keeper's child (lifecycle.py).
+    lifecycle.keep(parent_pid or os.getppid(), folder, close=(conn,))
+    guard = lifecycle.WorkerGuard(os.getppid(), folder)
+    guard.install()
     with contextlib.suppress(OSError, AttributeError):
         # Workers run ahead of the pytest process, which reports each item in turn and so sets the pace of a
         # run: on a busy machine it gets the CPU first.

@@ -232,10 +232,13 @@ def keep(parent_pid: int, folder: str | None, close: Iterable[Any] = ()) -> None
         return
     if worker == 0:
         return
-    for obj in close:
-        with contextlib.suppress(OSError):
-            obj.close()
-    _keeper(worker, parent_pid, folder)
+    try:
+        for obj in close:
+            with contextlib.suppress(OSError):
+                obj.close()
+        _keeper(worker, parent_pid, folder)
+    finally:
+        os._exit(1)  # (never back into the worker's code, whatever happened)
 
 
 def _keeper(worker: int, parent_pid: int, folder: str | None) -> NoReturn:
