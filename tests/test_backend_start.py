@@ -47,6 +47,8 @@ UNAVAILABLE: list[tuple[str, str | None, str]] = [
                              "pip install 'onnx-qdq-conformance[openvino]'"),
     ("tvm", "tvm", " could not be created: tvm cannot be imported (No module named 'tvm'); Apache TVM: pip install "
                    "'onnx-qdq-conformance[tvm]'"),
+    ("iree", "iree", " could not be created: iree.compiler cannot be imported (No module named 'iree'); pip install "
+                     "'onnx-qdq-conformance[iree]'"),
     ("quark", None, " could not be created: AMD Quark's custom-op library is not built: run `qdq-conformance "
                     "build-quark` once"),
     (FAKE + "unavailable", None, " could not be created: fakevendor-runtime is not installed; pip install "
