@@ -1,7 +1,14 @@
 """Coverage of the corpus against what each operator version's schema allows.
 
-Per operator version: type combinations covered / allowed (from the schema, never by hand), granularities and
-edge families, and every gap by name. The target is no gap.
+Per operator version: type combinations covered / allowed (from the schema, never by hand), granularities, the
+parameter forms crossed with each granularity, and edge families, and every gap by name. The target is no gap.
+
+Parameter forms (``parameters``): each granularity the version allows crossed with the presence of the zero point,
+the scale's shape for per-tensor (a scalar or a one-element ``[1]``), the axis attribute's form for per-axis and
+blocked (written positive, written negative, or left out where the version has a default axis), and a negative
+scale (the spec puts no sign condition on a scale; symmetric weight compression emits them). Toolchains emit these
+node configurations (per-axis weights without a zero point, a ``[1]`` bias scale, ...), so a corpus without one
+shows a gap instead of "0 gaps".
 """
 
 from __future__ import annotations
@@ -10,12 +17,16 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from qdq_conformance import opspecs
+from qdq_conformance.reference.arith import to_float64
 from qdq_conformance.types import TYPES
 
 from .case import ConcreteCase
 
 BLOCK_VARIANTS = ("low", "high", "exact", "partial", "single")
+ZERO_POINTS = ("with zero point", "without zero point")
 
 
 @dataclass
@@ -54,6 +65,7 @@ def _required(spec: opspecs.OpSpec, cov: VersionCoverage) -> None:
         gran.add("per-tensor")
         return
     gran.add("per-tensor")
+    _required_parameters(spec, cov.required["parameters"])
     if opspecs.PER_AXIS in spec.granularities:
         ranks = range(1, 6) if spec.domain == opspecs.AI_ONNX else (3,)
         for r in ranks:
@@ -90,7 +102,41 @@ def _required(spec: opspecs.OpSpec, cov: VersionCoverage) -> None:
             fam.add("output-dtype")
 
 
+def _axis_forms(spec: opspecs.OpSpec) -> tuple[str, ...]:
+    """How a per-axis / blocked node may carry its axis: written positive or negative, or left out (the default
+    axis 1) where the version has one (com.microsoft's operators read a missing axis as per-tensor)."""
+    return ("positive", "negative") + (() if spec.axis_optional_per_tensor else ("default",))
+
+
+def _required_parameters(spec: opspecs.OpSpec, req: set[str]) -> None:
+    req.update(f"per-tensor scalar scale {z}" for z in ZERO_POINTS)
+    req.update(f"per-tensor [1] scale {z}" for z in ZERO_POINTS)
+    req.add("per-tensor negative scale")
+    for kind in (opspecs.PER_AXIS, opspecs.BLOCKED):
+        if kind in spec.granularities:
+            req.update(f"{kind} axis {form} {z}" for form in _axis_forms(spec) for z in ZERO_POINTS)
+            req.add(f"{kind} negative scale")
+
+
+def _covered_parameters(case: ConcreteCase, params: set[str]) -> None:
+    scale = case.inputs[1][1] if len(case.inputs) > 1 else None
+    if scale is None:
+        return
+    zp = "with zero point" if len(case.inputs) > 2 and case.inputs[2][1] is not None else "without zero point"
+    if case.granularity == "per-tensor":
+        params.add(f"per-tensor {'scalar' if scale.ndim == 0 else '[1]'} scale {zp}")
+    else:
+        axis = case.attrs.get("axis")
+        form = "default" if axis is None else "negative" if axis < 0 else "positive"
+        params.add(f"{case.granularity} axis {form} {zp}")
+    with np.errstate(invalid="ignore"):
+        if scale.size and bool((to_float64(scale) < 0).any()):
+            params.add(f"{case.granularity} negative scale")
+
+
 def _covered(case: ConcreteCase, cov: VersionCoverage) -> None:
+    if case.op != "DynamicQuantizeLinear":
+        _covered_parameters(case, cov.covered["parameters"])
     gran = cov.covered["granularity"]
     fam = cov.covered["families"]
     d = case.detail
@@ -141,19 +187,20 @@ def coverage(cases: Sequence[ConcreteCase]) -> list[VersionCoverage]:
 
 
 def render(result: Sequence[VersionCoverage]) -> str:
-    lines = [f"{'operator version':46} {'types':>11} {'granularity':>12} {'families':>10}  gaps"]
+    lines = [f"{'operator version':46} {'types':>11} {'granularity':>12} {'parameters':>11} {'families':>10}  gaps"]
     total_gaps = 0
     ai_allowed = ai_covered = 0
     for cov in result:
         g = cov.counts("granularity")
         f = cov.counts("families")
+        p = cov.counts("parameters")
         gaps = cov.gaps()
         total_gaps += len(gaps)
         if cov.key.startswith("ai.onnx"):
             ai_allowed += cov.types_allowed
             ai_covered += cov.types_covered
         lines.append(f"{cov.key:46} {cov.types_covered:>5}/{cov.types_allowed:<5} {g[0]:>5}/{g[1]:<6} "
-                     f"{f[0]:>4}/{f[1]:<5}  {len(gaps)}")
+                     f"{p[0]:>5}/{p[1]:<5} {f[0]:>4}/{f[1]:<5}  {len(gaps)}")
         lines += [f"    gap: {gap}" for gap in gaps]
     lines.append(f"ai.onnx type combinations: {ai_covered}/{ai_allowed}; gaps: {total_gaps}")
     return "\n".join(lines)

@@ -20,6 +20,10 @@ BLOCKS = {
     "exact": (8, 2, 4),    # range [4, 7], no partial block
     "partial": (7, 3, 3),  # range [3, 3], blocks 3 + 3 + 1
     "single": (5, 1, 5),   # one block along the axis (Si = 1)
+    # Toolchains' weight blocks (ORT's MatMul 4-bit quantizer, NNCF, Quark): two whole blocks of 32, 64, 128.
+    "b32": (64, 2, 32),
+    "b64": (128, 2, 64),
+    "b128": (256, 2, 128),
 }
 
 

@@ -258,7 +258,7 @@ def random_values(seed: int, n: int, ctx: Ctx, span: float = 1.2, low: float | N
     if low is None or high is None:
         lo, hi = _y_bounds(ctx) if role == "x" else (0.25, 2.0)
         scale = ctx.scale_value if role == "x" else 1.0
-        low, high = lo * span * scale, hi * span * scale
+        low, high = sorted((lo * span * scale, hi * span * scale))  # a negative scale mirrors the range
     v = rng.uniform(low, high, n)
     if t.is_integer:
         v = np.round(v)

@@ -57,6 +57,32 @@ def test_coverage_has_no_gap(corpus):
     assert {c.key for c in result} >= {"com.microsoft::QuantizeLinear-1", "com.amd.quark::ExtendedDequantizeLinear-1"}
 
 
+def test_coverage_crosses_parameter_forms_so_a_removed_family_is_a_gap(corpus):
+    """Zero-point presence, axis form and scale shape are crossed with the granularity: without the toolchain
+    configurations (or without the negative-scale files) the corpus shows gaps by name, not "0 gaps"."""
+    def gaps_without(*names: str) -> dict[str, list[str]]:
+        kept = [c for c in corpus.cases if Path(c.file).name not in names]
+        return {c.key: c.gaps() for c in coverage(kept) if c.gaps()}
+
+    gaps = gaps_without("dequantize_toolchain.yaml")
+    assert "parameters: per-axis axis default without zero point" in gaps["ai.onnx::DequantizeLinear-13"]
+    assert "parameters: per-axis axis negative without zero point" in gaps["ai.onnx::DequantizeLinear-21"]
+    assert "parameters: blocked axis default with zero point" in gaps["ai.onnx::DequantizeLinear-28"]
+    assert "parameters: per-tensor [1] scale without zero point" in gaps["ai.onnx::DequantizeLinear-10"]
+    assert "parameters: per-axis axis default without zero point" in gaps["com.amd.quark::ExtendedDequantizeLinear-1"]
+    assert all(g.startswith("parameters: ") for found in gaps.values() for g in found)
+    assert all(not k.startswith("ai.onnx::QuantizeLinear") for k in gaps)
+    negative = gaps_without("quantize_negative_scales.yaml", "dequantize_negative_scales.yaml")
+    assert "parameters: per-tensor negative scale" in negative["ai.onnx::QuantizeLinear-10"]
+    assert "parameters: blocked negative scale" in negative["ai.onnx::DequantizeLinear-21"]
+    assert "parameters: per-axis negative scale" in negative["com.microsoft::QuantizeLinear-1"]
+    cov = {c.key: c for c in coverage(corpus.cases)}
+    # com.microsoft reads a missing axis as per-tensor: no default-axis form is asked of it.
+    assert not any("default" in r for r in cov["com.microsoft::DequantizeLinear-1"].required["parameters"])
+    assert "per-axis axis default with zero point" in cov["ai.onnx::DequantizeLinear-13"].required["parameters"]
+    assert not cov["ai.onnx::DynamicQuantizeLinear-11"].required["parameters"]
+
+
 def test_every_operator_version_is_tested_directly(corpus):
     from qdq_conformance import opspecs
 

@@ -84,7 +84,7 @@ def _narrow() -> Sequence[Patch]:
     return _dq(fn, only=_integer)
 
 
-@mutant("dq-product-in-float32", "computes (x - x_zero_point) * x_scale in float32 (x and the zero point converted "
+@mutant("dq-product-in-float32", "computes (x - x_zero_point) * x_scale in float32 (the exact difference rounded "
         "to float32, the scale as given) and rounds the float32 result to a float16 / bfloat16 output", OUTPUT,
         reading="dq-precision:float32",
         witness=W("DequantizeLinear", 21, "int32 x 2**24 + 2**16 + 1 to bfloat16: float32 rounds it to 2**24 + 2**16, "
@@ -92,12 +92,23 @@ def _narrow() -> Sequence[Patch]:
                   a(1, ml_dtypes.bfloat16)))
 def _product_f32() -> Sequence[Patch]:
     def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
-        d = arith.to_precision(x, arith.F32)
-        if z is not None:
-            d = np.subtract(d, arith.to_precision(z, arith.F32))
+        d = arith.to_precision(_exact_difference(x, z), arith.F32)  # the reading: x - x_zero_point exact, rounded
         y32 = np.multiply(d, arith.to_precision(s, arith.F32))
         return arith.to_precision(y32, out)
     return _dq(fn)
+
+
+@mutant("dq-32-bit-operands-in-float32", "converts a 32-bit x and its zero point to float32 each before subtracting "
+        "(a float kernel's (float)x - (float)zp), so x - x_zero_point is rounded twice", FORMULA,
+        witness=W("ExtendedDequantizeLinear", 1, "uint32 4294967295 - 4294967040 is 255; in float32 4294967296 - "
+                  "4294967040 = 256", a([4294967295], np.uint32), a(1, F32), a(4294967040, np.uint32),
+                  domain="com.amd.quark"))
+def _operands_f32() -> Sequence[Patch]:
+    def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
+        assert z is not None
+        d = np.subtract(arith.to_precision(x, arith.F32), arith.to_precision(z, arith.F32))
+        return product(arith.to_float64(d), s, out)
+    return _dq(fn, only=lambda x, zp: zp is not None and by_dtype(x.dtype).is_integer and by_dtype(x.dtype).bits == 32)
 
 
 @mutant("dq-unsigned-zero-point-as-signed", "reads an unsigned zero point as the signed type of the same width "

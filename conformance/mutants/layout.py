@@ -58,6 +58,20 @@ def _axis_default_0() -> Sequence[Patch]:
     return _planners(edit)
 
 
+@mutant("dq-axis-default-last", "DequantizeLinear takes a missing axis as the last one (a [K, N] MatMul weight's "
+        "output channels) instead of 1: right for rank 2 only", AXIS,
+        witness=W("DequantizeLinear", 21, "rank 3, no axis attribute, scale along axis 1 (length 3, the last has 4)",
+                  a(np.ones((2, 3, 4)), U8), a([1, 2, 4], F32)))
+def _dq_axis_default_last() -> Sequence[Patch]:
+    original = ops.plan_dequantize_linear
+
+    def plan(spec: OpSpec, inputs: Sequence[np.ndarray | None], attrs: Mapping[str, int]) -> Any:
+        if spec.domain == AI_ONNX and "axis" in spec.attributes and "axis" not in attrs:
+            attrs = {**attrs, "axis": -1}
+        return original(spec, inputs, attrs)
+    return function_patch(ops, "plan_dequantize_linear", plan)
+
+
 @mutant("negative-axis-ignored", "ignores a negative axis attribute (falls back to the default axis)", AXIS,
         witness=W("QuantizeLinear", 21, "axis=-1 on rank 3 is axis 2, not the default 1", a(np.ones((2, 3, 4)), F32), a([1, 2, 4, 8], F32), axis=-1))
 def _negative_axis() -> Sequence[Patch]:
@@ -165,6 +179,21 @@ def _blocked_partial() -> Sequence[Patch]:
             di = x_shape[g.axis]
             full = max(di // g.block_size, 1)
             index = np.minimum(np.arange(di) // g.block_size, full - 1)
+            return param.take(index, axis=g.axis)
+        return broadcast
+    return _broadcasts(make)
+
+
+@mutant("block-size-capped-16", "caps block_size at 16, the widest block a vector kernel was written for, so a "
+        "block of 32, 64 or 128 takes the next scale every 16 elements", BLOCKED,
+        witness=W("DequantizeLinear", 21, "two blocks of 32 along axis 1: elements 16-31 belong to the first block",
+                  a(np.ones((1, 64)), U8), a([[1, 2]], F32), axis=1, block_size=32))
+def _blocked_capped() -> Sequence[Patch]:
+    def make(original: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+        def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Any) -> np.ndarray:
+            if g.kind != "blocked" or g.block_size <= 16:
+                return original(param, x_shape, g)
+            index = np.minimum(np.arange(x_shape[g.axis]) // 16, param.shape[g.axis] - 1)
             return param.take(index, axis=g.axis)
         return broadcast
     return _broadcasts(make)
