@@ -206,6 +206,31 @@ def test_a_kill_is_a_failure_of_the_real_worker_path(small_corpus):
             assert run_case(create("reference"), ObjRef(case), form, Sources(), Expectations()).status == "passed"
 
 
+#: The mutants the negative-scale and toolchain case files were added to kill (issue 28), and the case of each
+#: file that kills it first; the corpus before them let every one through (docs/mutants.md).
+NEW_FAMILY_KILLS = {
+    "dequantize_negative_scales.yaml": {"scale-abs": "dequantizelinear-10-neg-scale-int8-float"},
+    "quantize_negative_scales.yaml": {"scale-abs": "quantizelinear-10-neg-scale-ties-float-int8",
+                                      "clamp-x-in-scale-order": "quantizelinear-10-neg-scale-ties-float-int8",
+                                      "inf-sign-from-x": "quantizelinear-10-neg-scale-inf-float-int8"},
+    "dequantize_toolchain.yaml": {
+        "dq-axis-default-last": "dequantizelinear-13-tc-weights-per-axis-default-int8-float-axisdefault-r4",
+        "block-size-capped-16": "dequantizelinear-21-tc-weights-blocked-int4-float-blocked-b32-axis0-r2",
+        "dq-32-bit-operands-in-float32": "quark-extendeddequantizelinear-1-tc-quark-uint32-zero-point-uint32-float-x6"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_FAMILY_KILLS))
+def test_each_new_family_kills_its_mutants(name, tmp_path, capsys):
+    for f in (name, "case.schema.json"):
+        shutil.copy(cases_dir() / f, tmp_path / f)
+    kills = NEW_FAMILY_KILLS[name]
+    code = main(["mutants", "--cases", str(tmp_path), "--only", *kills, "--json", "--jobs", "1"])
+    verdicts = {v["mutant"]: v for v in json.loads(capsys.readouterr().out)["verdicts"]}
+    assert {m: v["case"] for m, v in verdicts.items()} == kills
+    assert code == 0
+
+
 def test_docs_list_every_mutant():
     from pathlib import Path
 
