@@ -209,10 +209,10 @@ def test_a_kill_is_a_failure_of_the_real_worker_path(small_corpus):
 #: The mutants the negative-scale and toolchain case files were added to kill (issue 28), and the case of each
 #: file that kills it first; the corpus before them let every one through (docs/mutants.md).
 NEW_FAMILY_KILLS = {
-    "dequantize_negative_scales.yaml": {"scale-abs": "dequantizelinear-10-neg-scale-int8-float"},
-    "quantize_negative_scales.yaml": {"scale-abs": "quantizelinear-10-neg-scale-ties-float-int8",
-                                      "clamp-x-in-scale-order": "quantizelinear-10-neg-scale-ties-float-int8",
-                                      "inf-sign-from-x": "quantizelinear-10-neg-scale-inf-float-int8"},
+    "dequantize_negative_scales.yaml": {"scale-abs": "dequantizelinear-10-neg-scale-golden-int8-float"},
+    "quantize_negative_scales.yaml": {"scale-abs": "quantizelinear-10-neg-scale-golden-float-int8",
+                                      "clamp-x-in-scale-order": "quantizelinear-10-neg-scale-golden-float-int8",
+                                      "inf-sign-from-x": "quantizelinear-10-neg-scale-golden-float-int8"},
     "dequantize_toolchain.yaml": {
         "dq-axis-default-last": "dequantizelinear-13-tc-weights-per-axis-default-int8-float-axisdefault-r4",
         "block-size-capped-16": "dequantizelinear-21-tc-weights-blocked-int4-float-blocked-b32-axis0-r2",
