@@ -10,12 +10,14 @@ import fnmatch
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from qdq_conformance.resources import cases_dir
 
 from .case import ConcreteCase
 from .expand import expand
+from .graph_case import GraphCase
+from .graph_expand import expand_graph
 from .loader import CaseFileError, load_yaml
 from .schema import validate
 from .template import Template
@@ -43,6 +45,8 @@ def load_file(path: Path, tiers: Sequence[str] | None = None) -> list[ConcreteCa
     seen: dict[str, int] = {}
     ids: dict[str, tuple[str, int]] = {}
     cases: list[ConcreteCase] = []
+    if "graphs" in doc:
+        return _load_graphs(path, doc["graphs"], tiers, seen, ids)  # type: ignore[return-value]
     for item in doc["cases"]:
         tpl = Template(item, str(path))
         if item["id"] in seen:
@@ -53,6 +57,29 @@ def load_file(path: Path, tiers: Sequence[str] | None = None) -> list[ConcreteCa
             continue
         try:
             expanded = expand(tpl)
+        except CaseFileError:
+            raise
+        except Exception as e:  # a generator defect must still name the case that triggered it
+            raise CaseFileError(path, tpl.line(), item["id"], f"generator error: {type(e).__name__}: {e}") from e
+        claim_ids(ids, path, expanded)
+        cases.extend(expanded)
+    return cases
+
+
+def _load_graphs(path: Path, items: list[dict[str, Any]], tiers: Sequence[str] | None, seen: dict[str, int],
+                 ids: dict[str, tuple[str, int]]) -> list[GraphCase]:
+    """The graph cases of one file (``graphs:``), as :func:`load_file` gives single-node ones."""
+    cases: list[GraphCase] = []
+    for item in items:
+        tpl = Template(item, str(path))
+        if item["id"] in seen:
+            raise CaseFileError(path, tpl.line("id"), f"{item['id']}.id",
+                                f"duplicate template id (first at line {seen[item['id']]})")
+        seen[item["id"]] = tpl.line("id")
+        if tiers is not None and item.get("tier", "default") not in tiers:
+            continue
+        try:
+            expanded = expand_graph(tpl)
         except CaseFileError:
             raise
         except Exception as e:  # a generator defect must still name the case that triggered it

@@ -114,16 +114,17 @@ class OracleBackend:
     version = __version__
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        from ..reference import run  # the kernel's import (0.1 s), for this backend's worker only
+        from ..reference import run_any  # the kernel's import (0.1 s), for this backend's worker only
+        from ..reference.graph import GraphError
 
         try:
-            return run(model, feeds)
-        except SpecViolation as e:
+            return run_any(model, feeds)
+        except (SpecViolation, GraphError) as e:
             raise Rejected(str(e)) from None
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
-        return (f"{model_code}\nfrom conformance.reference import run\n"
-                f"for name, value in zip({output_names!r}, run(model, {{}})):\n    print(name, value.dtype, value)\n")
+        return (f"{model_code}\nfrom qdq_conformance.reference import run_any\n"
+                f"for name, value in zip({output_names!r}, run_any(model, {{}})):\n    print(name, value.dtype, value)\n")
 
 
 class OnnxBackendModule:

@@ -85,6 +85,20 @@ MARKERS: dict[str, MarkerSet] = {
 }
 
 
+def settings(spec: str, options: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """How backend ``spec`` runs a model, for a results header and the report: the graph optimization it applies
+    (graph cases are judged as deployed: ONNX Runtime at its default level unless --ort-optimization says
+    otherwise, OpenVINO as ``compile_model`` compiles)."""
+    options = options or {}
+    if spec == "ort":
+        level = options.get("ort_optimization") or "all"
+        return {"optimization": f"onnxruntime graph optimization level {level}"
+                                + (" (ORT_ENABLE_ALL, its default)" if level == "all" else "")}
+    if spec == "openvino":
+        return {"optimization": "openvino compile_model with its default configuration"}
+    return {}
+
+
 def known_names() -> list[str]:
     names = list(BUILTIN_NAMES) + list(PARAMETRIZED)
     names += sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))

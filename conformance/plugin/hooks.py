@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ..backends import registry
 from ..backends.markers import MarkerWatch
 from ..backends.registry import MARKERS
 from ..domain import FAILING, FORMS, CaseStatus, RunStatus, parse_shard
@@ -34,7 +35,7 @@ _VOCAB = {
                   "extendeddequantizelinear"],
     "domains": ["ai_onnx", "com_microsoft", "com_amd_quark"],
     "statuses": [s.replace("-", "_") for s in CaseStatus.values()],
-    "granularities": ["per_tensor", "per_axis", "blocked"],
+    "granularities": ["per_tensor", "per_axis", "blocked"],  # (and "graph", a graph case's: _register_markers)
     "forms": list(FORMS),
 }
 
@@ -83,7 +84,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "expectations_status": state.expectations.status(backend.name, backend.version),
         "strict_expectations": state.strict, "forms": config.getoption("qdq_form"),
         "tier": config.getoption("qdq_tier"), "suite": suite, "shard": config.getoption("qdq_shard"),
-        "selection": selection.recorded(config)})
+        "selection": selection.recorded(config),
+        **registry.settings(config.getoption("qdq_backend"), options.backend_options(config))})
     if not worker and (config.getoption("qdq_results") or config.getoption("qdq_report")):
         state.results = ResultsWriter(_results_path(config))
     config.stash[STATE] = state
@@ -104,7 +106,9 @@ def _results_path(config: pytest.Config) -> Path:
 def _register_markers(config: pytest.Config) -> None:
     names = [*_VOCAB["operators"], *_VOCAB["domains"], *_VOCAB["statuses"], *_VOCAB["granularities"],
              *_VOCAB["forms"], *(f"v{v}" for v in range(1, 40))]
-    names += ["family_" + f.replace("-", "_") for f in schema()["$defs"]["case"]["properties"]["family"]["enum"]]
+    names += ["family_" + f.replace("-", "_") for f in (*schema()["$defs"]["case"]["properties"]["family"]["enum"],
+                                                         *schema()["$defs"]["graph"]["properties"]["family"]["enum"])]
+    names += ["graph"] + ["op_" + op.lower() for op in schema()["$defs"]["node"]["properties"]["op"]["enum"]]
     names += [f"{slot}_{t}" for slot in ("x", "scale", "y") for t in TYPES]
     for name in names:
         config.addinivalue_line("markers", f"{name}: qdq-conformance case selector")

@@ -183,6 +183,9 @@ def marker_names(case: Case, form: str) -> list[str]:
     names = [form, meta["operator"].lower(), meta["domain"].replace(".", "_"), f"v{meta['version']}",
              meta["granularity"].replace("-", "_"), "family_" + meta["family"].replace("-", "_"),
              meta["status"].replace("-", "_")]
+    if meta["operator"] == "graph":  # a graph case: its ops are selectors too (``-m "graph and op_relu"``)
+        names += ["op_" + op.lower() for op in meta["graph"]["operators"]]
+        return names
     for io in meta["inputs"][:2]:
         if io["element_type"]:
             names.append(("x_" if io["formal"] == "x" else "scale_") + io["element_type"])

@@ -4,6 +4,7 @@ Public API::
 
     conformance.reference.run(model, feeds) -> list[np.ndarray]
     conformance.reference.evaluate(domain, op, version, inputs, attrs) -> list[np.ndarray]
+    conformance.reference.run_any(model, feeds) -> list[np.ndarray]   (a graph case's model too: graph.py)
 
 Both raise :class:`conformance.errors.SpecViolation` (and nothing else for a model they cannot or must not
 compute): an operator or version the kernel does not know, a type not allowed at that version, a shape or an
@@ -19,10 +20,11 @@ import onnx
 
 from .. import opspecs
 from ..errors import SpecViolation
+from .graph import is_graph, run_graph
 from .model import bind
 from .ops import ENTRIES
 
-__all__ = ["SpecViolation", "evaluate", "run"]
+__all__ = ["SpecViolation", "evaluate", "run", "run_any"]
 
 
 def evaluate(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None],
@@ -47,3 +49,9 @@ def run(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndar
     entry = ENTRIES[(bound.spec.domain, bound.spec.name)]
     outputs = entry(bound.spec, bound.inputs, bound.attrs)
     return outputs[: len(bound.node.output)]
+
+
+def run_any(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """:func:`run` for a single-node model, :func:`graph.run_graph` for a graph of quantization nodes and exact
+    ops (a graph case's model): the oracle as a backend sees it."""
+    return run_graph(model, feeds) if is_graph(model) else run(model, feeds)

@@ -9,6 +9,7 @@ work of a case runs in parallel with pytest's own bookkeeping of the previous on
 from __future__ import annotations
 
 import gc
+import json
 import time
 import traceback
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,7 @@ from ..backends.base import Backend, NotApplicable, Rejected, Unsupported
 from ..domain import FAILING, Case, RunStatus
 from ..generators.cache import load_file_cached
 from . import record as record_mod
+from .attribution import attribute
 from .expectations import Expectation, Expectations
 from .outcome import Outcome, classify
 from .outputs import RawResult, exception_text, printable, take
@@ -180,6 +182,25 @@ def prepare_cases(backend: Backend, refs: Sequence[tuple[CaseRef, str]], sources
         pass
 
 
+#: the statuses of a graph case whose defect the node-by-node run attributes (attribution.py)
+_ATTRIBUTED = frozenset({RunStatus.FAILED.value, RunStatus.ERROR.value})
+
+
+def _attribute(result: CaseResult, case: Case, form: str, backend: Backend) -> None:
+    """Add to a failing graph case's record whether the backend's own node-by-node run gives the expected
+    outputs (``defect``: rewrite) or not (node), and why (``defect_why``)."""
+    try:
+        defect, why = attribute(case, form, backend, lambda b, m, f: call_backend(b, m, f, contained=True))
+    except Exception as e:  # the attribution is a help for the reader: never the reason to lose the record
+        defect, why = None, f"node-by-node run failed: {type(e).__name__}: {exception_text(e)}"
+    rec = json.loads(result.record)
+    rec["defect"], rec["defect_why"] = defect, why
+    result.record = record_mod.encode(rec)
+    result.message = f"{result.message} [{defect}: {why}]" if defect else result.message
+    if result.outcome is not None:
+        result.outcome.message = result.message
+
+
 def run_case(backend: Backend, ref: CaseRef, form: str, sources: Sources, expectations: Expectations) -> CaseResult:
     """Everything about one case, in the worker; never raises."""
     case: Case | None = None
@@ -189,8 +210,11 @@ def run_case(backend: Backend, ref: CaseRef, form: str, sources: Sources, expect
         names = getattr(case, "output_names", None) or [o.name for o in model.graph.output]
         raw = call_backend(backend, model, feeds, contained=True)
         # (the record builds the model again when it needs it: the backend may have changed the one it was given)
-        return finish(case, form, raw, expectations.expected(case.id, form), (backend.name, backend.version),
-                      getattr(backend, "repro", None), None, feeds, names)
+        result = finish(case, form, raw, expectations.expected(case.id, form), (backend.name, backend.version),
+                        getattr(backend, "repro", None), None, feeds, names)
+        if getattr(case, "is_graph", False) and result.status in _ATTRIBUTED:
+            _attribute(result, case, form, backend)
+        return result
     except Exception as e:  # the harness itself failed on this case: say so, as an error of this case only
         message = f"the runner could not run this case: {type(e).__name__}: {exception_text(e)}"
         outcome = Outcome(RunStatus.ERROR, message)

@@ -145,7 +145,8 @@ FIELDS: dict[str, dict[str, Spec]] = {
     "header": {"backend": _TEXT, "backend_version": _TEXT, "started": _TEXT, "expectations": _TEXT,
                "expectations_status": Obj("expectations_status")},
     "case": {**dict.fromkeys(("form", "message", "operator", "domain", "family", "granularity", "behaviour",
-                              "reading", "case_status", "ambiguity", "repro", "comparison", "rule"), _TEXT),
+                              "reading", "case_status", "ambiguity", "repro", "comparison", "rule", "defect",
+                              "defect_why"), _TEXT),
              "version": (int, str), "duration": _NUMBER, "types": Each(dict, _TEXT), "spec": (dict,),
              "expectation": Obj("expectation"), "mismatches": Each(list, Obj("mismatch"), nullable=False),
              "inputs": Each(dict, _PREVIEW), "expected": Each(list, _PREVIEW), "actual": Each(list, _PREVIEW),
@@ -315,6 +316,8 @@ class CaseRecord(TypedDict, total=False):
     actual: list[dict[str, Any] | None]
     readings: dict[str, list[dict[str, Any] | None] | None]
     repro: str
+    defect: str | None  # a failing graph case: "rewrite" (node by node the backend is right) or "node"
+    defect_why: str | None  # what the node-by-node run showed
 
 
 #: the key :func:`read` adds to the header it returns: what it found of each file read (a file's own is replaced)

@@ -1,0 +1,53 @@
+"""Which part of a backend a failing graph case blames: its optimizer's rewrite, or a node.
+
+The backend runs the same graph node by node: each node as a model of its own (the case's form: its parameters
+initializers or graph inputs as in the graph), its inputs the backend's own outputs of the earlier nodes. When
+that run gives the case's expected outputs, the whole graph's run differed only because the backend rewrote the
+graph (``rewrite``); otherwise a node is wrong on its own (``node``), and the first node whose outputs differ from
+the oracle's is named.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..backends.base import Backend
+from ..compare import compare
+from ..reference.graph import Step, run_graph
+
+REWRITE, NODE = "rewrite", "node"
+#: the values of a record's ``defect``
+DEFECTS: tuple[str, ...] = (REWRITE, NODE)
+
+
+def attribute(case: Any, form: str, backend: Backend, call: Any) -> tuple[str, str]:
+    """(``rewrite`` or ``node``, a sentence saying why) for graph case ``case`` that failed in ``form`` on
+    ``backend``; ``call(backend, model, feeds)`` runs one model and gives a ``RawResult``."""
+    oracle: list[Step] = []
+    run_graph(case.model(form), case.feeds(form), oracle)
+    values: dict[str, np.ndarray] = dict(case.feeds(form))
+    first_wrong = None
+    produced = {o for n in case.nodes for o in n.outputs}
+    for step in oracle:
+        node = case.nodes[step.index]
+        extra = [(name, values[name]) for name in node.inputs if name in produced]
+        outs = [(name, out) for name, out in zip(node.outputs, step.outputs, strict=False) if name]
+        model = case.build(form, nodes=[node], outputs=outs, extra_inputs=extra)
+        feeds = {n: values[n] for n in (i.name for i in model.graph.input)}
+        raw = call(backend, model, feeds)
+        if raw.kind != "ok" or raw.outputs is None or len(raw.outputs) < len(outs):
+            said = (raw.message or raw.kind).splitlines()[0][:200] if raw.message else raw.kind
+            return NODE, f"node by node, node {node.name} ({node.op}) does not run alone: {said}"
+        for (name, want), got in zip(outs, raw.outputs, strict=False):
+            values[name] = np.asarray(got)
+            if first_wrong is None and compare(want, np.asarray(got)) is not None:
+                first_wrong = node
+    final = [values.get(o) for o in case.output_names]
+    if all(v is not None and compare(e, v) is None for e, v in zip(case.expected, final, strict=True)):
+        return REWRITE, ("node by node the backend gives the expected outputs: its run of the whole graph "
+                         "(a rewrite of it) changes them")
+    where = f"node {first_wrong.name} ({first_wrong.op}) differs from the oracle first" if first_wrong else \
+        "the outputs differ"
+    return NODE, f"node by node the backend's outputs differ too: {where}"

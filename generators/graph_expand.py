@@ -1,0 +1,267 @@
+"""Expanding graph-case templates (``graphs:`` in a case file) into :class:`GraphCase`s.
+
+A template names its values (``inputs``: always graph inputs; ``params``: graph inputs in the runtime form,
+initializers in the initializer form; ``constants``: always initializers), its nodes and its outputs. ``vary``
+gives lists of values for placeholders: every combination is a case, ``$NAME`` replaced in every string of the
+template (a string that is the placeholder alone takes the value itself, a number or a list). ``opsets`` lists the
+ai.onnx opsets the graph is built for; a combination whose quantization node the spec does not allow at an opset
+(an unknown version, a type or attribute the version lacks) is left out.
+
+The structure is checked before anything runs, each problem one line naming the file, the node's line and the
+node: an op outside the schema's list (the schema), a tensor produced twice, an input nothing produces (dangling),
+a cycle, a bound that must be constant but is not. The expected outputs are the oracle's composition
+(``reference.graph.run_graph``); a node it cannot compute (shapes that do not compose, a quantization rule broken)
+is refused naming that node. A graph case is normative: a quantization node whose answer a catalogued reading
+would change is refused too (choose other values).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from qdq_conformance import opspecs
+from qdq_conformance.compare import compare
+from qdq_conformance.errors import CaseFileError, SpecViolation
+from qdq_conformance.reference.graph import (
+    CONSTANT_INPUTS,
+    MIN_OPSET,
+    QUANT_OPS,
+    GraphError,
+    Step,
+    order,
+    run_graph,
+)
+from qdq_conformance.types import by_name
+
+from .case import Clause
+from .graph_case import GRAPH_CLAUSE, GraphCase, GraphNode
+from .limits import check_cases, check_elements, check_id
+from .loader import line_of
+from .status import catalogue_readings, decide
+from .template import Template
+from .values import ZP_RECIPES, parse_literal, to_type, zero_point_value
+
+_PLACEHOLDER = re.compile(r"\$([A-Za-z][A-Za-z0-9_]*)")
+#: rules that mean "this combination does not exist at this opset" (left out), not "this template is wrong"
+_ABSENT = frozenset({"QDQ001", "QDQ002", "QDQ009"})
+
+
+class _Skip(Exception):
+    pass
+
+
+def _substitute(value: Any, env: dict[str, Any]) -> Any:
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value)
+        if whole and whole.group(1) in env:
+            return env[whole.group(1)]
+        return _PLACEHOLDER.sub(lambda m: str(env[m.group(1)]) if m.group(1) in env else m.group(0), value)
+    if isinstance(value, list):
+        return [_substitute(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, env) for k, v in value.items()}
+    return value
+
+
+def _variants(tpl: Template) -> list[dict[str, Any]]:
+    vary = tpl.data.get("vary", {})
+    keys = list(vary)
+    lists = [vary[k] if isinstance(vary[k], list) else [vary[k]] for k in keys]
+    count = 1
+    for v in lists:
+        count *= len(v)
+    check_cases(tpl, count * len(tpl.data["opsets"]))
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*lists)]
+
+
+def _array(tpl: Template, key: str, src: dict[str, Any]) -> np.ndarray:
+    try:
+        t = by_name(str(src["type"]))
+    except KeyError:
+        raise tpl.error(key, f"unknown element type {src['type']!r}") from None
+    try:
+        if "recipe" in src:
+            name = src["recipe"]
+            if name not in ZP_RECIPES:
+                raise ValueError(f"recipe {name!r} is not one of {', '.join(ZP_RECIPES)}")
+            v = zero_point_value(name, t)
+            if v is None:
+                raise _Skip()
+            raw = np.asarray(v, np.float64)
+        else:
+            raw = parse_literal(src["values"])
+            if not isinstance(src["values"], list):
+                raw = raw.reshape(())
+        shape = tuple(src["shape"]) if "shape" in src else raw.shape
+        check_elements(tpl, key, shape)
+        n = int(np.prod(shape)) if shape else 1
+        flat = raw.reshape(-1)
+        arr = to_type(np.resize(flat, n) if flat.size and flat.size != n else flat, t)
+        return arr.reshape(shape)
+    except _Skip:
+        raise
+    except ValueError as e:
+        raise tpl.error(key, str(e)) from None
+
+
+def _node_error(tpl: Template, node: GraphNode, message: str) -> CaseFileError:
+    return CaseFileError(tpl.file, node.line or tpl.line(), f"{tpl.data['id']}.nodes[{node.name}]",
+                         f"node {node.name} ({node.op}): {message}")
+
+
+def _nodes(tpl: Template, raw: list[dict[str, Any]], lines: list[int]) -> list[GraphNode]:
+    nodes = []
+    for k, (n, line) in enumerate(zip(raw, lines, strict=True)):
+        attrs = dict(n.get("attributes", {}))
+        nodes.append(GraphNode(n["op"], [str(i) for i in n["inputs"]], [str(o) for o in n["outputs"]],
+                               attrs, str(n.get("name", f"n{k}_{n['op'].lower()}")), n.get("domain", ""), line))
+    names = [n.name for n in nodes]
+    for n in nodes:
+        if names.count(n.name) > 1:
+            raise _node_error(tpl, n, "the node name is used twice")
+        for key, v in n.attrs.items():
+            if not isinstance(v, int) and not (isinstance(v, list) and all(isinstance(i, int) for i in v)):
+                raise _node_error(tpl, n, f"attribute {key}: an integer or a list of integers, got {v!r}")
+        if n.domain and n.op not in QUANT_OPS:
+            raise _node_error(tpl, n, f"only quantization ops take a domain ({n.op} is ai.onnx's)")
+    return nodes
+
+
+def _check_structure(tpl: Template, nodes: list[GraphNode], values: dict[str, str], outputs: list[str]) -> None:
+    """Duplicate and dangling names, cycles, constant bounds; one line naming the node."""
+    protos = [helper.make_node(n.op, n.inputs, n.outputs) for n in nodes]
+    try:
+        order(protos, set(values))
+    except GraphError as e:
+        raise _node_error(tpl, nodes[e.node or 0], str(e)) from None
+    produced = {o for n in nodes for o in n.outputs}
+    for n in nodes:
+        for k in CONSTANT_INPUTS.get(n.op, ()):
+            if k < len(n.inputs) and n.inputs[k] and values.get(n.inputs[k]) != "constants":
+                raise _node_error(tpl, n, f"input {k} ({n.inputs[k]!r}) must be one of the template's constants "
+                                  "(a bound the graph stays exact with)")
+    for o in outputs:
+        if o not in produced:
+            raise CaseFileError(tpl.file, tpl.line("outputs"), f"{tpl.data['id']}.outputs",
+                                f"graph output {o!r} is produced by no node")
+
+
+def _is_normative(tpl: Template, case_id: str, nodes: list[GraphNode], model: onnx.ModelProto,
+                  steps: list[Step]) -> None:
+    """Refuse a graph whose quantization node a catalogued reading answers otherwise."""
+    for s in steps:
+        n = nodes[s.index]
+        if n.op not in QUANT_OPS:
+            continue
+        domain = opspecs.normalize_domain(n.domain)
+        opset = opspecs.import_version(opspecs.import_table(model.opset_import), n.domain)
+        assert opset is not None
+        spec = opspecs.resolve(domain, n.op, opset)
+        args = list(s.inputs)
+        while args and args[-1] is None:
+            args.pop()
+        ints = {k: v for k, v in n.attrs.items() if isinstance(v, int)}
+        found = catalogue_readings(spec.domain, spec.name, spec.version, args, ints, s.outputs, None)
+        status, entry, _ = decide("normative", None, found, s.outputs)
+        if status != "normative":
+            raise _node_error(tpl, n, f"{case_id}: its answer depends on the ambiguity-catalogue entry {entry} "
+                              "(a graph case is normative: choose values the spec decides)")
+
+
+def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any]) -> GraphCase:
+    values: dict[str, str] = {}
+    arrays: dict[str, list[tuple[str, np.ndarray]]] = {"inputs": [], "params": [], "constants": []}
+    for part in arrays:
+        for name, src in data.get(part, {}).items():
+            if name in values:
+                raise tpl.error(f"{part}.{name}", f"tensor {name!r} is also one of the template's {values[name]}")
+            values[name] = part
+            arrays[part].append((name, _array(tpl, f"{part}.{name}", src)))
+    raw_nodes = data["nodes"]
+    nodes = _nodes(tpl, raw_nodes, [line_of(n) or tpl.line("nodes") for n in tpl.data["nodes"]])
+    outputs = [str(o) for o in data["outputs"]]
+    _check_structure(tpl, nodes, values, outputs)
+    parts = [f"graph-{tpl.data['id']}", *(_id_part(v) for v in env.values()), f"o{opset}"]
+    case_id = "-".join(p for p in parts if p)
+    check_id(tpl, case_id)
+    clauses = [Clause(c.get("operator", "?"), str(c.get("versions", "")), c["text"]) for c in data["spec"]]
+    case = GraphCase(id=case_id, template=tpl.data["id"], file=tpl.file, line=tpl.line(),
+                     description=data["description"], clauses=[*clauses, GRAPH_CLAUSE], family=data["family"],
+                     opset=opset, nodes=nodes, inputs=arrays["inputs"], params=arrays["params"],
+                     constants=arrays["constants"], output_names=outputs, expected=[], variant=dict(env),
+                     tier=data.get("tier", "default"))
+    model = case.build("initializer", outputs=[(o, np.zeros(0, np.float32)) for o in outputs])
+    steps: list[Step] = []
+    try:
+        case.expected = run_graph(model, case.feeds("initializer"), steps)
+    except SpecViolation as e:
+        bad = next((n for n in nodes if n.op == e.op and n.name not in {nodes[s.index].name for s in steps}),
+                   nodes[0])
+        if e.rule in _ABSENT:
+            raise _Skip() from None
+        raise _node_error(tpl, bad, f"{case_id}: the oracle refuses it: {e}") from None
+    except GraphError as e:
+        node = nodes[e.node] if e.node is not None else nodes[0]
+        raise _node_error(tpl, node, f"{case_id}: {e}") from None
+    _is_normative(tpl, case_id, nodes, model, steps)
+    if "expected" in data:
+        _golden(tpl, case)
+    return case
+
+
+def _id_part(v: Any) -> str:
+    text = "x".join(map(str, v)) if isinstance(v, list) else str(v)
+    return re.sub(r"[^a-z0-9]+", "", text.lower().replace("-", "m").replace(".", "p"))
+
+
+def _golden(tpl: Template, case: GraphCase) -> None:
+    for name, got in zip(case.output_names, case.expected, strict=True):
+        if name not in tpl.data["expected"]:
+            continue
+        try:
+            golden = to_type(parse_literal(tpl.data["expected"][name]), _type_of(got)).reshape(got.shape)
+        except ValueError as e:
+            raise tpl.error("expected", f"{name}: {e}") from None
+        mismatch = compare(golden, got)
+        if mismatch:
+            raise tpl.error("expected", f"{case.id}: golden {name} disagrees with the oracle's composition: "
+                            f"{mismatch}; it gives {got.reshape(-1).tolist()}")
+
+
+def _type_of(a: np.ndarray) -> Any:
+    from qdq_conformance.types import by_dtype
+
+    return by_dtype(a.dtype)
+
+
+def _candidates(tpl: Template) -> Iterator[tuple[dict[str, Any], int]]:
+    for env in _variants(tpl):
+        for opset in tpl.data["opsets"]:
+            yield env, opset
+
+
+def expand_graph(tpl: Template) -> list[GraphCase]:
+    """Every concrete case of one graph template (CaseFileError for a malformed or inconsistent one)."""
+    newest = onnx.defs.onnx_opset_version()
+    for opset in tpl.data["opsets"]:
+        if not MIN_OPSET <= opset <= newest:
+            raise tpl.error("opsets", f"opset {opset} outside [{MIN_OPSET}, {newest}] (graph cases use the ops' "
+                            f"opset-{MIN_OPSET} forms; onnx {onnx.__version__} knows up to {newest})")
+    cases = []
+    for env, opset in _candidates(tpl):
+        data = _substitute({k: v for k, v in tpl.data.items() if k != "vary"}, env)
+        try:
+            cases.append(_build(tpl, env, opset, data))
+        except _Skip:
+            continue
+    if not cases:
+        raise tpl.error("opsets", "the template expands to no case (a quantization node the spec allows at none "
+                        "of its opsets?)")
+    return cases
