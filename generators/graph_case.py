@@ -15,8 +15,8 @@ from onnx import helper
 from qdq_conformance import opspecs
 from qdq_conformance.domain import FORMS, Form
 from qdq_conformance.modelbuild import CONTRIB_AI_ONNX_OPSET
-from qdq_conformance.reference.graph import QUANT_OPS
-from qdq_conformance.types import by_dtype, to_tensor_proto
+from qdq_conformance.reference.graph import QUANT_OPS, tensor_proto
+from qdq_conformance.types import by_dtype
 
 from .case import Clause
 
@@ -125,7 +125,7 @@ class GraphCase:
             self.id,
             [helper.make_tensor_value_info(n, by_dtype(v.dtype).proto, list(v.shape)) for n, v in fed],
             [helper.make_tensor_value_info(n, by_dtype(v.dtype).proto, list(v.shape)) for n, v in outs],
-            initializer=[to_tensor_proto(v, n) for n, v in inits])
+            initializer=[tensor_proto(v, n) for n, v in inits])
         imports = [helper.make_opsetid("", self.opset)]
         for d in sorted({n.domain for n in nodes if n.domain}):
             imports.append(helper.make_opsetid(d, max(opspecs.versions(d, _quant_op(nodes, d)))))

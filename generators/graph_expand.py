@@ -31,6 +31,7 @@ from qdq_conformance.compare import compare
 from qdq_conformance.errors import CaseFileError, SpecViolation
 from qdq_conformance.reference.graph import (
     CONSTANT_INPUTS,
+    INDEX_TYPE,
     MIN_OPSET,
     QUANT_OPS,
     GraphError,
@@ -38,7 +39,7 @@ from qdq_conformance.reference.graph import (
     order,
     run_graph,
 )
-from qdq_conformance.types import by_name
+from qdq_conformance.types import by_dtype, by_name
 
 from .case import Clause
 from .graph_case import GRAPH_CLAUSE, GraphCase, GraphNode
@@ -82,6 +83,22 @@ def _variants(tpl: Template) -> list[dict[str, Any]]:
 
 
 def _array(tpl: Template, key: str, src: dict[str, Any]) -> np.ndarray:
+    shape_src = src.get("shape")
+    if shape_src is not None and not (isinstance(shape_src, list) and all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape_src)):
+        raise tpl.error(key, f"shape must be a list of non-negative integers, got {shape_src!r}")
+    if src["type"] == INDEX_TYPE:  # shapes, axes, indices: integers as given
+        if "values" not in src:
+            raise tpl.error(key, f"an {INDEX_TYPE} tensor takes values, not a recipe")
+        try:
+            raw = parse_literal(src["values"])
+        except ValueError as e:
+            raise tpl.error(key, str(e)) from None
+        if not np.all(np.isfinite(raw)) or np.any(raw != np.round(raw)) or np.any(np.abs(raw) > 2**62):
+            raise tpl.error(key, f"{INDEX_TYPE} values must be integers")
+        arr = raw.astype(np.int64)
+        return arr.reshape(shape_src if shape_src is not None else (() if not isinstance(src["values"], list)
+                                                                    else arr.shape))
     try:
         t = by_name(str(src["type"]))
     except KeyError:
@@ -236,8 +253,6 @@ def _golden(tpl: Template, case: GraphCase) -> None:
 
 
 def _type_of(a: np.ndarray) -> Any:
-    from qdq_conformance.types import by_dtype
-
     return by_dtype(a.dtype)
 
 

@@ -22,12 +22,15 @@ import onnx
 from .. import __version__, reference
 from ..backends.base import Rejected
 from ..errors import SpecViolation
+from ..reference.graph import GraphError
 
 # dtypes for witnesses
 F32, F16, U8, I8, I16, I32 = np.float32, np.float16, np.uint8, np.int8, np.int16, np.int32
 
 #: (module, attribute name, replacement), or (dict, key, replacement) for a function's keyword defaults
 Patch = tuple[Any, str, Any]
+#: a graph rewrite: (model, feeds) -> (the rewritten model, its feeds); it may change the model it is given
+Rewrite = Callable[[onnx.ModelProto, dict[str, np.ndarray]], tuple[onnx.ModelProto, dict[str, np.ndarray]]]
 
 
 @dataclass(frozen=True)
@@ -59,12 +62,14 @@ class Mutant:
     #: builds the patches (called once per backend, when the kernel's originals are in place)
     patches: Callable[[], Sequence[Patch]]
     #: builds the witness (None only for a proved equivalent mutant)
-    witness: Callable[[], Witness] | None = None
+    witness: Callable[[], Witness | GraphWitness] | None = None
     #: why no input the spec allows tells this mutant from the kernel, for a proved equivalent one
     equivalent: str | None = None
     #: "entry:reading" when the shortcut is a reading of the ambiguity catalogue; wherever it changes the answer
     #: the case is implementation-defined (generators/status.py), so no normative case can kill it
     reading: str | None = None
+    #: a graph-rewrite mutant: the optimization it performs on the model (and its feeds) before the kernel runs it
+    rewrite: Rewrite | None = None
 
     @property
     def kind(self) -> str:
@@ -84,10 +89,35 @@ def mutant(id: str, shortcut: str, violates: str, witness: Callable[[], Witness]
         raise ValueError(f"mutant {id!r}: give a witness, or the proof that it is equivalent (not both)")
 
     def register(build: Callable[[], Sequence[Patch]]) -> Callable[[], Sequence[Patch]]:
-        if id in REGISTRY:
-            raise ValueError(f"mutant {id!r} is registered twice")
-        REGISTRY[id] = Mutant(id, shortcut, violates, build, witness, equivalent, reading)
+        _register(Mutant(id, shortcut, violates, build, witness, equivalent, reading))
         return build
+    return register
+
+
+def _register(m: Mutant) -> None:
+    if m.id in REGISTRY:
+        raise ValueError(f"mutant {m.id!r} is registered twice")
+    REGISTRY[m.id] = m
+
+
+@dataclass(frozen=True)
+class GraphWitness:
+    """A small graph on which a rewrite mutant and the kernel disagree (the model before the rewrite)."""
+
+    model: Callable[[], onnx.ModelProto]
+    feeds: Mapping[str, np.ndarray]
+    note: str
+
+    def evaluate(self) -> list[np.ndarray]:
+        return reference.run_any(self.model(), dict(self.feeds))
+
+
+def rewrite_mutant(id: str, shortcut: str, violates: str, witness: Callable[[], GraphWitness]
+                   ) -> Callable[[Rewrite], Rewrite]:
+    """Decorator registering the graph rewrite it decorates as mutant ``id`` (no patch of the kernel)."""
+    def register(rewrite: Rewrite) -> Rewrite:
+        _register(Mutant(id, shortcut, violates, lambda: [], witness, None, None, rewrite))  # type: ignore[arg-type]
+        return rewrite
     return register
 
 
@@ -140,10 +170,12 @@ class MutantBackend:
             _get(target, name)
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        if self.mutant.rewrite is not None:
+            model, feeds = self.mutant.rewrite(model, dict(feeds))
         with applied(self._patches):
             try:
-                return reference.run(model, feeds)
-            except SpecViolation as e:
+                return reference.run_any(model, feeds)
+            except (SpecViolation, GraphError) as e:
                 raise Rejected(str(e)) from None
 
     def repro(self, model_code: str, output_names: list[str]) -> str:

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from .. import opspecs
 from ..errors import SpecViolation
-from ..types import by_dtype, from_tensor_proto
+from ..types import by_dtype, from_tensor_proto, to_tensor_proto
 from .model import opset_version
 from .ops import ENTRIES
 
@@ -236,6 +237,24 @@ COMPARING: frozenset[str] = frozenset({"Relu", "Clip", "Max", "Min", "MaxPool"})
 MIN_OPSET = 13
 
 
+#: the element type of shapes, axes, indices and bounds of the exact ops (not a quantization type)
+INDEX_TYPE = "int64"
+
+
+def tensor_value(t: onnx.TensorProto) -> np.ndarray:
+    """An initializer's array: a quantization type's (the registry's dtypes) or int64 (shapes, indices)."""
+    if t.data_type == onnx.TensorProto.INT64:
+        return numpy_helper.to_array(t)
+    return from_tensor_proto(t)
+
+
+def tensor_proto(value: np.ndarray, name: str) -> onnx.TensorProto:
+    """:func:`tensor_value`'s inverse."""
+    if value.dtype == np.int64:
+        return numpy_helper.from_array(value, name)
+    return to_tensor_proto(value, name)
+
+
 def node_attrs(node: onnx.NodeProto) -> Attrs:
     attrs: Attrs = {}
     for a in node.attribute:
@@ -320,7 +339,7 @@ def run_graph(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray],
     """The graph's outputs, its nodes executed in topological order; ``steps`` (when given) receives each node's
     inputs and outputs. Raises SpecViolation (a quantization node's rule), GraphError (the node and why)."""
     g = model.graph
-    values: dict[str, np.ndarray] = {i.name: from_tensor_proto(i) for i in g.initializer}
+    values: dict[str, np.ndarray] = {i.name: tensor_value(i) for i in g.initializer}
     for i in g.input:
         if i.name in feeds:
             values[i.name] = np.asarray(feeds[i.name])

@@ -11,10 +11,13 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..types import NUMPY_NATIVE, by_dtype, from_tensor_proto
+from ..reference.graph import tensor_value
+from ..types import NUMPY_NATIVE, by_dtype
 
 
 def array_code(a: np.ndarray) -> str:
+    if a.dtype == np.int64:  # a graph case's shapes and indices
+        return f"np.array({a.tolist()!r}, np.int64)"
     t = by_dtype(a.dtype)
     dtype = f"np.{t.dtype.name}" if t.dtype in NUMPY_NATIVE else f"ml_dtypes.{t.dtype.name}"
     raw = np.ascontiguousarray(a).view(np.uint8).tobytes().hex()
@@ -22,22 +25,27 @@ def array_code(a: np.ndarray) -> str:
 
 
 def model_code(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> str:
-    """Python that defines ``model``: the node of ``model`` with every input an initializer."""
-    node = next(n for n in model.graph.node if n.op_type != "Constant")
-    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    """Python that defines ``model``: its nodes (one for a single-node case, several for a graph case) with every
+    input an initializer."""
+    nodes = [n for n in model.graph.node if n.op_type != "Constant"]
     lines = ["import ml_dtypes", "import numpy as np", "import onnx", "from onnx import helper, numpy_helper", ""]
     lines.append("inputs = {")
-    for name in node.input:
-        if name:
+    for name in dict.fromkeys(i for n in nodes for i in n.input):
+        if name and name in values:
             lines.append(f"    {name!r}: {array_code(values[name])},")
     lines.append("}")
     outs = ", ".join(f"helper.make_tensor_value_info({o.name!r}, {o.type.tensor_type.elem_type}, None)"
                      for o in model.graph.output)
     opsets = ", ".join(f"helper.make_opsetid({o.domain!r}, {o.version})" for o in model.opset_import)
+    made = []
+    for k, node in enumerate(nodes):
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        name = "node" if len(nodes) == 1 else f"node{k}"
+        made.append(name)
+        lines.append(f"{name} = helper.make_node({node.op_type!r}, {list(node.input)!r}, {list(node.output)!r}, "
+                     f"domain={node.domain!r}{''.join(f', {k}={v!r}' for k, v in sorted(attrs.items()))})")
     lines += [
-        f"node = helper.make_node({node.op_type!r}, {list(node.input)!r}, {list(node.output)!r}, "
-        f"domain={node.domain!r}{''.join(f', {k}={v!r}' for k, v in sorted(attrs.items()))})",
-        f"graph = helper.make_graph([node], 'repro', [], [{outs}],",
+        f"graph = helper.make_graph([{', '.join(made)}], 'repro', [], [{outs}],",
         "                          initializer=[numpy_helper.from_array(v, k) for k, v in inputs.items()])",
         f"model = helper.make_model(graph, opset_imports=[{opsets}])",
         f"model.ir_version = {model.ir_version}",
@@ -46,7 +54,7 @@ def model_code(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> str:
 
 
 def values_of(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    values = {i.name: from_tensor_proto(i) for i in model.graph.initializer}
+    values = {i.name: tensor_value(i) for i in model.graph.initializer}
     values.update(feeds)
     return values
 
