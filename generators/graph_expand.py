@@ -205,7 +205,7 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
     nodes = _nodes(tpl, raw_nodes, [line_of(n) or tpl.line("nodes") for n in tpl.data["nodes"]])
     outputs = [str(o) for o in data["outputs"]]
     _check_structure(tpl, nodes, values, outputs)
-    parts = [f"graph-{tpl.data['id']}", *(_id_part(v) for v in env.values()), f"o{opset}"]
+    parts = [f"graph-{tpl.data['id']}", *(_id_part(k, v, tpl.data["vary"]) for k, v in env.items()), f"o{opset}"]
     case_id = "-".join(p for p in parts if p)
     check_id(tpl, case_id)
     clauses = [Clause(c.get("operator", "?"), str(c.get("versions", "")), c["text"]) for c in data["spec"]]
@@ -233,9 +233,12 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
     return case
 
 
-def _id_part(v: Any) -> str:
-    text = "x".join(map(str, v)) if isinstance(v, list) else str(v)
-    return re.sub(r"[^a-z0-9]+", "", text.lower().replace("-", "m").replace(".", "p"))
+def _id_part(key: str, v: Any, vary: dict[str, Any]) -> str:
+    """A placeholder's value in a case id: a scalar as itself (``-`` as m, ``.`` as p), a list by its position in
+    the template's list (``x2``: the second value of X)."""
+    if isinstance(v, (list, dict)):
+        return f"{key.lower()}{vary[key].index(v) + 1}"
+    return re.sub(r"[^a-z0-9]+", "", str(v).lower().replace("-", "m").replace(".", "p"))
 
 
 def _golden(tpl: Template, case: GraphCase) -> None:

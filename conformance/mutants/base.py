@@ -170,8 +170,10 @@ class MutantBackend:
             _get(target, name)
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        if self.mutant.rewrite is not None:
-            model, feeds = self.mutant.rewrite(model, dict(feeds))
+        if self.mutant.rewrite is not None:  # (on a copy: the caller may keep the model it hands over)
+            copy = onnx.ModelProto()
+            copy.CopyFrom(model)
+            model, feeds = self.mutant.rewrite(copy, dict(feeds))
         with applied(self._patches):
             try:
                 return reference.run_any(model, feeds)
