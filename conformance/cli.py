@@ -25,6 +25,7 @@ from .fuzz import cli as fuzz_cli
 from .generators.cache import load_file_cached
 from .generators.corpus import CASES_DIR, case_files, load
 from .generators.coverage import coverage, render
+from .generators.graph_coverage import graph_coverage, render_graph
 from .generators.export import OutFolderError
 from .generators.parallel import generate
 from .mutants import cli as mutants_cli
@@ -151,7 +152,9 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     corpus = _load_corpus(args)
     result = coverage(corpus.cases)
     print(render(result))
-    gaps = sum(len(c.gaps()) for c in result)
+    graphs = graph_coverage(corpus.cases)
+    print(render_graph(graphs))
+    gaps = sum(len(c.gaps()) for c in result) + len(graphs.gaps())
     return 1 if corpus.errors or (args.strict and gaps) else 0
 
 
