@@ -1,0 +1,203 @@
+"""Graph cases (issue 28): the oracle's node-by-node composition, the graph families loading and exporting like
+single-node cases, hostile graph case files refused in one line naming file, line and node, the schema's
+vocabularies matching the registries, and the rewrite / node attribution of a failing graph case."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx.backend.test.loader import load_model_tests
+
+from qdq_conformance.backends.registry import create
+from qdq_conformance.checker import check_model
+from qdq_conformance.compare import compare
+from qdq_conformance.errors import CaseFileError
+from qdq_conformance.generators.corpus import case_files, load_file
+from qdq_conformance.generators.export import export
+from qdq_conformance.generators.graph_coverage import graph_coverage
+from qdq_conformance.generators.schema import schema
+from qdq_conformance.plugin.items import marker_names
+from qdq_conformance.reference import run_any
+from qdq_conformance.reference.graph import EXACT_OPS, QUANT_OPS, GraphError, run_graph
+from qdq_conformance.runner.execute import ObjRef, Sources, run_case
+from qdq_conformance.runner.expectations import Expectations
+
+GRAPH_FILES = [p for p in case_files() if p.stem.startswith("graph_")]
+
+
+@pytest.fixture(scope="module")
+def graphs():
+    cases = [c for p in GRAPH_FILES for c in load_file(p)]
+    assert len(cases) >= 400
+    return cases
+
+
+def test_schema_vocabularies_are_the_registries():
+    node = schema()["$defs"]["node"]["properties"]
+    assert node["op"]["enum"] == [*QUANT_OPS, *EXACT_OPS]
+    families = schema()["$defs"]["graph"]["properties"]["family"]["enum"]
+    assert all(f.startswith("graph-") for f in families)
+
+
+def test_every_graph_case_is_normative_and_its_expected_values_are_the_oracles(graphs):
+    for c in graphs:
+        assert c.status == "normative" and c.expected, c.id
+        for form in ("runtime", "initializer"):
+            model = c.model(form)
+            onnx.checker.check_model(model, full_check=True)
+            got = run_graph(model, c.feeds(form))
+            assert all(compare(e, g) is None for e, g in zip(c.expected, got, strict=True)), (c.id, form)
+
+
+def test_the_issues_example(graphs):
+    """Q(0.01) -> DQ -> Q(0.1) -> DQ, uint8, x = 0.26: the spec gives 0.3 (ONNX Runtime's optimizer 0.26)."""
+    c = next(c for c in graphs if c.id == "graph-requant-chain-coarser-uint8-o13")
+    assert float(c.expected[0][0]) == pytest.approx(0.3) and float(c.inputs[0][1][0]) == pytest.approx(0.26)
+
+
+def test_checker_accepts_every_graph_model(graphs, tmp_path):
+    for c in graphs[::7]:
+        for form in ("runtime", "initializer"):
+            report = check_model(c.model(form), tmp_path, c.id)
+            assert report.nodes_checked >= 1 and report.count("error") == 0, (c.id, form, report.findings)
+
+
+def test_markers_and_metadata(graphs):
+    c = next(c for c in graphs if c.id.startswith("graph-around-transpose"))
+    names = marker_names(c, "initializer")
+    assert {"graph", "family_graph_data_movement", "op_transpose", "op_quantizelinear", "initializer"} <= set(names)
+    meta = c.metadata()
+    assert meta["operator"] == "graph" and meta["graph"]["operators"][2] == "Transpose"
+    assert c.spec_text()["clauses"][-1]["operator"] == "ONNX IR"  # the rule of executing nodes in order
+
+
+def test_export_is_read_by_onnx_loader_and_matches_the_oracle(graphs, tmp_path):
+    cases = [c for c in graphs if c.id.endswith("-o21")][::15]
+    out = tmp_path / "graphs"
+    manifest = export(cases, out)
+    tests = load_model_tests(data_dir=str(out.parent), kind=out.name)
+    assert len(tests) == 2 * len(cases) == 2 * manifest["case_count"]
+    for t in tests:
+        model = onnx.load(os.path.join(t.model_dir, "model.onnx"))
+        data = Path(t.model_dir) / "test_data_set_0"
+        inputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p))) for p in sorted(data.glob("input_*.pb"))]
+        outputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p))) for p in sorted(data.glob("output_*.pb"))]
+        got = run_any(model, {i.name: a for i, a in zip(model.graph.input, inputs, strict=True)})
+        assert all(compare(e, g) is None for e, g in zip(outputs, got, strict=True)), t.model_dir
+    entry = json.loads((out / "manifest.json").read_text())["cases"][0]
+    assert entry["operator"] == "graph" and entry["graph"]["nodes"]
+
+
+def test_graph_coverage_has_no_gap(graphs):
+    assert graph_coverage(graphs).gaps() == []
+
+
+# --- hostile graph case files ------------------------------------------------------------------------------------
+
+HEAD = """graphs:
+  - id: g
+    description: d
+    spec: [{text: t}]
+    family: graph-requantize
+    status: normative
+    opsets: [21]
+    inputs:
+      x: {type: float, shape: [2, 3], values: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]}
+    params:
+      s: {type: float, values: 0.1}
+      z: {type: uint8, values: 0}
+    constants:
+      shape: {type: int64, values: [3, 2]}
+      bad: {type: int64, values: [4, 4]}
+    nodes:
+"""
+GOOD_NODES = """      - {op: QuantizeLinear, inputs: [x, s, z], outputs: [q]}
+      - {op: DequantizeLinear, inputs: [q, s, z], outputs: [y]}
+"""
+
+#: name -> (nodes, the line the error names, the problem: a substring of the one line)
+HOSTILE = {
+    "cycle": ("""      - {op: QuantizeLinear, inputs: [d, s, z], outputs: [q]}
+      - {op: DequantizeLinear, inputs: [q, s, z], outputs: [d]}
+      - {op: Identity, inputs: [d], outputs: [y]}
+""", 17, "cycle"),
+    "op-outside-the-list": ("""      - {op: QuantizeLinear, inputs: [x, s, z], outputs: [q]}
+      - {op: Add, inputs: [q, q], outputs: [y]}
+""", 18, "'Add' is not one of"),
+    "dangling": ("""      - {op: QuantizeLinear, inputs: [x, s, z], outputs: [q]}
+      - {op: DequantizeLinear, inputs: [nowhere, s, z], outputs: [y]}
+""", 18, "node n1_dequantizelinear (DequantizeLinear): input 'nowhere' is no graph input"),
+    "duplicate-tensor": ("""      - {op: QuantizeLinear, inputs: [x, s, z], outputs: [q]}
+      - {op: DequantizeLinear, inputs: [q, s, z], outputs: [q]}
+      - {op: Identity, inputs: [q], outputs: [y]}
+""", 18, "tensor 'q' is produced twice"),
+    "shadows-an-input": ("""      - {op: QuantizeLinear, inputs: [x, s, z], outputs: [s]}
+      - {op: Identity, inputs: [s], outputs: [y]}
+""", 17, "tensor 's' is produced twice"),
+    "shapes-do-not-compose": ("""      - {op: QuantizeLinear, inputs: [x, s, z], outputs: [q]}
+      - {op: Reshape, inputs: [q, bad], outputs: [y]}
+""", 18, "node n1_reshape (Reshape)"),
+    "bound-not-constant": ("""      - {op: QuantizeLinear, inputs: [x, s, z], outputs: [q]}
+      - {op: DequantizeLinear, inputs: [q, s, z], outputs: [d]}
+      - {op: Reshape, inputs: [d, x], outputs: [y]}
+""", 19, "must be one of the template's constants"),
+    "nan-into-relu": ("""      - {op: Relu, inputs: [nan], outputs: [y]}
+""", 18, "NaN reaches a comparison"),
+    "duplicate-node-name": ("""      - {op: QuantizeLinear, inputs: [x, s, z], outputs: [q], name: a}
+      - {op: DequantizeLinear, inputs: [q, s, z], outputs: [y], name: a}
+""", 17, "the node name is used twice"),
+    "output-nobody-makes": (GOOD_NODES.replace("outputs: [y]", "outputs: [w]"), 19, "graph output 'y' is produced "
+                                                                                     "by no node"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_graph_files_are_one_line_naming_file_line_and_node(tmp_path, name):
+    nodes, line, problem = HOSTILE[name]
+    head = HEAD.replace("    constants:\n", "    constants:\n      nan: {type: float, values: [nan, 1.0]}\n") \
+        if name == "nan-into-relu" else HEAD
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(head + nodes + "    outputs: [y]\n")
+    with pytest.raises(CaseFileError) as info:
+        load_file(path)
+    text = str(info.value)
+    assert "\n" not in text and text.startswith(f"{path}:{line}:"), text
+    assert problem in text, text
+
+
+def test_the_good_graph_loads(tmp_path):
+    path = tmp_path / "good.yaml"
+    path.write_text(HEAD + GOOD_NODES + "    outputs: [y]\n")
+    (case,) = load_file(path)
+    assert case.id == "graph-g-o21" and case.expected[0].shape == (2, 3)
+
+
+def test_run_graph_refuses_what_is_not_a_graph_case():
+    bad = onnx.helper.make_model(onnx.helper.make_graph(
+        [onnx.helper.make_node("Add", ["a", "a"], ["b"])], "g",
+        [onnx.helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, [1])],
+        [onnx.helper.make_tensor_value_info("b", onnx.TensorProto.FLOAT, [1])]))
+    with pytest.raises((GraphError, Exception), match="Add"):
+        run_graph(bad, {"a": np.ones(1, np.float32)})
+
+
+# --- rewrite or node ---------------------------------------------------------------------------------------------
+
+def test_a_failing_graph_case_says_rewrite_or_node(graphs):
+    chain = next(c for c in graphs if c.id == "graph-requant-chain-coarser-uint8-o13")
+    result = run_case(create("mutant:collapse-requant-chain"), ObjRef(chain), "runtime", Sources(), Expectations())
+    rec = json.loads(result.record)
+    assert rec["status"] == "failed" and rec["defect"] == "rewrite", rec.get("defect_why")
+    # a wrong node (rounding half away from zero): node by node the outputs are wrong too
+    ties = next(c for c in graphs if c.id == "graph-requant-ties-o13")
+    result = run_case(create("mutant:round-half-away"), ObjRef(ties), "runtime", Sources(), Expectations())
+    rec = json.loads(result.record)
+    assert rec["status"] == "failed" and rec["defect"] == "node", rec.get("defect_why")
+    assert "QuantizeLinear" in rec["defect_why"]
+    ok = run_case(create("reference"), ObjRef(chain), "initializer", Sources(), Expectations())
+    assert ok.status == "passed" and "defect" not in json.loads(ok.record)
