@@ -25,8 +25,8 @@ from .fuzz import cli as fuzz_cli
 from .generators.cache import load_file_cached
 from .generators.corpus import CASES_DIR, case_files, load
 from .generators.coverage import coverage, render
-from .generators.graph_coverage import graph_coverage, render_graph
 from .generators.export import OutFolderError
+from .generators.graph_coverage import graph_coverage, render_graph
 from .generators.parallel import generate
 from .mutants import cli as mutants_cli
 from .plugin.options import (

@@ -139,15 +139,15 @@ def _nodes(tpl: Template, raw: list[dict[str, Any]], lines: list[int]) -> list[G
         attrs = dict(n.get("attributes", {}))
         nodes.append(GraphNode(n["op"], [str(i) for i in n["inputs"]], [str(o) for o in n["outputs"]],
                                attrs, str(n.get("name", f"n{k}_{n['op'].lower()}")), n.get("domain", ""), line))
-    names = [n.name for n in nodes]
-    for n in nodes:
-        if names.count(n.name) > 1:
-            raise _node_error(tpl, n, "the node name is used twice")
-        for key, v in n.attrs.items():
+    names = [g.name for g in nodes]
+    for g in nodes:
+        if names.count(g.name) > 1:
+            raise _node_error(tpl, g, "the node name is used twice")
+        for key, v in g.attrs.items():
             if not isinstance(v, int) and not (isinstance(v, list) and all(isinstance(i, int) for i in v)):
-                raise _node_error(tpl, n, f"attribute {key}: an integer or a list of integers, got {v!r}")
-        if n.domain and n.op not in QUANT_OPS:
-            raise _node_error(tpl, n, f"only quantization ops take a domain ({n.op} is ai.onnx's)")
+                raise _node_error(tpl, g, f"attribute {key}: an integer or a list of integers, got {v!r}")
+        if g.domain and g.op not in QUANT_OPS:
+            raise _node_error(tpl, g, f"only quantization ops take a domain ({g.op} is ai.onnx's)")
     return nodes
 
 

@@ -116,7 +116,7 @@ def rewrite_mutant(id: str, shortcut: str, violates: str, witness: Callable[[], 
                    ) -> Callable[[Rewrite], Rewrite]:
     """Decorator registering the graph rewrite it decorates as mutant ``id`` (no patch of the kernel)."""
     def register(rewrite: Rewrite) -> Rewrite:
-        _register(Mutant(id, shortcut, violates, lambda: [], witness, None, None, rewrite))  # type: ignore[arg-type]
+        _register(Mutant(id, shortcut, violates, lambda: [], witness, None, None, rewrite))
         return rewrite
     return register
 

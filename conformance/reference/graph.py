@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import onnx
@@ -206,8 +207,9 @@ def _maxpool(inputs: list[np.ndarray | None], attrs: Attrs) -> list[np.ndarray]:
     out = np.full(list(f.shape[:2]) + out_shape, -np.inf)
     for pos in itertools.product(*(range(o) for o in out_shape)):
         for k in itertools.product(*(range(kk) for kk in kernel)):
-            src = tuple(pos[i] * strides[i] + k[i] * dil[i] for i in range(n))
-            out[(..., *pos)] = np.maximum(out[(..., *pos)], f[(..., *src)])
+            src: tuple[Any, ...] = (Ellipsis, *(pos[i] * strides[i] + k[i] * dil[i] for i in range(n)))
+            at: tuple[Any, ...] = (Ellipsis, *pos)
+            out[at] = np.maximum(out[at], f[src])
     return [out.astype(x.dtype)]
 
 
