@@ -157,6 +157,9 @@ def signature(rec: CaseRecord, form: str) -> tuple[str, ...]:
     """(operator, type pattern, granularity, form, status, kind of mismatch, masked message); ``*`` where a
     backend's own error message stands for the problem (see the module's text)."""
     op, kind = f"{rec.get('domain')}::{rec.get('operator')}", mismatch_kind(rec)
+    if rec.get("operator") == GRAPH:  # a graph case: grouped by its defect (rewrite or node) and family
+        return (op, f"{GRAPH} {rec.get('defect') or '-'}", str(rec.get("family") or "-"), form, rec["status"], kind,
+                mask(rec))
     if kind:
         return (op, type_pattern(rec), str(rec.get("granularity") or "-"), form, rec["status"], kind, mask(rec))
     rule = f"rule {rec.get('rule')}: " if rec["status"] == RunStatus.INVALID_ACCEPTED and rec.get("rule") else ""
@@ -186,6 +189,12 @@ class Finding:
 
     def __post_init__(self) -> None:
         self.operator, _, _, self.form, self.status, self.kind, _ = self.key
+
+    @property
+    def defect(self) -> str | None:
+        """A graph finding's defect: ``rewrite`` (the backend's optimizer changes values; node by node it is
+        right) or ``node`` (a node is wrong on its own); None for a single-node finding."""
+        return self.key[1].split(" ", 1)[1] if self.key[1].startswith(f"{GRAPH} ") else None
 
     @property
     def new(self) -> int:
@@ -244,6 +253,9 @@ class Finding:
         zp = self.spans["zero point"]
         zp_text = ", with and without zero point" if len(zp) > 1 else ", zero point" if "with" in zp else ""
         family = f"famil{'y' if len(self.spans['family']) == 1 else 'ies'} {self.span_text('family')}"
+        if self.defect is not None:
+            said = DEFECT_TEXT.get(self.defect, "not attributed")
+            return f"graph, {said}; {family}; {forms_text(self.form)}"
         return f"{role} {self.span_text('type class')}{zp_text}; {self.span_text('granularity')}; {family}; " \
                f"{forms_text(self.form)}"
 
@@ -272,8 +284,16 @@ class Finding:
                 "types": {r: sorted(ts, key=_type_order) for r, ts in self.types.items()},
                 "type_pattern": self.key[1], "spans": {k: dict(v.most_common()) for k, v in self.spans.items()},
                 "form": self.form, "status": self.status, "kind": self.kind, "signature": list(self.key),
+                "defect": self.defect,
                 "example": self.example, "expectations": sorted(self.entries.values(), key=lambda e: -e["cases"])}
 
+
+#: a graph case's ``operator`` in its record
+GRAPH = "graph"
+#: what a graph finding's defect means, for the reader
+DEFECT_TEXT = {"rewrite": "rewrite: the backend's own node-by-node run gives the expected values, its optimizer "
+                          "changes them",
+               "node": "node: a node is wrong on its own (node by node the values differ too)"}
 
 _TYPE_ORDER = {name: k for k, name in enumerate(TYPES)}
 

@@ -41,7 +41,7 @@ _IMPLEMENTATION_DEFINED = RunStatus.IMPLEMENTATION_DEFINED.value
 _CASE_IMPLEMENTATION_DEFINED = CaseStatus.IMPLEMENTATION_DEFINED.value
 #: the fields of a case's details
 DETAIL_FIELDS = ("spec", "attributes", "inputs", "expected", "actual", "mismatches", "repro", "behaviour", "reading",
-                 "readings", "comparison", "rule")
+                 "readings", "comparison", "rule", "defect", "defect_why")
 
 
 
