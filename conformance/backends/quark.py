@@ -180,8 +180,10 @@ class QuarkBackend:
         self.build_command = src.read_text().strip() if src.exists() else ""
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        if {n.domain for n in model.graph.node} != {QUARK}:
-            raise NotApplicable("the quark backend runs com.amd.quark operators only (ai.onnx cases: use --backend ort)")
+        domains = {n.domain for n in model.graph.node}
+        if QUARK not in domains or not domains <= {QUARK, "", "ai.onnx"}:
+            raise NotApplicable("the quark backend runs com.amd.quark operators (with ai.onnx ops around them in a "
+                                "graph case) only (ai.onnx cases: use --backend ort)")
         backend = OrtBackend(custom_ops_libraries=[str(self.library)])
         return backend.run(model, feeds)
 
