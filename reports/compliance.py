@@ -112,6 +112,7 @@ def render_markdown(results: list[Results], top: int = 6,
                                              f"{row['unsupported']}")
         out.append(f"| {md(key)} | " + " | ".join(cells) + " |")
     out.append("")
+    out += _graph_section(results)
     out += ["## Findings", ""]
     for head, cases, _ in results:
         out.append(f"### {md(head.get('backend'))} {md(head.get('backend_version'))}")
@@ -120,6 +121,39 @@ def render_markdown(results: list[Results], top: int = 6,
         out += [line if line.startswith("  - ") else f"- {line}" for line in found] or ["- No failing case."]
         out.append("")
     return "\n".join(out)
+
+
+def _graph_section(results: list[Results]) -> list[str]:
+    """Graph cases per backend: failing templates by defect (``rewrite``: the backend's optimizer changes values
+    its own node-by-node run gets right; ``node``: a node is wrong on its own), each with one case id."""
+    rows = []
+    for head, cases, _ in results:
+        graph = [c for c in cases if c.get("operator") == "graph"]
+        if not graph:
+            continue
+        bad: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for c in graph:
+            if c["status"] in FAILING:
+                bad[(str(c.get("defect") or "-"), _template(c))].append(f"{c['id']} [{c.get('form')}]")
+        passed = sum(c["status"] == RunStatus.PASSED for c in graph)
+        rows.append(f"- **{md(head.get('backend'))} {md(head.get('backend_version'))}**"
+                    f"{' (' + md(head['optimization']) + ')' if head.get('optimization') else ''}: {passed} of "
+                    f"{len(graph)} graph case-forms pass; "
+                    + (", ".join(f"{d}: {sum(1 for k in bad if k[0] == d)} template(s)" for d in ("rewrite", "node")
+                                 if any(k[0] == d for k in bad)) or "no failing graph case"))
+        rows += [f"  - {md(defect)}: {md(tpl)} ({len(ids)} case-forms, e.g. `{md(ids[0])}`)"
+                 for (defect, tpl), ids in sorted(bad.items())]
+    if not rows:
+        return []
+    return ["## Graph cases: rewrite or node", "",
+            "A failing graph case is a *rewrite* when the backend's own node-by-node run of the graph (each node "
+            "its own model, outputs fed forward) gives the expected values, and a *node* defect otherwise.", "",
+            *rows, ""]
+
+
+def _template(rec: CaseRecord) -> str:
+    """A graph case's template id (``requant-chain-coarser``), from its record."""
+    return str(rec.get("template") or rec["id"]).rpartition("#")[2]
 
 
 def render_files(paths: list[Path], out: Path, command: str = "") -> Path:

@@ -201,3 +201,23 @@ def test_a_failing_graph_case_says_rewrite_or_node(graphs):
     assert "QuantizeLinear" in rec["defect_why"]
     ok = run_case(create("reference"), ObjRef(chain), "initializer", Sources(), Expectations())
     assert ok.status == "passed" and "defect" not in json.loads(ok.record)
+
+
+def test_findings_and_the_compliance_table_group_graph_failures_by_defect():
+    from qdq_conformance.reports.compliance import render_markdown
+    from qdq_conformance.reports.findings import group
+
+    def rec(i: str, defect: str, tpl: str) -> dict:
+        return {"type": "case", "id": i, "form": "initializer", "status": "failed", "message": "values differ",
+                "operator": "graph", "domain": "ai.onnx", "version": 21, "family": "graph-requantize",
+                "granularity": "graph", "defect": defect, "template": f"graph_x.yaml#{tpl}", "types": {}}
+
+    cases = [rec("graph-a-uint8-o21", "rewrite", "a"), rec("graph-a-int8-o21", "rewrite", "a"),
+             rec("graph-b-o21", "node", "b")]
+    found = group(cases)
+    assert sorted((f.defect, f.count) for f in found) == [("node", 1), ("rewrite", 2)]
+    assert "rewrite: the backend's own node-by-node run" in next(f for f in found if f.defect == "rewrite").where()
+    head = {"backend": "x", "backend_version": "1", "optimization": "level all"}
+    text = render_markdown([(head, cases, None)])
+    assert "## Graph cases: rewrite or node" in text and "- rewrite: a (2 case-forms, e.g. `graph-a-uint8-o21" in text
+    assert "- node: b (1 case-forms" in text and "(level all)" in text

@@ -60,6 +60,8 @@ def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, ba
         "expectation": None if entry is None else entry.as_record(),
         **outcome.summary(),
     }
+    if meta.get("graph"):  # a graph case: its template (file#id), which findings and the compliance table name
+        rec["template"] = meta["template"]
     _label_mismatches(case, rec, outcome.actual)
     implementation_defined = meta["status"] == CaseStatus.IMPLEMENTATION_DEFINED
     if outcome.status not in (RunStatus.PASSED, RunStatus.UNSUPPORTED) or implementation_defined:

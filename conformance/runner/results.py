@@ -146,7 +146,7 @@ FIELDS: dict[str, dict[str, Spec]] = {
                "expectations_status": Obj("expectations_status")},
     "case": {**dict.fromkeys(("form", "message", "operator", "domain", "family", "granularity", "behaviour",
                               "reading", "case_status", "ambiguity", "repro", "comparison", "rule", "defect",
-                              "defect_why"), _TEXT),
+                              "defect_why", "template"), _TEXT),
              "version": (int, str), "duration": _NUMBER, "types": Each(dict, _TEXT), "spec": (dict,),
              "expectation": Obj("expectation"), "mismatches": Each(list, Obj("mismatch"), nullable=False),
              "inputs": Each(dict, _PREVIEW), "expected": Each(list, _PREVIEW), "actual": Each(list, _PREVIEW),
@@ -318,6 +318,7 @@ class CaseRecord(TypedDict, total=False):
     repro: str
     defect: str | None  # a failing graph case: "rewrite" (node by node the backend is right) or "node"
     defect_why: str | None  # what the node-by-node run showed
+    template: str  # a graph case: its template, "file#id"
 
 
 #: the key :func:`read` adds to the header it returns: what it found of each file read (a file's own is replaced)
