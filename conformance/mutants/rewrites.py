@@ -16,6 +16,7 @@ import onnx
 from onnx import helper
 
 from ..reference.graph import tensor_proto, tensor_value
+from ..types import by_dtype
 from .base import F32, I8, U8, GraphWitness, a, rewrite_mutant
 
 GRAPH = ("ONNX IR: each computation dataflow graph is structured as a topologically sorted list of nodes ... "
@@ -103,8 +104,6 @@ def _model(nodes: list[onnx.NodeProto], inits: dict[str, np.ndarray], x: np.ndar
 
 
 def _proto(x: np.ndarray) -> int:
-    from ..types import by_dtype
-
     return by_dtype(x.dtype).proto
 
 
