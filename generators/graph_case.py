@@ -70,6 +70,11 @@ class GraphCase:
         return "exact"
 
     @property
+    def clause(self) -> Clause:
+        """The first clause (every one: ``clauses``)."""
+        return self.clauses[0]
+
+    @property
     def op(self) -> str:
         return GRAPH
 

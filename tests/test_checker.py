@@ -54,6 +54,12 @@ def test_valid_corpus_cases_report_no_error(corpus, form):
         checked += 1
         report = check_model(case.model(form), Path("."), case.id)
         for f in report.findings:
+            if getattr(case, "is_graph", False):  # a graph case: ONNX's type inference knows no custom domain, so
+                # an input made by a com.amd.quark node has no type to check (the note says so, rightly)
+                quark_made = any(n.domain == "com.amd.quark" for n in case.nodes)
+                if not (f.rule == "QDQ020" and quark_made):
+                    unexpected.setdefault(case.id, []).append(f.line())
+                continue
             zp = case.inputs[2][1] if len(case.inputs) > 2 else None
             justified = (
                 (f.rule == "QDQ018" and "saturate" in case.attrs and not case.types["y"].startswith("float"))

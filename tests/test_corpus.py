@@ -33,7 +33,10 @@ def test_ids_are_unique_readable_and_name_operator_and_version(corpus):
     assert len(ids) == len(set(ids))
     for c in corpus.cases[:: max(1, len(ids) // 500)]:
         assert c.id.replace("-", "").isalnum() and c.id == c.id.lower()
-        assert f"{c.op.lower()}-{c.version}-{c.template}" in c.id
+        if getattr(c, "is_graph", False):  # graph-<template>-<placeholder values>-o<opset>
+            assert c.id.startswith(f"graph-{c.template}") and c.id.endswith(f"-o{c.version}")
+        else:
+            assert f"{c.op.lower()}-{c.version}-{c.template}" in c.id
 
 
 def test_every_case_cites_its_clause_and_status_fields(corpus):
