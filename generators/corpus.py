@@ -16,7 +16,6 @@ from qdq_conformance.resources import cases_dir
 
 from .case import ConcreteCase
 from .expand import expand
-from .graph_case import GraphCase
 from .graph_expand import expand_graph
 from .loader import CaseFileError, load_yaml
 from .schema import validate
@@ -39,15 +38,16 @@ def case_files(root: Path = CASES_DIR) -> list[Path]:
 def load_file(path: Path, tiers: Sequence[str] | None = None) -> list[ConcreteCase]:
     """The concrete cases of one case file (raises CaseFileError); only templates of ``tiers`` (default: all)
     are expanded, so unselected large-tier cases cost nothing. Two templates of the file that give one case id
-    are an error naming both lines."""
+    are an error naming both lines. A file of graph templates (``graphs:``) gives graph cases
+    (``graph_case.GraphCase``, which serves wherever a ConcreteCase does)."""
     doc = load_yaml(path)
     validate(doc, path)
+    graphs = "graphs" in doc
+    expander: Callable[[Template], Sequence[Any]] = expand_graph if graphs else expand
     seen: dict[str, int] = {}
     ids: dict[str, tuple[str, int]] = {}
-    cases: list[ConcreteCase] = []
-    if "graphs" in doc:
-        return _load_graphs(path, doc["graphs"], tiers, seen, ids)  # type: ignore[return-value]
-    for item in doc["cases"]:
+    cases: list[Any] = []
+    for item in doc["graphs" if graphs else "cases"]:
         tpl = Template(item, str(path))
         if item["id"] in seen:
             raise CaseFileError(path, tpl.line("id"), f"{item['id']}.id",
@@ -56,30 +56,7 @@ def load_file(path: Path, tiers: Sequence[str] | None = None) -> list[ConcreteCa
         if tiers is not None and item.get("tier", "default") not in tiers:
             continue
         try:
-            expanded = expand(tpl)
-        except CaseFileError:
-            raise
-        except Exception as e:  # a generator defect must still name the case that triggered it
-            raise CaseFileError(path, tpl.line(), item["id"], f"generator error: {type(e).__name__}: {e}") from e
-        claim_ids(ids, path, expanded)
-        cases.extend(expanded)
-    return cases
-
-
-def _load_graphs(path: Path, items: list[dict[str, Any]], tiers: Sequence[str] | None, seen: dict[str, int],
-                 ids: dict[str, tuple[str, int]]) -> list[GraphCase]:
-    """The graph cases of one file (``graphs:``), as :func:`load_file` gives single-node ones."""
-    cases: list[GraphCase] = []
-    for item in items:
-        tpl = Template(item, str(path))
-        if item["id"] in seen:
-            raise CaseFileError(path, tpl.line("id"), f"{item['id']}.id",
-                                f"duplicate template id (first at line {seen[item['id']]})")
-        seen[item["id"]] = tpl.line("id")
-        if tiers is not None and item.get("tier", "default") not in tiers:
-            continue
-        try:
-            expanded = expand_graph(tpl)
+            expanded = expander(tpl)
         except CaseFileError:
             raise
         except Exception as e:  # a generator defect must still name the case that triggered it

@@ -107,22 +107,21 @@ def _proto(x: np.ndarray) -> int:
     return by_dtype(x.dtype).proto
 
 
-def _chain() -> GraphWitness:
+def _requant_chain(s1: float, s2: float) -> GraphWitness:
     nodes = [helper.make_node("QuantizeLinear", ["x", "s1", "z1"], ["q1"]),
              helper.make_node("DequantizeLinear", ["q1", "s1", "z1"], ["d1"]),
              helper.make_node("QuantizeLinear", ["d1", "s2", "z2"], ["q2"]),
              helper.make_node("DequantizeLinear", ["q2", "s2", "z2"], ["y"])]
-    return GraphWitness(_model(nodes, {"s1": a(0.01, F32), "z1": a(0, U8), "s2": a(0.1, F32), "z2": a(0, U8)},
-                               a([0.26], F32)), {"x": a([0.26], F32)}, "x 0.26, s1 0.01, s2 0.1: 0.3 (spec)")
+    return GraphWitness(_model(nodes, {"s1": a(s1, F32), "z1": a(0, U8), "s2": a(s2, F32), "z2": a(0, U8)},
+                               a([0.26], F32)), {"x": a([0.26], F32)}, f"x 0.26, s1 {s1}, s2 {s2}: 0.3 (spec)")
+
+
+def _chain() -> GraphWitness:
+    return _requant_chain(0.01, 0.1)
 
 
 def _chain_finer() -> GraphWitness:
-    nodes = [helper.make_node("QuantizeLinear", ["x", "s1", "z1"], ["q1"]),
-             helper.make_node("DequantizeLinear", ["q1", "s1", "z1"], ["d1"]),
-             helper.make_node("QuantizeLinear", ["d1", "s2", "z2"], ["q2"]),
-             helper.make_node("DequantizeLinear", ["q2", "s2", "z2"], ["y"])]
-    return GraphWitness(_model(nodes, {"s1": a(0.1, F32), "z1": a(0, U8), "s2": a(0.01, F32), "z2": a(0, U8)},
-                               a([0.26], F32)), {"x": a([0.26], F32)}, "x 0.26, s1 0.1, s2 0.01: 0.3 (spec)")
+    return _requant_chain(0.1, 0.01)
 
 
 def _pair() -> GraphWitness:
