@@ -131,17 +131,17 @@ def _graph_section(results: list[Results]) -> list[str]:
         graph = [c for c in cases if c.get("operator") == "graph"]
         if not graph:
             continue
-        bad: dict[tuple[str, str], list[str]] = defaultdict(list)
+        bad: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
         for c in graph:
             if c["status"] in FAILING:
-                bad[(str(c.get("defect") or "-"), _template(c))].append(f"{c['id']} [{c.get('form')}]")
+                bad[(str(c.get("defect") or "-"), _template(c))].append((c["id"], str(c.get("form"))))
         passed = sum(c["status"] == RunStatus.PASSED for c in graph)
         rows.append(f"- **{md(head.get('backend'))} {md(head.get('backend_version'))}**"
                     f"{' (' + md(head['optimization']) + ')' if head.get('optimization') else ''}: {passed} of "
                     f"{len(graph)} graph case-forms pass; "
                     + (", ".join(f"{d}: {sum(1 for k in bad if k[0] == d)} template(s)" for d in ("rewrite", "node")
                                  if any(k[0] == d for k in bad)) or "no failing graph case"))
-        rows += [f"  - {md(defect)}: {md(tpl)} ({len(ids)} case-forms, e.g. `{md(ids[0])}`)"
+        rows += [f"  - {md(defect)}: {md(tpl)} ({len(ids)} case-forms, e.g. `{ids[0][0]}`, {md(ids[0][1])} form)"
                  for (defect, tpl), ids in sorted(bad.items())]
     if not rows:
         return []

@@ -219,5 +219,5 @@ def test_findings_and_the_compliance_table_group_graph_failures_by_defect():
     assert "rewrite: the backend's own node-by-node run" in next(f for f in found if f.defect == "rewrite").where()
     head = {"backend": "x", "backend_version": "1", "optimization": "level all"}
     text = render_markdown([(head, cases, None)])
-    assert "## Graph cases: rewrite or node" in text and "- rewrite: a (2 case-forms, e.g. `graph-a-uint8-o21" in text
+    assert "## Graph cases: rewrite or node" in text and "- rewrite: a (2 case-forms, e.g. `graph-a-uint8-o21`, initializer form)" in text
     assert "- node: b (1 case-forms" in text and "(level all)" in text
