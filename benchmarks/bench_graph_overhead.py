@@ -10,6 +10,9 @@ baseline then this tree, ``--rounds`` times, each as ``qdq-conformance run`` run
 graph forms, the bundled expectations. Prints each run's wall time, case count and the ratio of the medians.
 
     python benchmarks/bench_graph_overhead.py [--baseline 1777058] [--rounds 1] [-k EXPR]
+
+Measured (2026-11-26, 2 cores shared with other work, ONNX Runtime 1.32.0): baseline 185.0 s for 63,896
+case-forms, this tree 199.3 s for 64,912 (508 graph cases in both forms added): 1.08x.
 """
 
 from __future__ import annotations
