@@ -21,7 +21,7 @@ from qdq_conformance.generators.corpus import case_files, load_file
 from qdq_conformance.generators.export import export
 from qdq_conformance.generators.graph_coverage import graph_coverage
 from qdq_conformance.generators.schema import schema
-from qdq_conformance.plugin.items import marker_names
+from qdq_conformance.plugin.selection import marker_names
 from qdq_conformance.reference import run_any
 from qdq_conformance.reference.graph import EXACT_OPS, QUANT_OPS, GraphError, run_graph
 from qdq_conformance.runner.execute import ObjRef, Sources, run_case
