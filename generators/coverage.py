@@ -21,7 +21,7 @@ import numpy as np
 
 from qdq_conformance import opspecs
 from qdq_conformance.reference.arith import to_float64
-from qdq_conformance.types import TYPES
+from qdq_conformance.types import TYPES, ElementType
 
 from .case import ConcreteCase
 
@@ -57,49 +57,58 @@ def _kind(spec: opspecs.OpSpec) -> str:
 
 def _required(spec: opspecs.OpSpec, cov: VersionCoverage) -> None:
     kind = _kind(spec)
-    combos = list(opspecs.type_combinations(spec))
     gran = cov.required["granularity"]
     fam = cov.required["families"]
     if kind == "DQL":
         fam.update({"dynamic", "nan", "empty", "simd-sizes", "saturation-inf"})
         gran.add("per-tensor")
         return
-    gran.add("per-tensor")
+    combos = list(opspecs.type_combinations(spec))
+    gran.update(_required_granularities(spec))
     _required_parameters(spec, cov.required["parameters"])
+    for combo in combos:
+        fam.update(_required_type_families(spec, kind, TYPES[combo[0]], TYPES[combo[-1]]))
+    if spec.domain == opspecs.AI_ONNX:
+        fam.update(_required_onnx_families(spec, kind, combos))
+
+
+def _required_granularities(spec: opspecs.OpSpec) -> list[str]:
+    """Per tensor; per axis, every axis of every rank (negative too); blocked: rank, axis, block variants."""
+    gran = ["per-tensor"]
     if opspecs.PER_AXIS in spec.granularities:
         ranks = range(1, 6) if spec.domain == opspecs.AI_ONNX else (3,)
         for r in ranks:
             for a in range(r):
-                gran.update({f"per-axis rank {r} axis {a}", f"per-axis rank {r} axis {a - r}"})
+                gran += [f"per-axis rank {r} axis {a}", f"per-axis rank {r} axis {a - r}"]
     if opspecs.BLOCKED in spec.granularities:
-        for r in (1, 2, 3):
-            for a in range(r):
-                gran.add(f"blocked rank {r} axis {a}")
-        gran.update(f"blocked {b}" for b in BLOCK_VARIANTS)
-        gran.update({"blocked with zero point", "blocked without zero point"})
-    for combo in combos:
-        x, y = TYPES[combo[0]], TYPES[combo[-1]]
-        pair = f"{x.name}->{y.name}"
-        if kind == "Q":
-            fam.update({f"saturation-finite {pair}", f"saturation-huge {pair}", f"ties {pair}"})
-            if (spec.domain != opspecs.QUARK or y.is_integer) and x.has_inf:
-                fam.add(f"saturation-inf {pair}")
-            if x.has_nan and spec.domain == opspecs.AI_ONNX:
-                fam.add(f"nan {pair}")
-                fam.add(f"signed-zero {pair}")
-        else:
-            fam.add(f"all-codes {x.name}" if x.bits <= 8 else f"boundary-codes {x.name}" if x.bits <= 16
-                    else f"int32-extremes {x.name}")
-    if spec.domain == opspecs.AI_ONNX:
-        fam.update({"empty", "scalar", "simd-sizes", "zero-point-omitted"})
-        if any(TYPES[c[0 if kind == "DQ" else -1]].bits < 8 for c in combos):
-            fam.add("sub-byte-odd")
-        if "saturate" in spec.attributes:
-            fam.add("saturate-attr")
-        if "precision" in spec.attributes:
-            fam.add("precision")
-        if "output_dtype" in spec.attributes:
-            fam.add("output-dtype")
+        gran += [f"blocked rank {r} axis {a}" for r in (1, 2, 3) for a in range(r)]
+        gran += [f"blocked {b}" for b in BLOCK_VARIANTS]
+        gran += ["blocked with zero point", "blocked without zero point"]
+    return gran
+
+
+def _required_type_families(spec: opspecs.OpSpec, kind: str, x: ElementType, y: ElementType) -> list[str]:
+    """The families one type pair needs: Q's saturation, ties, NaN and signed zero; DQ's codes of x."""
+    if kind != "Q":
+        return [f"all-codes {x.name}" if x.bits <= 8 else f"boundary-codes {x.name}" if x.bits <= 16
+                else f"int32-extremes {x.name}"]
+    pair = f"{x.name}->{y.name}"
+    fam = [f"saturation-finite {pair}", f"saturation-huge {pair}", f"ties {pair}"]
+    if (spec.domain != opspecs.QUARK or y.is_integer) and x.has_inf:
+        fam.append(f"saturation-inf {pair}")
+    if x.has_nan and spec.domain == opspecs.AI_ONNX:
+        fam += [f"nan {pair}", f"signed-zero {pair}"]
+    return fam
+
+
+def _required_onnx_families(spec: opspecs.OpSpec, kind: str, combos: list[tuple[str, ...]]) -> list[str]:
+    """The families every ai.onnx version needs, and those its sub-byte types and attributes add."""
+    fam = ["empty", "scalar", "simd-sizes", "zero-point-omitted"]
+    if any(TYPES[c[0 if kind == "DQ" else -1]].bits < 8 for c in combos):
+        fam.append("sub-byte-odd")
+    fam += [name for attr, name in (("saturate", "saturate-attr"), ("precision", "precision"),
+                                    ("output_dtype", "output-dtype")) if attr in spec.attributes]
+    return fam
 
 
 def _axis_forms(spec: opspecs.OpSpec) -> tuple[str, ...]:

@@ -71,17 +71,33 @@ def _check(value: Any, node: dict[str, Any], path: str, line: int | None, root: 
 
 def _check_node(value: Any, node: dict[str, Any], path: str, line: int | None, root: dict[str, Any]) -> None:
     if "oneOf" in node:
-        errors = []
-        for option in node["oneOf"]:
-            try:
-                _check(value, option, path, line, root)
-                return
-            except _Invalid as e:
-                errors.append(e)
-        deepest = max(errors, key=lambda e: len(e.path))
-        if deepest.path != path:
-            raise deepest
-        raise _Invalid(path, line, f"{value!r} fits none of the allowed forms ({'; '.join(e.message for e in errors)})")
+        _check_one_of(value, node["oneOf"], path, line, root)
+        return
+    _check_scalar(value, node, path, line)
+    if isinstance(value, list):
+        _check_list(value, node, path, line, root)
+    if isinstance(value, dict):
+        _check_object(value, node, path, line, root)
+
+
+def _check_one_of(value: Any, options: list[dict[str, Any]], path: str, line: int | None,
+                  root: dict[str, Any]) -> None:
+    """``value`` fits one of ``options``; else the error that went deepest into it, or one naming them all."""
+    errors = []
+    for option in options:
+        try:
+            _check(value, option, path, line, root)
+            return
+        except _Invalid as e:
+            errors.append(e)
+    deepest = max(errors, key=lambda e: len(e.path))
+    if deepest.path != path:
+        raise deepest
+    raise _Invalid(path, line, f"{value!r} fits none of the allowed forms ({'; '.join(e.message for e in errors)})")
+
+
+def _check_scalar(value: Any, node: dict[str, Any], path: str, line: int | None) -> None:
+    """The keywords on the value itself: type, enum, pattern, minimum, maximum."""
     if "type" in node and not _TYPES[node["type"]](value):
         raise _Invalid(path, line, f"must be {'an' if node['type'][0] in 'aeiou' else 'a'} {node['type']}, "
                        f"got {type(value).__name__} {value!r}")
@@ -93,37 +109,49 @@ def _check_node(value: Any, node: dict[str, Any], path: str, line: int | None, r
         raise _Invalid(path, line, f"{value} is below the minimum {node['minimum']}")
     if "maximum" in node and value > node["maximum"]:
         raise _Invalid(path, line, f"{value} is above the maximum {node['maximum']}")
-    if isinstance(value, list):
-        if len(value) < node.get("minItems", 0):
-            raise _Invalid(path, line, f"needs at least {node['minItems']} item(s)")
-        if "items" in node:
-            for i, item in enumerate(value):
-                _check(item, node["items"], f"{path}[{i}]", line_of(item) or line, root)
-    if isinstance(value, dict):
-        props = node.get("properties", {})
-        for key in node.get("required", []):
-            if key not in value:
-                raise _Invalid(path, line_of(value) or line,
-                               node.get("x-message-required") or f"missing required key {key!r}")
-        if len(value) < node.get("minProperties", 0):
-            raise _Invalid(path, line_of(value) or line, f"needs at least {node['minProperties']} key(s)")
-        for key, item in value.items():
-            key_line = line_of(value, key) if isinstance(value, LineDict) else line
-            sub = f"{path}.{key}" if path else key
-            if "propertyNames" in node:
-                _check(key, node["propertyNames"], sub, key_line, root)
-            if key in props:
-                _check(item, props[key], sub, key_line, root)
-            elif node.get("additionalProperties") is False:
-                known = ", ".join(sorted(props)) or "none"
-                raise _Invalid(sub, key_line, f"unknown key (allowed here: {known})")
-            elif isinstance(node.get("additionalProperties"), dict):
-                _check(item, node["additionalProperties"], sub, key_line, root)
-        if "x-exactlyOne" in node:
-            present = [k for k in node["x-exactlyOne"] if k in value]
-            if len(present) != 1:
-                raise _Invalid(path, line_of(value) or line,
-                               f"needs exactly one of {', '.join(node['x-exactlyOne'])} (got {present or 'none'})")
+
+
+def _check_list(value: list[Any], node: dict[str, Any], path: str, line: int | None, root: dict[str, Any]) -> None:
+    """A list's length (minItems) and each of its items."""
+    if len(value) < node.get("minItems", 0):
+        raise _Invalid(path, line, f"needs at least {node['minItems']} item(s)")
+    if "items" in node:
+        for i, item in enumerate(value):
+            _check(item, node["items"], f"{path}[{i}]", line_of(item) or line, root)
+
+
+def _check_object(value: dict[str, Any], node: dict[str, Any], path: str, line: int | None,
+                  root: dict[str, Any]) -> None:
+    """An object's required keys, size, each key and value, and x-exactlyOne."""
+    for key in node.get("required", []):
+        if key not in value:
+            raise _Invalid(path, line_of(value) or line,
+                           node.get("x-message-required") or f"missing required key {key!r}")
+    if len(value) < node.get("minProperties", 0):
+        raise _Invalid(path, line_of(value) or line, f"needs at least {node['minProperties']} key(s)")
+    for key, item in value.items():
+        key_line = line_of(value, key) if isinstance(value, LineDict) else line
+        _check_property(key, item, node, f"{path}.{key}" if path else key, key_line, root)
+    if "x-exactlyOne" in node:
+        present = [k for k in node["x-exactlyOne"] if k in value]
+        if len(present) != 1:
+            raise _Invalid(path, line_of(value) or line,
+                           f"needs exactly one of {', '.join(node['x-exactlyOne'])} (got {present or 'none'})")
+
+
+def _check_property(key: str, item: Any, node: dict[str, Any], sub: str, key_line: int | None,
+                    root: dict[str, Any]) -> None:
+    """One key of an object (propertyNames) and its value: a known property, or an additional one if allowed."""
+    props = node.get("properties", {})
+    if "propertyNames" in node:
+        _check(key, node["propertyNames"], sub, key_line, root)
+    if key in props:
+        _check(item, props[key], sub, key_line, root)
+    elif node.get("additionalProperties") is False:
+        known = ", ".join(sorted(props)) or "none"
+        raise _Invalid(sub, key_line, f"unknown key (allowed here: {known})")
+    elif isinstance(node.get("additionalProperties"), dict):
+        _check(item, node["additionalProperties"], sub, key_line, root)
 
 
 def check_document(document: Any, root: dict[str, Any], file: str | Path) -> None:

@@ -296,12 +296,7 @@ def check(spec: OpSpec, site: Site, attrs: dict[str, int], bad_attrs: set[str]) 
     node = _Node(spec, site, dict(attrs), bad_attrs)
     if not node.read_inputs():
         return Outcome(None, node.findings, False)
-    for name in list(node.attrs):
-        try:
-            check_attributes(spec, {name: node.attrs[name]})
-        except SpecViolation as e:
-            node.add(e.rule, e.detail, e.input)
-            del node.attrs[name]
+    _attribute_rules(node)
     shapes, judged = node.shapes()
     plan_attrs = dict(node.attrs)
     if not judged or bad_attrs & set(GRANULARITY_ATTRS):
@@ -325,17 +320,35 @@ def check(spec: OpSpec, site: Site, attrs: dict[str, int], bad_attrs: set[str]) 
     if judged and not bad_attrs & set(GRANULARITY_ATTRS):
         plan = _granularity(node, shapes, plan_attrs, failed) or plan
     else:
-        if judged and node.zero_point_shape() is not None:
-            _zero_point_differs(node, shapes, plan_attrs)
-        if node.attrs.get("block_size", 0) < 0:  # a rule on the attribute alone: judged whatever the shapes
-            _, negative = _attempt(lambda: gran.resolve(spec, (), (), None, node.attrs, spec.inputs[1].name))
-            if negative is not None:
-                node.add(negative.rule, negative.detail, negative.input)
+        _granularity_unjudged(node, shapes, plan_attrs, judged)
     if plan is None:
         # the output types do not depend on the granularity: plan again per tensor for the later rules
         flat_attrs = {k: v for k, v in plan_attrs.items() if k not in GRANULARITY_ATTRS}
         plan, _ = _attempt(lambda: node.plan([()] * len(shapes), flat_attrs))
     return Outcome(plan, node.findings, trusted and plan is not None)
+
+
+def _attribute_rules(node: _Node) -> None:
+    """The rules on each attribute alone; an attribute that breaks one is reported and left out of the plan."""
+    for name in list(node.attrs):
+        try:
+            check_attributes(node.spec, {name: node.attrs[name]})
+        except SpecViolation as e:
+            node.add(e.rule, e.detail, e.input)
+            del node.attrs[name]
+
+
+def _granularity_unjudged(node: _Node, shapes: list[Shape], plan_attrs: dict[str, int],
+                          judged: bool) -> None:
+    """The granularity rules that still hold when the granularity itself cannot be judged (unknown shapes, or an
+    attribute already reported): the zero point's shape against the scale's, and a negative block_size."""
+    spec = node.spec
+    if judged and node.zero_point_shape() is not None:
+        _zero_point_differs(node, shapes, plan_attrs)
+    if node.attrs.get("block_size", 0) < 0:  # a rule on the attribute alone: judged whatever the shapes
+        _, negative = _attempt(lambda: gran.resolve(spec, (), (), None, node.attrs, spec.inputs[1].name))
+        if negative is not None:
+            node.add(negative.rule, negative.detail, negative.input)
 
 
 def _zero_point_differs(node: _Node, shapes: list[Shape], attrs: dict[str, int]) -> None:

@@ -238,36 +238,41 @@ def _cut(line: str, width: int | None) -> str:
     return line if width is None or len(line) < width else line[:width - 4] + "..."
 
 
-def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus: int,
-                width: int | None = None) -> list[tuple[str, dict[str, bool]]]:
-    """The run's summary, line by line with its terminal markup (``width``: a terminal's, to which the lines
-    naming failures are cut, as pytest cuts its own list)."""
-    out: list[tuple[str, dict[str, bool]]] = []
+def _count_lines(state: RunState, tally: Tally) -> list[tuple[str, dict[str, bool]]]:
+    """The summary's head: how many cases ran in how long (of which selection), then one line per status with
+    how many of them an expectation foresaw, did not, or says fail."""
     counts = Counter(state.tracker.counts)
     statuses = [s for s in (*ORDER, *sorted(counts)) if counts[s]]
     statuses = list(dict.fromkeys(statuses))
     total = sum(counts.values())
     elapsed = duration(time.time() - state.started)
     if not total:
-        out.append(("no case ran", {}))
-    else:
-        selected = (state.header or {}).get("selection") or {}
-        sel = ", ".join(k if v is True else f"{k} {v}" for k, v in selected.items())
-        out.append((f"{total:,} case(s) in {elapsed}" + (f" (a subset of the corpus: {sel})" if sel else ""),
-                    {"bold": True}))
-        col = max(len(s) for s in statuses)
-        for s in statuses:
-            detail = []
-            if tally.expected[s]:
-                detail.append(f"{tally.expected[s]:,} expected")
-            if tally.unexpected[s]:
-                detail.append(f"{tally.unexpected[s]:,} unexpected")
-            if tally.against[s]:
-                detail.append(f"{tally.against[s]:,} though an expectation says they fail")
-            markup = {"red": True} if tally.unexpected[s] else {"yellow": True} if tally.against[s] else {}
-            out.append((f"  {s:<{col}} {counts[s]:>9,}" + (f"   ({', '.join(detail)})" if detail else ""),
-                        markup))
+        return [("no case ran", {})]
+    selected = (state.header or {}).get("selection") or {}
+    sel = ", ".join(k if v is True else f"{k} {v}" for k, v in selected.items())
+    out: list[tuple[str, dict[str, bool]]] = [
+        (f"{total:,} case(s) in {elapsed}" + (f" (a subset of the corpus: {sel})" if sel else ""), {"bold": True})]
+    col = max(len(s) for s in statuses)
+    for s in statuses:
+        detail = []
+        if tally.expected[s]:
+            detail.append(f"{tally.expected[s]:,} expected")
+        if tally.unexpected[s]:
+            detail.append(f"{tally.unexpected[s]:,} unexpected")
+        if tally.against[s]:
+            detail.append(f"{tally.against[s]:,} though an expectation says they fail")
+        markup = {"red": True} if tally.unexpected[s] else {"yellow": True} if tally.against[s] else {}
+        out.append((f"  {s:<{col}} {counts[s]:>9,}" + (f"   ({', '.join(detail)})" if detail else ""), markup))
+    return out
+
+
+def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus: int,
+                width: int | None = None) -> list[tuple[str, dict[str, bool]]]:
+    """The run's summary, line by line with its terminal markup (``width``: a terminal's, to which the lines
+    naming failures are cut, as pytest cuts its own list)."""
+    out = _count_lines(state, tally)
     if state.all_unsupported:
+        total = sum(Counter(state.tracker.counts).values())
         allowed = "; --allow-all-unsupported: exit status 0" if state.allow_all_unsupported else ""
         out.append((f"NOTHING WAS TESTED: ALL {total:,} CASE(S) WERE UNSUPPORTED by {state.backend_name} "
                     f"{state.backend_version} (each one's reason is in the results){allowed}",

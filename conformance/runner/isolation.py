@@ -115,42 +115,10 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
     the expectations file the records refer to; ("stop",). The beacon always shows the case being run. The first
     message is ("hello", name, version, repro templates, {"batch": cases the backend likes to be handed at once})
     or ("fatal", why)."""
-    for end in list(_PARENT_ENDS):  # (inherited at the fork: ours, and our siblings')
-        end.close()
-    if folder:  # whatever the backend creates in a temporary folder goes into the worker's own
-        tmp = os.path.join(folder, "tmp")
-        os.makedirs(tmp, exist_ok=True)
-        os.environ["TMPDIR"] = tempfile.tempdir = tmp
-    if log_path:
-        _redirect_output(log_path)
-    # A forked worker inherits pytest's faulthandler, which would print a crash's Python traceback to the terminal
-    # (and push the backend's own last words out of the log's tail): the crash message names the case instead.
-    faulthandler.disable()
-    # This process becomes the worker's keeper, which kills whatever the backend leaves behind (setsid included)
-    # however the worker ends; the worker goes on here, in the keeper's child (lifecycle.py).
-    lifecycle.keep(parent_pid or os.getppid(), folder, close=(conn,))
-    guard = lifecycle.WorkerGuard(os.getppid(), folder)
-    guard.install()
-    with contextlib.suppress(OSError, AttributeError):
-        # Workers run ahead of the pytest process, which reports each item in turn and so sets the pace of a
-        # run: on a busy machine it gets the CPU first.
-        os.nice(WORKER_NICENESS)
-
-    try:
-        backend = create(spec, options)
-        if not callable(getattr(backend, "run", None)):
-            raise TypeError(f"the factory returned a {type(backend).__name__}, which has no run(model, feeds) method")
-        # (the records and the expectations want text, whatever a third-party backend holds)
-        backend_name, backend_version = str(getattr(backend, "name", spec)), str(getattr(backend, "version", "unknown"))
-        templates = templates_of(backend)
-        batch = int(getattr(backend, "batch", 0) or 0) if callable(getattr(backend, "prepare", None)) else 0
-    except BackendUnavailable as e:  # (its message says it all: a missing package and how to install it, say)
-        conn.send(("fatal", exception_text(e, 2000)))
+    guard = _settle(conn, parent_pid, folder, log_path)
+    backend = _open_backend(conn, spec, options)
+    if backend is None:
         return
-    except Exception as e:
-        conn.send(("fatal", f"{type(e).__name__}: {exception_text(e, 2000)}"))
-        return
-    conn.send(("hello", backend_name, backend_version, templates, {"batch": batch}))
     sources = execute.Sources()
     expectations = None
     beacon = beacon or Beacon()
@@ -176,22 +144,76 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
         elif kind == "cases":
             if expectations is None:
                 expectations = for_file(expectations_path, backend.version)
-            held: list[tuple[int, Any]] = []
-            since = 0.0
-            if msg[1]:
-                beacon.begin(msg[1][0][0])
-                execute.prepare_cases(backend, [(ref, form) for _, ref, form in msg[1]], sources, timeout)
-                beacon.end()
-            for ticket, ref, form in msg[1]:
-                beacon.begin(ticket)
-                held.append((ticket, execute.run_case(backend, ref, form, sources, expectations)))
-                beacon.end()
-                since = since or time.monotonic()
-                if time.monotonic() - since >= FLUSH_AFTER:
-                    conn.send(("results", held))
-                    held, since = [], 0.0
-            if held:
-                conn.send(("results", held))
+            _run_cases(conn, backend, msg[1], sources, expectations, beacon, timeout)
+
+
+def _settle(conn: Connection, parent_pid: int | None, folder: str | None,
+            log_path: str | None) -> lifecycle.WorkerGuard:
+    """The worker's process set up: the parent's pipe ends closed, its own temporary folder, its output to the
+    log, no inherited faulthandler, its keeper and guard, a lower priority."""
+    for end in list(_PARENT_ENDS):  # (inherited at the fork: ours, and our siblings')
+        end.close()
+    if folder:  # whatever the backend creates in a temporary folder goes into the worker's own
+        tmp = os.path.join(folder, "tmp")
+        os.makedirs(tmp, exist_ok=True)
+        os.environ["TMPDIR"] = tempfile.tempdir = tmp
+    if log_path:
+        _redirect_output(log_path)
+    # A forked worker inherits pytest's faulthandler, which would print a crash's Python traceback to the terminal
+    # (and push the backend's own last words out of the log's tail): the crash message names the case instead.
+    faulthandler.disable()
+    # This process becomes the worker's keeper, which kills whatever the backend leaves behind (setsid included)
+    # however the worker ends; the worker goes on here, in the keeper's child (lifecycle.py).
+    lifecycle.keep(parent_pid or os.getppid(), folder, close=(conn,))
+    guard = lifecycle.WorkerGuard(os.getppid(), folder)
+    guard.install()
+    with contextlib.suppress(OSError, AttributeError):
+        # Workers run ahead of the pytest process, which reports each item in turn and so sets the pace of a
+        # run: on a busy machine it gets the CPU first.
+        os.nice(WORKER_NICENESS)
+    return guard
+
+
+def _open_backend(conn: Connection, spec: str, options: dict[str, Any]) -> Any:
+    """The backend, announced with the "hello" message; None (after a "fatal" message) when it cannot be made."""
+    try:
+        backend = create(spec, options)
+        if not callable(getattr(backend, "run", None)):
+            raise TypeError(f"the factory returned a {type(backend).__name__}, which has no run(model, feeds) method")
+        # (the records and the expectations want text, whatever a third-party backend holds)
+        backend_name, backend_version = str(getattr(backend, "name", spec)), str(getattr(backend, "version", "unknown"))
+        templates = templates_of(backend)
+        batch = int(getattr(backend, "batch", 0) or 0) if callable(getattr(backend, "prepare", None)) else 0
+    except BackendUnavailable as e:  # (its message says it all: a missing package and how to install it, say)
+        conn.send(("fatal", exception_text(e, 2000)))
+        return None
+    except Exception as e:
+        conn.send(("fatal", f"{type(e).__name__}: {exception_text(e, 2000)}"))
+        return None
+    conn.send(("hello", backend_name, backend_version, templates, {"batch": batch}))
+    return backend
+
+
+def _run_cases(conn: Connection, backend: Any, cases: list[tuple[int, Any, str]], sources: execute.Sources,
+               expectations: Any, beacon: Beacon, timeout: float) -> None:
+    """Answer a "cases" message: every case in order, sent a few at a time (``FLUSH_AFTER``), each shown in the
+    beacon while it runs (a backend with ``prepare`` is first handed them all)."""
+    held: list[tuple[int, Any]] = []
+    since = 0.0
+    if cases:
+        beacon.begin(cases[0][0])
+        execute.prepare_cases(backend, [(ref, form) for _, ref, form in cases], sources, timeout)
+        beacon.end()
+    for ticket, ref, form in cases:
+        beacon.begin(ticket)
+        held.append((ticket, execute.run_case(backend, ref, form, sources, expectations)))
+        beacon.end()
+        since = since or time.monotonic()
+        if time.monotonic() - since >= FLUSH_AFTER:
+            conn.send(("results", held))
+            held, since = [], 0.0
+    if held:
+        conn.send(("results", held))
 
 
 class Lost(Exception):

@@ -198,25 +198,34 @@ def _make(spec: Spec) -> Validator:
     if type(spec) is Number:
         return lambda value: isinstance(value, float) or (isinstance(value, int) and abs(value) < _FLOAT_MAX)
     if type(spec) is Obj:
-        # fields of plain JSON types tested in place, the others by their validators
-        plain = [(key, sub) for key, sub in FIELDS[spec.kind].items() if type(sub) is tuple]
-        nested = [(key, _validator(sub)) for key, sub in FIELDS[spec.kind].items() if type(sub) is not tuple]
-
-        def obj(value: Any) -> bool:
-            if not isinstance(value, dict):
-                return False
-            get = value.get
-            for key, kinds in plain:
-                item = get(key)
-                if item is not None and not isinstance(item, kinds):
-                    return False
-            for key, sub in nested:
-                item = get(key)
-                if item is not None and not sub(item):
-                    return False
-            return True
-        return obj
+        return _make_obj(spec)
     assert isinstance(spec, Each)
+    return _make_each(spec)
+
+
+def _make_obj(spec: Obj) -> Validator:
+    """An object's validator: fields of plain JSON types tested in place, the others by their validators."""
+    plain = [(key, sub) for key, sub in FIELDS[spec.kind].items() if type(sub) is tuple]
+    nested = [(key, _validator(sub)) for key, sub in FIELDS[spec.kind].items() if type(sub) is not tuple]
+
+    def obj(value: Any) -> bool:
+        if not isinstance(value, dict):
+            return False
+        get = value.get
+        for key, kinds in plain:
+            item = get(key)
+            if item is not None and not isinstance(item, kinds):
+                return False
+        for key, sub in nested:
+            item = get(key)
+            if item is not None and not sub(item):
+                return False
+        return True
+    return obj
+
+
+def _make_each(spec: Each) -> Validator:
+    """A list's or a map's validator: every item (null only where ``nullable``) follows the inner spec."""
     container, inner, nullable = spec.container, spec.spec, spec.nullable
     if type(inner) is tuple:
         kinds = (*inner, type(None)) if nullable else inner
