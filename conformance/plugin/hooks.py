@@ -279,6 +279,30 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.pool.close()
     if is_worker(config):
         return
+    stale = _stale(config, state)
+    state.tally = state.tracker.tally(state.expectations, len(stale))
+    if nothing_tested(state.tracker.counts) and session.exitstatus == pytest.ExitCode.OK:
+        state.all_unsupported = True  # (the summary says so in capitals: terminal.py)
+        if not state.allow_all_unsupported:
+            session.exitstatus = exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+    summary = {"counts": dict(sorted(state.tracker.counts.items())), "surprises": state.tracker.surprises[:1000],
+               "stale_expectations": [{"line": e.line, "cases": e.patterns} for e, _ in stale],
+               "stale_markers": state.stale_markers,
+               "expectations": state.tally,
+               "exitstatus": int(exitstatus), **({"all_unsupported": True} if state.all_unsupported else {}),
+               "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "duration_s": round(time.time() - state.started, 1)}
+    if state.results is not None and state.header is not None:
+        state.results.close(summary, state.header)
+    _render_report(session, state)
+    # pytest keeps every report until it exits, and collects garbage several times on the way out: keep the
+    # run's objects out of those collections too (see pytest_collection_modifyitems).
+    gc.freeze()
+
+
+def _stale(config: pytest.Config, state: RunState) -> list[tuple[expectations_mod.Entry, str]]:
+    """The run's stale expectation entries (their sentences in ``state.stale``) and stale markers, each also a
+    pytest warning where warnings are on."""
     # A subset run (-k, -m, deselection), a run in which no case ran, or an entry for a graph form that did not
     # run says nothing about entries it did not reach; only entries whose cases all ran and passed, or that no
     # full run reaches, are stale.
@@ -296,20 +320,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if warn:
             for line in state.stale_markers:
                 warnings.warn(pytest.PytestWarning(line), stacklevel=1)
-    state.tally = state.tracker.tally(state.expectations, len(stale))
-    if nothing_tested(state.tracker.counts) and session.exitstatus == pytest.ExitCode.OK:
-        state.all_unsupported = True  # (the summary says so in capitals: terminal.py)
-        if not state.allow_all_unsupported:
-            session.exitstatus = exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
-    summary = {"counts": dict(sorted(state.tracker.counts.items())), "surprises": state.tracker.surprises[:1000],
-               "stale_expectations": [{"line": e.line, "cases": e.patterns} for e, _ in stale],
-               "stale_markers": state.stale_markers,
-               "expectations": state.tally,
-               "exitstatus": int(exitstatus), **({"all_unsupported": True} if state.all_unsupported else {}),
-               "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "duration_s": round(time.time() - state.started, 1)}
-    if state.results is not None and state.header is not None:
-        state.results.close(summary, state.header)
+    return stale
+
+
+def _render_report(session: pytest.Session, state: RunState) -> None:
+    """The --report HTML page from the finished results file; one that cannot be written is a usage error."""
+    config = session.config
     report_path = config.getoption("qdq_report")
     if report_path:
         # here, not at the top: the report's modules and jinja2 cost every pytest process 0.25 s (measured), and
@@ -322,6 +338,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             state.report_error = f"--report {report_path}: not written: {e.strerror or e}"
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
-    # pytest keeps every report until it exits, and collects garbage several times on the way out: keep the
-    # run's objects out of those collections too (see pytest_collection_modifyitems).
-    gc.freeze()
