@@ -23,8 +23,9 @@ from qdq_conformance.compare import compare
 from qdq_conformance.errors import SpecViolation
 from qdq_conformance.generators.status import changes_answer
 from qdq_conformance.mutants import REGISTRY, names
-from qdq_conformance.mutants.base import GraphWitness, applied
+from qdq_conformance.mutants.base import GraphWitness
 from qdq_conformance.reference import evaluate, ops, quantize
+from qdq_conformance.reference.steps import active, using
 from qdq_conformance.reference.readings import readings
 from qdq_conformance.resources import cases_dir
 
@@ -58,7 +59,7 @@ def test_the_zoo():
 
 @pytest.mark.parametrize("m", WITNESSED, ids=lambda m: m.id)
 def test_witness(m):
-    """The patch takes effect: the mutant and the kernel disagree on the witness. For a shortcut that should be
+    """The shortcut takes effect: the mutant and the kernel disagree on the witness. For a shortcut that should be
     killed, the witness is normative (no catalogued reading changes its answer), so a case holding it kills the
     mutant; for a catalogued reading, the mutant gives exactly that reading's answer."""
     w = m.witness()
@@ -68,7 +69,7 @@ def test_witness(m):
         assert _differ(kernel, mutated), f"{m.id}: no effect on its witness ({w.note})"
         assert not isinstance(kernel, str), kernel
         return
-    with applied(list(m.patches())):
+    with using(m.steps()):
         mutated = _outcome(w.evaluate)
     assert _differ(kernel, mutated), f"{m.id}: no effect on its witness ({w.note})"
     assert not isinstance(kernel, str), kernel
@@ -81,17 +82,16 @@ def test_witness(m):
 
 
 def _state():
-    return (quantize._to_integer, quantize._to_float, quantize.divide, ops.quantize, ops.dequantize,
-            ops.dynamic_quantize, ops.plan_quantize_linear, ops.plan_dequantize_linear,
-            dict(quantize.quantize.__kwdefaults__ or {}))
+    return (active(), ops.SPEC, quantize.to_integer, quantize.to_float, quantize.divide, quantize.quantize,
+            ops.plan_quantize_linear, ops.plan_dequantize_linear, dict(quantize.quantize.__kwdefaults__ or {}))
 
 
-def test_patches_are_undone_even_on_errors():
+def test_a_mutant_changes_nothing_outside_its_run_even_on_errors():
     before = _state()
     witnesses = [m.witness() for m in WITNESSED]
     expected = [_outcome(w.evaluate) for w in witnesses]
     for m in MUTANTS:
-        with pytest.raises(Rejected):  # an invalid model: the patches are in force when the kernel raises
+        with pytest.raises(Rejected):  # an invalid model: the mutant's steps are in force when the kernel raises
             create(f"mutant:{m.id}").run(_bad_model(), {})
         assert _state() == before, m.id
     for w, e in zip(witnesses, expected, strict=True):
@@ -133,7 +133,7 @@ def test_narrow_division_via_float32_is_equivalent(precision, target, xs, raw_sc
     inputs = [x, scale, zp]
     m = REGISTRY["narrow-division-via-float32"]
     kernel = _outcome(lambda: evaluate("ai.onnx", "QuantizeLinear", 23, inputs))
-    with applied(list(m.patches())):
+    with using(m.steps()):
         mutated = _outcome(lambda: evaluate("ai.onnx", "QuantizeLinear", 23, inputs))
     assert not _differ(kernel, mutated), (x, scale, target)
 
@@ -152,7 +152,7 @@ def test_one_element_per_tensor_is_equivalent(rank, data):
     for op, inputs in (("QuantizeLinear", [x, scale, zp]), ("DequantizeLinear", [zp.repeat(x.size).reshape(shape),
                                                                                 scale, zp])):
         kernel = _outcome(lambda op=op, inputs=inputs: evaluate("ai.onnx", op, 21, inputs, {"axis": axis}))
-        with applied(list(m.patches())):
+        with using(m.steps()):
             mutated = _outcome(lambda op=op, inputs=inputs: evaluate("ai.onnx", op, 21, inputs, {"axis": axis}))
         assert not _differ(kernel, mutated)
 
@@ -244,17 +244,19 @@ def test_docs_list_every_mutant():
     assert not missing, f"docs/mutants.md does not list {missing}"
 
 
-def test_a_mutant_that_cannot_patch_the_kernel_is_reported():
+def test_a_mutant_whose_steps_cannot_be_built_is_reported():
+    from dataclasses import replace
+
     from qdq_conformance.mutants.base import Mutant
     from qdq_conformance.mutants.cli import summary
     from qdq_conformance.mutants.score import score
 
-    def patches():
-        return [*REGISTRY["truncate"].patches(), (quantize, "no_such_helper", None)]
+    def steps():
+        return replace(REGISTRY["truncate"].steps(), no_such_step=None)
 
-    broken = Mutant("renamed-helper", "patches a helper the kernel no longer has", "-", patches,
+    broken = Mutant("renamed-helper", "replaces a step the kernel no longer has", "-", steps,
                     REGISTRY["truncate"].witness)
     (verdict,) = score([], [broken], jobs=1)
-    assert verdict.status == "broken" and "no_such_helper" in verdict.message
+    assert verdict.status == "broken" and "no_such_step" in verdict.message
     s = summary([verdict], {"renamed-helper": "defect"})
     assert s["broken"] == ["renamed-helper"] and not s["surviving"]

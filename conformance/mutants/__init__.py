@@ -18,7 +18,8 @@ ORDER = ("integer", "division", "floats", "dequant", "scales", "layout", "dynami
 def names() -> list[str]:
     """Every mutant id, module by module in :data:`ORDER`, each module's in registration order."""
     def module(mutant_id: str) -> int:
-        name = REGISTRY[mutant_id].patches.__module__.rsplit(".", 1)[-1]
+        m = REGISTRY[mutant_id]
+        name = (m.rewrite or m.steps).__module__.rsplit(".", 1)[-1]
         return ORDER.index(name) if name in ORDER else len(ORDER)
     return sorted(REGISTRY, key=module)  # stable: registration order within a module
 

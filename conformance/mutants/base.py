@@ -1,18 +1,16 @@
 """What a mutant is, and the backend that runs one.
 
 A mutant is the reference kernel with exactly one piece swapped for a shortcut a real implementation might take.
-The swap is a set of patches ``(module, attribute, replacement)`` applied only while the mutant's backend runs a
-model and undone right after (``try`` / ``finally``), so the kernel itself never changes: the oracle's expected
-values were computed before, and every other caller in the process sees the kernel as it is.
-
-The kernel's modules call their helpers through module attributes (``quantize._to_integer``, ``ops.quantize``,
-``granularity.resolve`` ...), which is where a mutant hooks in.
+The kernel exposes its overridable steps on purpose (:class:`qdq_conformance.reference.steps.Steps`; the spec's
+are ``reference.ops.SPEC``): a mutant builds ``dataclasses.replace(SPEC, <step>=<shortcut>)``, and its backend
+puts those steps in force (``steps.using``) only while it runs a model. The kernel itself never changes: the
+oracle's expected values were computed with the spec's steps, and every other caller in the process (another
+thread included) sees the kernel as it is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,19 +21,19 @@ from .. import __version__, reference
 from ..backends.base import Rejected
 from ..errors import SpecViolation
 from ..reference.graph import GraphError
+from ..reference.ops import SPEC
+from ..reference.steps import Steps, using
 
 # dtypes for witnesses
 F32, F16, U8, I8, I16, I32 = np.float32, np.float16, np.uint8, np.int8, np.int16, np.int32
 
-#: (module, attribute name, replacement), or (dict, key, replacement) for a function's keyword defaults
-Patch = tuple[Any, str, Any]
 #: a graph rewrite: (model, feeds) -> (the rewritten model, its feeds); it may change the model it is given
 Rewrite = Callable[[onnx.ModelProto, dict[str, np.ndarray]], tuple[onnx.ModelProto, dict[str, np.ndarray]]]
 
 
 @dataclass(frozen=True)
 class Witness:
-    """A small input on which the mutant and the kernel disagree: the proof that the patch takes effect, and the
+    """A small input on which the mutant and the kernel disagree: the proof that the shortcut takes effect, and the
     kind of value, type and granularity a case needs to kill the mutant."""
 
     op: str
@@ -59,8 +57,8 @@ class Mutant:
     shortcut: str
     #: the spec sentence the shortcut violates
     violates: str
-    #: builds the patches (called once per backend, when the kernel's originals are in place)
-    patches: Callable[[], Sequence[Patch]]
+    #: builds the kernel's steps with the shortcut in place (called once per backend)
+    steps: Callable[[], Steps]
     #: builds the witness (None only for a proved equivalent mutant)
     witness: Callable[[], Witness | GraphWitness] | None = None
     #: why no input the spec allows tells this mutant from the kernel, for a proved equivalent one
@@ -83,12 +81,12 @@ REGISTRY: dict[str, Mutant] = {}
 
 def mutant(id: str, shortcut: str, violates: str, witness: Callable[[], Witness] | None = None,
            equivalent: str | None = None, reading: str | None = None
-           ) -> Callable[[Callable[[], Sequence[Patch]]], Callable[[], Sequence[Patch]]]:
-    """Decorator registering the patch builder it decorates as mutant ``id``."""
+           ) -> Callable[[Callable[[], Steps]], Callable[[], Steps]]:
+    """Decorator registering the steps builder it decorates as mutant ``id``."""
     if (witness is None) == (equivalent is None):
         raise ValueError(f"mutant {id!r}: give a witness, or the proof that it is equivalent (not both)")
 
-    def register(build: Callable[[], Sequence[Patch]]) -> Callable[[], Sequence[Patch]]:
+    def register(build: Callable[[], Steps]) -> Callable[[], Steps]:
         _register(Mutant(id, shortcut, violates, build, witness, equivalent, reading))
         return build
     return register
@@ -114,67 +112,29 @@ class GraphWitness:
 
 def rewrite_mutant(id: str, shortcut: str, violates: str, witness: Callable[[], GraphWitness]
                    ) -> Callable[[Rewrite], Rewrite]:
-    """Decorator registering the graph rewrite it decorates as mutant ``id`` (no patch of the kernel)."""
+    """Decorator registering the graph rewrite it decorates as mutant ``id`` (the kernel's own steps)."""
     def register(rewrite: Rewrite) -> Rewrite:
-        _register(Mutant(id, shortcut, violates, lambda: [], witness, None, None, rewrite))
+        _register(Mutant(id, shortcut, violates, lambda: SPEC, witness, None, None, rewrite))
         return rewrite
     return register
 
 
-def _get(target: Any, name: str) -> Any:
-    return target[name] if isinstance(target, dict) else getattr(target, name)
-
-
-def _set(target: Any, name: str, value: Any) -> None:
-    if isinstance(target, dict):
-        target[name] = value
-    else:
-        setattr(target, name, value)
-
-
-@contextmanager
-def applied(patches: Sequence[Patch]) -> Iterator[None]:
-    """The patches in force inside the block; the originals restored on the way out, whatever happens."""
-    saved = [(target, name, _get(target, name)) for target, name, _ in patches]
-    try:
-        for target, name, new in patches:
-            _set(target, name, new)
-        yield
-    finally:
-        for target, name, old in reversed(saved):
-            _set(target, name, old)
-
-
-def function_patch(module: Any, name: str, new: Any) -> list[Patch]:
-    """Patches replacing ``module.name`` by ``new``, also where the kernel binds it as the keyword default of
-    another function of the module (``quantize(..., divide=divide)``)."""
-    patches: list[Patch] = [(module, name, new)]
-    original = getattr(module, name)
-    for other in vars(module).values():
-        defaults = getattr(other, "__kwdefaults__", None)
-        if callable(other) and isinstance(defaults, dict):
-            patches += [(defaults, key, new) for key, value in defaults.items() if value is original]
-    return patches
-
-
 class MutantBackend:
-    """The reference kernel with one mutant's patches in force while it runs a model (``mutant:ID``)."""
+    """The reference kernel with one mutant's steps in force while it runs a model (``mutant:ID``)."""
 
     version = __version__
 
     def __init__(self, m: Mutant) -> None:
         self.mutant = m
         self.name = f"mutant:{m.id}"
-        self._patches = list(m.patches())
-        for target, name, _ in self._patches:  # fail now, naming it, if the kernel no longer has what is patched
-            _get(target, name)
+        self.steps = m.steps()
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         if self.mutant.rewrite is not None:  # (on a copy: the caller may keep the model it hands over)
             copy = onnx.ModelProto()
             copy.CopyFrom(model)
             model, feeds = self.mutant.rewrite(copy, dict(feeds))
-        with applied(self._patches):
+        with using(self.steps):
             try:
                 return reference.run_any(model, feeds)
             except (SpecViolation, GraphError) as e:

@@ -20,8 +20,8 @@ from .base import Mutant
 from .score import Verdict, score
 
 EXIT = {0: "every mutant that should be killed was killed, and no equivalent or catalogued-reading mutant was",
-        1: "a mutant survived, a mutant shown equivalent (or a catalogued reading) was killed, or a mutant could not "
-           "patch the kernel",
+        1: "a mutant survived, a mutant shown equivalent (or a catalogued reading) was killed, or a mutant's steps "
+           "could not be built",
         2: "bad arguments, or a case file could not be loaded"}
 
 

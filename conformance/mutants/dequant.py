@@ -1,23 +1,30 @@
 """Mutants of DequantizeLinear: ``y = (x - x_zero_point) * x_scale`` in the output type's precision.
 
-Each replaces ``ops.dequantize(x, scale, zero_point, *, out, granularity)`` (or wraps the planner that picks the
-output type). The kernel: ``x - x_zero_point`` exactly, rounded once to the output type; the scale rounded to the
+Each replaces the kernel's ``dequantize`` step (``Steps.dequantize(x, scale, zero_point, *, out, granularity,
+steps)``), its rounding to the output precision (``to_precision``), or the attributes the planner that picks the
+output type reads (``attributes``). The kernel: ``x - x_zero_point`` exactly, rounded once to the output type; the scale rounded to the
 output type; the product in the output type's precision (catalogue dq-precision: literal).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from functools import partial
 
 import ml_dtypes
 import numpy as np
 from onnx import TensorProto
 
 from ..opspecs import OpSpec
-from ..reference import arith, ops
+from ..reference import arith
 from ..reference import granularity as gran
+from ..reference import quantize as qmod
+from ..reference.granularity import Granularity
+from ..reference.ops import SPEC
+from ..reference.steps import Steps
 from ..types import ElementType, by_dtype
-from .base import F32, I32, U8, Patch, W, a, function_patch, mutant, wrap
+from .base import F32, I32, U8, W, a, mutant, wrap
 
 FORMULA = "The dequantization formula is `y = (x - x_zero_point) * x_scale`."
 OUTPUT = ("The output type is determined by the attribute `output_dtype`. If `output_dtype` is not supplied then the "
@@ -29,20 +36,19 @@ Formula = Callable[[np.ndarray, np.ndarray, np.ndarray | None, ElementType], np.
 
 
 def _dq(fn: Formula, *, only: Callable[[np.ndarray, np.ndarray | None], bool] = lambda x, zp: True
-        ) -> Sequence[Patch]:
-    """The patch computing DequantizeLinear as ``fn`` for inputs ``only`` selects (the kernel for the others)."""
-    original = ops.dequantize
-
+        ) -> Steps:
+    """The kernel's steps computing DequantizeLinear as ``fn`` for inputs ``only`` selects (the kernel for the
+    others)."""
     def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
-                   granularity: object) -> np.ndarray:
+                   granularity: Granularity, steps: Steps) -> np.ndarray:
         if not only(x, zero_point):
-            return original(x, scale, zero_point, out=out, granularity=granularity)  # type: ignore[arg-type]
-        s = gran.broadcast(scale, x.shape, granularity)  # type: ignore[arg-type]
-        z = None if zero_point is None else gran.broadcast(zero_point, x.shape, granularity)  # type: ignore[arg-type]
+            return SPEC.dequantize(x, scale, zero_point, out=out, granularity=granularity, steps=steps)
+        s = gran.broadcast(scale, x.shape, granularity)
+        z = None if zero_point is None else gran.broadcast(zero_point, x.shape, granularity)
         with np.errstate(all="ignore"):
             return np.asarray(fn(x, s, z, out)).reshape(x.shape).astype(out.dtype)
 
-    return function_patch(ops, "dequantize", dequantize)
+    return replace(SPEC, dequantize=dequantize)
 
 
 def product(d: np.ndarray, s: np.ndarray, out: ElementType) -> np.ndarray:
@@ -63,7 +69,7 @@ def _integer(x: np.ndarray, zp: np.ndarray | None) -> bool:
 @mutant("dq-distributed", "computes x * x_scale - x_zero_point * x_scale (two products and a subtraction in the "
         "output precision, e.g. a precomputed bias)", FORMULA + " " + OUTPUT,
         witness=W("DequantizeLinear", 21, "scale 0.1, x 1, zero point 3: (1 - 3) * 0.1 = -0.2 in float32, 0.1 - 0.3 = -0.20000002", a([1], U8), a(0.1, F32), a(3, U8)))
-def _distributed() -> Sequence[Patch]:
+def _distributed() -> Steps:
     def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
         a = arith.to_float64(product(arith.to_float64(x), s, out))
         if z is None:
@@ -76,7 +82,7 @@ def _distributed() -> Sequence[Patch]:
 @mutant("dq-narrow-subtract", "subtracts the zero point in x's own integer type, so x - x_zero_point wraps "
         "(uint8: 3 - 5 = 254)", FORMULA,
         witness=W("DequantizeLinear", 21, "uint8 x 3 below zero point 5: -2, not 254", a([3], U8), a(1, F32), a(5, U8)))
-def _narrow() -> Sequence[Patch]:
+def _narrow() -> Steps:
     def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
         t = by_dtype(x.dtype)
         assert t.int_min is not None and t.int_max is not None
@@ -90,7 +96,7 @@ def _narrow() -> Sequence[Patch]:
         witness=W("DequantizeLinear", 21, "int32 x 2**24 + 2**16 + 1 to bfloat16: float32 rounds it to 2**24 + 2**16, "
                   "a bfloat16 tie (-> 2**24); rounded once it goes up to 2**24 + 2**17", a([2**24 + 2**16 + 1], I32),
                   a(1, ml_dtypes.bfloat16)))
-def _product_f32() -> Sequence[Patch]:
+def _product_f32() -> Steps:
     def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
         d = arith.to_precision(_exact_difference(x, z), arith.F32)  # the reading: x - x_zero_point exact, rounded
         y32 = np.multiply(d, arith.to_precision(s, arith.F32))
@@ -103,7 +109,7 @@ def _product_f32() -> Sequence[Patch]:
         witness=W("ExtendedDequantizeLinear", 1, "uint32 4294967295 - 4294967040 is 255; in float32 4294967296 - "
                   "4294967040 = 256", a([4294967295], np.uint32), a(1, F32), a(4294967040, np.uint32),
                   domain="com.amd.quark"))
-def _operands_f32() -> Sequence[Patch]:
+def _operands_f32() -> Steps:
     def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
         assert z is not None
         d = np.subtract(arith.to_precision(x, arith.F32), arith.to_precision(z, arith.F32))
@@ -114,7 +120,7 @@ def _operands_f32() -> Sequence[Patch]:
 @mutant("dq-unsigned-zero-point-as-signed", "reads an unsigned zero point as the signed type of the same width "
         "(uint8 200 -> -56)", FORMULA,
         witness=W("DequantizeLinear", 21, "uint8 zero point 200 (>= 128)", a([200], U8), a(1, F32), a(200, U8)))
-def _zp_signed() -> Sequence[Patch]:
+def _zp_signed() -> Steps:
     def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
         assert z is not None
         t = by_dtype(z.dtype)
@@ -127,7 +133,7 @@ def _zp_signed() -> Sequence[Patch]:
 
 @mutant("dq-sub-byte-no-sign-extension", "reads int4 / int2 codes without sign extension (int4 -1 -> 15)", FORMULA,
         witness=W("DequantizeLinear", 21, "int4 x -1 is -1, not 15", a([-1], ml_dtypes.int4), a(1, F32)))
-def _no_sign_extension() -> Sequence[Patch]:
+def _no_sign_extension() -> Steps:
     def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
         t = by_dtype(x.dtype)
         xx = _exact_difference(x, None)
@@ -140,12 +146,12 @@ def _no_sign_extension() -> Sequence[Patch]:
 @mutant("dq-output-dtype-ignored", "ignores output_dtype: the output type (and the product's precision) is the "
         "scale's type", OUTPUT,
         witness=W("DequantizeLinear", 23, "output_dtype float16 with a float32 scale", a([1], U8), a(1, F32), output_dtype=TensorProto.FLOAT16))
-def _output_dtype_ignored() -> Sequence[Patch]:
-    original = ops.plan_dequantize_linear
-
-    def plan(spec: OpSpec, inputs: Sequence[np.ndarray | None], attrs: Mapping[str, int]) -> object:
-        return original(spec, inputs, {k: v for k, v in attrs.items() if k != "output_dtype"})
-    return function_patch(ops, "plan_dequantize_linear", plan)
+def _output_dtype_ignored() -> Steps:
+    def attributes(spec: OpSpec, attrs: Mapping[str, int]) -> Mapping[str, int]:
+        if "Dequantize" not in spec.name:
+            return attrs
+        return {k: v for k, v in attrs.items() if k != "output_dtype"}
+    return replace(SPEC, attributes=attributes)
 
 
 @mutant("dq-scale-not-rounded", "multiplies by the scale as given (float32) and rounds the product once to a "
@@ -153,7 +159,7 @@ def _output_dtype_ignored() -> Sequence[Patch]:
         witness=W("DequantizeLinear", 23, "uint16 x 2071 (float16 2072), float32 scale 0.5123098, output_dtype float16: "
                   "2072 * float16(scale) and 2071 * scale both round to 1061, 2072 * scale to 1062",
                   a([2071], np.uint16), a(0.5123098, F32), output_dtype=TensorProto.FLOAT16))
-def _scale_not_rounded() -> Sequence[Patch]:
+def _scale_not_rounded() -> Steps:
     def fn(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
         d = arith.to_float64(arith.to_precision(_exact_difference(x, z), out))
         return arith.cast_float(arith.round_to(d * arith.to_float64(s), out), out)
@@ -165,26 +171,25 @@ def _scale_not_rounded() -> Sequence[Patch]:
         "inf)",
         witness=W("DequantizeLinear", 21, "int32 100000 times a float16 scale 1: beyond float16's 65504, so +inf",
                   a([100000, -100000], I32), a(1, np.float16)))
-def _overflow_saturates() -> Sequence[Patch]:
-    original = ops.dequantize
-
-    def dequantize(x: np.ndarray, *args: object, **kw: object) -> np.ndarray:
-        y = original(x, *args, **kw)  # type: ignore[arg-type]
-        out = kw["out"]
+def _overflow_saturates() -> Steps:
+    def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
+                   granularity: Granularity, steps: Steps) -> np.ndarray:
+        y = SPEC.dequantize(x, scale, zero_point, out=out, granularity=granularity, steps=steps)
         over = np.isinf(y.astype(np.float32)) & np.isfinite(arith.to_float64(x))
         if not over.any():
             return y
-        big = np.copysign(out.max_finite, y.astype(np.float32))  # type: ignore[attr-defined]
+        assert out.max_finite is not None  # (a float type)
+        big = np.copysign(out.max_finite, y.astype(np.float32))
         return np.where(over, big, y.astype(np.float32)).astype(y.dtype)
-    return function_patch(ops, "dequantize", dequantize)
+    return replace(SPEC, dequantize=dequantize)
 
 
 @mutant("bfloat16-conversion-truncates", "converts float32 values to bfloat16 by dropping the low 16 bits (round "
         "toward zero) instead of rounding to nearest even, for the scale and the operands", OUTPUT,
         witness=W("DequantizeLinear", 23, "float32 scale 0.6288445 to bfloat16 is 0.62890625 (nearest), not 0.625 "
                   "(truncated)", a([1], U8), a(0.6288445, F32), output_dtype=TensorProto.BFLOAT16))
-def _bf16_truncates() -> Sequence[Patch]:
-    original = arith.to_precision
+def _bf16_truncates() -> Steps:
+    original = SPEC.to_precision
 
     def to_precision(x: np.ndarray, p: ElementType) -> np.ndarray:
         if p is not arith.BF16 or x.dtype == p.dtype:
@@ -193,4 +198,5 @@ def _bf16_truncates() -> Sequence[Patch]:
             f = np.asarray(arith.to_float64(np.asarray(x)), np.float32)
         bits = f.view(np.uint32) & np.uint32(0xFFFF0000)
         return np.where(np.isnan(f), f, bits.view(np.float32)).astype(p.dtype)
-    return function_patch(arith, "to_precision", to_precision)
+    # every rounding to a float precision: the product's operands, and the division's (``divide`` takes it)
+    return replace(SPEC, to_precision=to_precision, divide=partial(qmod.divide, to_precision=to_precision))

@@ -1,26 +1,26 @@
 """Mutants of the layout: granularity, axis, blocks, packed sub-byte tensors.
 
-They wrap the kernel's planners (``ops.plan_*``: attributes as the node carries them), its granularity resolution
-(``granularity.resolve``), the broadcasting of scale and zero point (``quantize.broadcast``,
-``dequantize.broadcast``) or the whole per-operator computation (``ops.quantize``, ``ops.dequantize``).
+They replace the kernel's steps (:class:`qdq_conformance.reference.steps.Steps`) that read the attributes
+(``attributes``), resolve the granularity (``resolve``), broadcast scale and zero point (``broadcast_quantize``,
+``broadcast_dequantize``) or compute a whole operator (``quantize``, ``dequantize``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import ml_dtypes
 import numpy as np
 
 from ..opspecs import AI_ONNX, OpSpec
-from ..reference import dequantize as dmod
 from ..reference import granularity as gran
-from ..reference import ops
-from ..reference import quantize as qmod
-from ..types import by_dtype
-from .base import F32, U8, Patch, W, a, function_patch, mutant
+from ..reference.granularity import Granularity
+from ..reference.ops import SPEC
+from ..reference.steps import Broadcast, Steps
+from ..types import ElementType, by_dtype
+from .base import F32, U8, W, a, mutant
 
 AXIS = ("axis: (Optional) The axis of the dequantizing dimension of the input tensor. Used only for per-axis and "
         "blocked quantization. Negative value means counting dimensions from the back. Accepted range is `[-r, r-1]` "
@@ -34,23 +34,16 @@ PACKED = ("onnx.proto, TensorProto: Each pair of uint4, int4, and float4 values 
           "single byte. float6e2m3 and float6e3m2 values must be packed 4-at-a-time into 3 bytes [...] If the element "
           "count is not a multiple of 4, the final group is zero-padded")
 
-Planner = Callable[[OpSpec, Sequence[np.ndarray | None], Mapping[str, int]], Any]
-
-
-def _planners(edit: Callable[[OpSpec, dict[str, int]], dict[str, int]]) -> Sequence[Patch]:
-    """Patches running both planners on the node's attributes as ``edit`` rewrites them."""
-    def wrapped(original: Planner) -> Planner:
-        def plan(spec: OpSpec, inputs: Sequence[np.ndarray | None], attrs: Mapping[str, int]) -> Any:
-            return original(spec, inputs, edit(spec, dict(attrs)))
-        return plan
-
-    return [*function_patch(ops, "plan_quantize_linear", wrapped(ops.plan_quantize_linear)),
-            *function_patch(ops, "plan_dequantize_linear", wrapped(ops.plan_dequantize_linear))]
+def _planners(edit: Callable[[OpSpec, dict[str, int]], dict[str, int]]) -> Steps:
+    """The kernel's steps with both planners reading the node's attributes as ``edit`` rewrites them."""
+    def attributes(spec: OpSpec, attrs: Mapping[str, int]) -> Mapping[str, int]:
+        return edit(spec, dict(attrs))
+    return replace(SPEC, attributes=attributes)
 
 
 @mutant("axis-default-0", "takes the default axis as 0 instead of 1 when the node has no axis attribute", AXIS,
         witness=W("QuantizeLinear", 21, "rank 2, no axis attribute, scale along axis 1 (length 3, axis 0 has 2)", a(np.ones((2, 3)), F32), a([1, 2, 4], F32)))
-def _axis_default_0() -> Sequence[Patch]:
+def _axis_default_0() -> Steps:
     def edit(spec: OpSpec, attrs: dict[str, int]) -> dict[str, int]:
         if spec.domain == AI_ONNX and "axis" in spec.attributes and "axis" not in attrs:
             attrs["axis"] = 0
@@ -62,19 +55,18 @@ def _axis_default_0() -> Sequence[Patch]:
         "output channels) instead of 1: right for rank 2 only", AXIS,
         witness=W("DequantizeLinear", 21, "rank 3, no axis attribute, scale along axis 1 (length 3, the last has 4)",
                   a(np.ones((2, 3, 4)), U8), a([1, 2, 4], F32)))
-def _dq_axis_default_last() -> Sequence[Patch]:
-    original = ops.plan_dequantize_linear
-
-    def plan(spec: OpSpec, inputs: Sequence[np.ndarray | None], attrs: Mapping[str, int]) -> Any:
-        if spec.domain == AI_ONNX and "axis" in spec.attributes and "axis" not in attrs:
-            attrs = {**attrs, "axis": -1}
-        return original(spec, inputs, attrs)
-    return function_patch(ops, "plan_dequantize_linear", plan)
+def _dq_axis_default_last() -> Steps:
+    def attributes(spec: OpSpec, attrs: Mapping[str, int]) -> Mapping[str, int]:
+        if ("Dequantize" in spec.name and spec.domain == AI_ONNX and "axis" in spec.attributes
+                and "axis" not in attrs):
+            return {**attrs, "axis": -1}
+        return attrs
+    return replace(SPEC, attributes=attributes)
 
 
 @mutant("negative-axis-ignored", "ignores a negative axis attribute (falls back to the default axis)", AXIS,
         witness=W("QuantizeLinear", 21, "axis=-1 on rank 3 is axis 2, not the default 1", a(np.ones((2, 3, 4)), F32), a([1, 2, 4, 8], F32), axis=-1))
-def _negative_axis() -> Sequence[Patch]:
+def _negative_axis() -> Steps:
     def edit(spec: OpSpec, attrs: dict[str, int]) -> dict[str, int]:
         if attrs.get("axis", 0) < 0:
             del attrs["axis"]
@@ -85,84 +77,97 @@ def _negative_axis() -> Sequence[Patch]:
 @mutant("negative-axis-off-by-one", "normalizes a negative axis as rank - 1 + axis (counting from the back one "
         "too far)", AXIS,
         witness=W("QuantizeLinear", 21, "axis=-1 on rank 3 is axis 2, not 1", a(np.ones((2, 3, 4)), F32), a([1, 2, 4, 8], F32), axis=-1))
-def _negative_axis_off() -> Sequence[Patch]:
-    original = gran.resolve
-
-    def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...], zp_shape: Any,
-                attrs: Mapping[str, int | None], scale_name: str) -> Any:
+def _negative_axis_off() -> Steps:
+    def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...],
+                zp_shape: tuple[int, ...] | None, attrs: Mapping[str, int | None], scale_name: str) -> Granularity:
         axis = attrs.get("axis")
         if axis is not None and axis < 0 and len(x_shape) > 1:
             attrs = {**attrs, "axis": max(len(x_shape) - 1 + axis, 0)}
-        return original(spec, x_shape, scale_shape, zp_shape, attrs, scale_name)
-    return function_patch(gran, "resolve", resolve)
+        return SPEC.resolve(spec, x_shape, scale_shape, zp_shape, attrs, scale_name)
+    return replace(SPEC, resolve=resolve)
 
 
 @mutant("one-element-per-tensor", "treats a per-axis scale of one element as per-tensor", PER_AXIS,
         equivalent="A valid per-axis scale of one element goes with an axis of length 1 (or, catalogue "
         "one-element-scale, is already read as per-tensor): either way the one scale and zero point apply to every "
         "element, so per-axis and per-tensor compute the same values. Blocked scales are not touched.")
-def _one_element() -> Sequence[Patch]:
-    original = gran.resolve
-
-    def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...], zp_shape: Any,
-                attrs: Mapping[str, int | None], scale_name: str) -> Any:
-        g = original(spec, x_shape, scale_shape, zp_shape, attrs, scale_name)
+def _one_element() -> Steps:
+    def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...],
+                zp_shape: tuple[int, ...] | None, attrs: Mapping[str, int | None], scale_name: str) -> Granularity:
+        g = SPEC.resolve(spec, x_shape, scale_shape, zp_shape, attrs, scale_name)
         return gran.Granularity(gran.PER_TENSOR) if g.kind == gran.PER_AXIS and scale_shape == (1,) else g
-    return function_patch(gran, "resolve", resolve)
+    return replace(SPEC, resolve=resolve)
 
 
-def _params(edit: Callable[[np.ndarray, Any], np.ndarray], which: tuple[str, ...] = ("scale", "zero_point")
-            ) -> Sequence[Patch]:
-    """Patches handing ``ops.quantize`` / ``ops.dequantize`` scale and / or zero point as ``edit(param, g)``."""
-    def wrapped(original: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-        def call(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, **kw: Any) -> np.ndarray:
-            g = kw["granularity"]
-            if "scale" in which:
-                scale = edit(scale, g)
-            if zero_point is not None and "zero_point" in which:
-                zero_point = edit(zero_point, g)
-            return original(x, scale, zero_point, **kw)
-        return call
+def _params(edit: Callable[[np.ndarray, Granularity], np.ndarray], which: tuple[str, ...] = ("scale", "zero_point")
+            ) -> Steps:
+    """The kernel's steps handing QuantizeLinear's and DequantizeLinear's computations scale and / or zero point
+    as ``edit(param, granularity)``."""
+    def params(scale: np.ndarray, zero_point: np.ndarray | None, g: Granularity
+               ) -> tuple[np.ndarray, np.ndarray | None]:
+        if "scale" in which:
+            scale = edit(scale, g)
+        if zero_point is not None and "zero_point" in which:
+            zero_point = edit(zero_point, g)
+        return scale, zero_point
 
-    return [*function_patch(ops, "quantize", wrapped(ops.quantize)),
-            *function_patch(ops, "dequantize", wrapped(ops.dequantize))]
+    def quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
+                 granularity: Granularity, precision: ElementType, saturate: bool, steps: Steps) -> np.ndarray:
+        scale, zero_point = params(scale, zero_point, granularity)
+        return SPEC.quantize(x, scale, zero_point, out=out, granularity=granularity, precision=precision,
+                             saturate=saturate, steps=steps)
+
+    def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
+                   granularity: Granularity, steps: Steps) -> np.ndarray:
+        scale, zero_point = params(scale, zero_point, granularity)
+        return SPEC.dequantize(x, scale, zero_point, out=out, granularity=granularity, steps=steps)
+
+    return replace(SPEC, quantize=quantize, dequantize=dequantize)
 
 
-def _first_if_per_axis(p: np.ndarray, g: Any) -> np.ndarray:
+def _first_if_per_axis(p: np.ndarray, g: Granularity) -> np.ndarray:
     return np.full_like(p, p.reshape(-1)[0]) if g.kind == "per-axis" and p.size else p
 
 
 @mutant("per-axis-as-per-tensor", "applies the first scale and zero point of a per-axis quantization to every "
         "channel", PER_AXIS,
         witness=W("QuantizeLinear", 21, "per-axis scales 1 and 0.25 along axis 1", a(np.ones((1, 2)), F32), a([1, 0.25], F32), axis=1))
-def _per_axis_first() -> Sequence[Patch]:
+def _per_axis_first() -> Steps:
     return _params(_first_if_per_axis)
 
 
 @mutant("per-axis-zero-point-first", "applies per-axis scales but only the first zero point to every channel",
         PER_AXIS + " In all cases, `y_zero_point` must have the same shape as `y_scale`.",
         witness=W("QuantizeLinear", 21, "per-axis zero points 0 and 5 along axis 1", a(np.zeros((1, 2)), F32), a([1, 1], F32), a([0, 5], U8), axis=1))
-def _per_axis_zp_first() -> Sequence[Patch]:
+def _per_axis_zp_first() -> Steps:
     return _params(_first_if_per_axis, which=("zero_point",))
 
 
-def _broadcasts(make: Callable[[Callable[..., np.ndarray]], Callable[..., np.ndarray]]) -> Sequence[Patch]:
-    return [*function_patch(qmod, "broadcast", make(qmod.broadcast)),
-            *function_patch(dmod, "broadcast", make(dmod.broadcast))]
+def _blocks(g: Granularity) -> tuple[int, int]:
+    """A blocked granularity's axis and block size."""
+    assert g.axis is not None and g.block_size is not None
+    return g.axis, g.block_size
+
+
+def _broadcasts(make: Callable[[Broadcast], Broadcast]) -> Steps:
+    """The kernel's steps with both operators' broadcasting of scale and zero point as ``make`` wraps it."""
+    return replace(SPEC, broadcast_quantize=make(SPEC.broadcast_quantize),
+                   broadcast_dequantize=make(SPEC.broadcast_dequantize))
 
 
 @mutant("blocked-index-from-last-axis", "computes a blocked element's block index from its coordinate along the "
         "last axis, whatever the blocking axis (right only for axis = -1)", BLOCKED,
         witness=W("QuantizeLinear", 21, "blocks along axis 0 of a (4, 2) x: rows 2-3 take the second row of scales", a(np.ones((4, 2)), F32), a([[1, 1], [0.5, 0.5]], F32), axis=0, block_size=2))
-def _blocked_last() -> Sequence[Patch]:
-    def make(original: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-        def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Any) -> np.ndarray:
+def _blocked_last() -> Steps:
+    def make(original: Broadcast) -> Broadcast:
+        def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Granularity) -> np.ndarray:
             rank = len(x_shape)
             if g.kind != "blocked" or g.axis == rank - 1:
                 return original(param, x_shape, g)
-            block = np.minimum(np.arange(x_shape[-1]) // g.block_size, param.shape[g.axis] - 1)
+            axis, size = _blocks(g)
+            block = np.minimum(np.arange(x_shape[-1]) // size, param.shape[axis] - 1)
             index = list(np.indices(x_shape, sparse=True))
-            index[g.axis] = block.reshape((1,) * (rank - 1) + (-1,))
+            index[axis] = block.reshape((1,) * (rank - 1) + (-1,))
             return param[tuple(index)]
         return broadcast
     return _broadcasts(make)
@@ -171,15 +176,16 @@ def _blocked_last() -> Sequence[Patch]:
 @mutant("blocked-partial-block", "counts blocks as floor(Di / block_size), so the elements of a partial last block "
         "take the previous block's scale and zero point", BLOCKED,
         witness=W("QuantizeLinear", 21, "Di=5, block_size 3: elements 3-4 form a partial block with the second scale", a(np.ones((1, 5)), F32), a([[1, 0.5]], F32), axis=1, block_size=3))
-def _blocked_partial() -> Sequence[Patch]:
-    def make(original: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-        def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Any) -> np.ndarray:
+def _blocked_partial() -> Steps:
+    def make(original: Broadcast) -> Broadcast:
+        def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Granularity) -> np.ndarray:
             if g.kind != "blocked":
                 return original(param, x_shape, g)
-            di = x_shape[g.axis]
-            full = max(di // g.block_size, 1)
-            index = np.minimum(np.arange(di) // g.block_size, full - 1)
-            return param.take(index, axis=g.axis)
+            axis, size = _blocks(g)
+            di = x_shape[axis]
+            full = max(di // size, 1)
+            index = np.minimum(np.arange(di) // size, full - 1)
+            return param.take(index, axis=axis)
         return broadcast
     return _broadcasts(make)
 
@@ -188,27 +194,26 @@ def _blocked_partial() -> Sequence[Patch]:
         "block of 32, 64 or 128 takes the next scale every 16 elements", BLOCKED,
         witness=W("DequantizeLinear", 21, "two blocks of 32 along axis 1: elements 16-31 belong to the first block",
                   a(np.ones((1, 64)), U8), a([[1, 2]], F32), axis=1, block_size=32))
-def _blocked_capped() -> Sequence[Patch]:
-    def make(original: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-        def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Any) -> np.ndarray:
-            if g.kind != "blocked" or g.block_size <= 16:
+def _blocked_capped() -> Steps:
+    def make(original: Broadcast) -> Broadcast:
+        def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Granularity) -> np.ndarray:
+            if g.kind != "blocked" or _blocks(g)[1] <= 16:
                 return original(param, x_shape, g)
-            index = np.minimum(np.arange(x_shape[g.axis]) // 16, param.shape[g.axis] - 1)
-            return param.take(index, axis=g.axis)
+            axis = _blocks(g)[0]
+            index = np.minimum(np.arange(x_shape[axis]) // 16, param.shape[axis] - 1)
+            return param.take(index, axis=axis)
         return broadcast
     return _broadcasts(make)
 
 
 @mutant("dq-block-size-ignored", "blocked DequantizeLinear ignores block_size and uses ceil(Di / Si)", BLOCKED,
         witness=W("DequantizeLinear", 21, "Di=9, Si=2, block_size 6 (ceil(9/2) = 5): element 5 is in the first block", a(np.ones((1, 9)), U8), a([[1, 2]], F32), axis=1, block_size=6))
-def _dq_block_size() -> Sequence[Patch]:
-    original = dmod.broadcast
-
-    def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Any) -> np.ndarray:
-        if g.kind == gran.BLOCKED and param.shape[g.axis]:
+def _dq_block_size() -> Steps:
+    def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Granularity) -> np.ndarray:
+        if g.kind == gran.BLOCKED and g.axis is not None and param.shape[g.axis]:
             g = gran.Granularity(gran.BLOCKED, g.axis, -(-x_shape[g.axis] // param.shape[g.axis]))
-        return original(param, x_shape, g)
-    return function_patch(dmod, "broadcast", broadcast)
+        return SPEC.broadcast_dequantize(param, x_shape, g)
+    return replace(SPEC, broadcast_dequantize=broadcast)
 
 
 def _tail(x_or_y: np.ndarray) -> np.ndarray:
@@ -226,29 +231,28 @@ def _tail(x_or_y: np.ndarray) -> np.ndarray:
 @mutant("packed-tail-dropped", "QuantizeLinear to a sub-byte type never writes the elements of a partly filled "
         "last byte (they read back as code 0)", PACKED,
         witness=W("QuantizeLinear", 21, "int4, 3 elements: the third fills half of the last byte", a([1, 1, 1], F32), a(1, F32), a(0, ml_dtypes.int4)))
-def _tail_dropped() -> Sequence[Patch]:
-    original = ops.quantize
-
-    def quantize(x: np.ndarray, *args: Any, **kw: Any) -> np.ndarray:
-        y = original(x, *args, **kw)
+def _tail_dropped() -> Steps:
+    def quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
+                 granularity: Granularity, precision: ElementType, saturate: bool, steps: Steps) -> np.ndarray:
+        y = SPEC.quantize(x, scale, zero_point, out=out, granularity=granularity, precision=precision,
+                          saturate=saturate, steps=steps)
         tail = _tail(y)
         if tail.any():
             y = y.copy()
             y[tail] = np.zeros((), y.dtype)
         return y
-    return function_patch(ops, "quantize", quantize)
+    return replace(SPEC, quantize=quantize)
 
 
 @mutant("packed-tail-misread", "DequantizeLinear from a sub-byte type reads the elements of a partly filled "
         "last byte as code 0", PACKED,
         witness=W("DequantizeLinear", 21, "int4, 3 elements: the third fills half of the last byte", a([1, 1, 1], ml_dtypes.int4), a(1, F32)))
-def _tail_misread() -> Sequence[Patch]:
-    original = ops.dequantize
-
-    def dequantize(x: np.ndarray, *args: Any, **kw: Any) -> np.ndarray:
+def _tail_misread() -> Steps:
+    def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
+                   granularity: Granularity, steps: Steps) -> np.ndarray:
         tail = _tail(x)
         if tail.any():
             x = x.copy()
             x[tail] = np.zeros((), x.dtype)
-        return original(x, *args, **kw)
-    return function_patch(ops, "dequantize", dequantize)
+        return SPEC.dequantize(x, scale, zero_point, out=out, granularity=granularity, steps=steps)
+    return replace(SPEC, dequantize=dequantize)

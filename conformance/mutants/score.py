@@ -66,8 +66,8 @@ def judge(m: Mutant, forms: Sequence[str] = (Form.RUNTIME.value,)) -> Verdict:
     t0 = time.perf_counter()
     try:
         backend = MutantBackend(m)
-    except (AttributeError, KeyError, TypeError) as e:  # the kernel no longer has what the mutant patches
-        return Verdict(m.id, "broken", message=f"cannot patch the kernel: {type(e).__name__}: {e}")
+    except (AttributeError, KeyError, TypeError) as e:  # e.g. a step the kernel's Steps no longer has
+        return Verdict(m.id, "broken", message=f"cannot build the mutant's steps: {type(e).__name__}: {e}")
     run = 0
     for form in forms:
         for k, case in enumerate(_CASES):

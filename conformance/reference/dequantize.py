@@ -19,13 +19,16 @@ from ..types import ElementType, by_dtype
 from . import arith
 from .chunks import map_chunked
 from .granularity import Granularity
-from .granularity import broadcast as broadcast  # (re-exported: a mutant hooks in here)
+from .steps import Steps, ToPrecision
 
 
 def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
-               granularity: Granularity) -> np.ndarray:
-    """Dequantize ``x`` to float type ``out``; inputs are already validated against the operator version."""
-    s = arith.to_precision(broadcast(scale, x.shape, granularity), out)
+               granularity: Granularity, steps: Steps) -> np.ndarray:
+    """Dequantize ``x`` to float type ``out``; inputs are already validated against the operator version.
+
+    ``steps`` carry out the broadcasting and the roundings to the output type's precision."""
+    broadcast, to_precision = steps.broadcast_dequantize, steps.to_precision
+    s = to_precision(broadcast(scale, x.shape, granularity), out)
     fast = out is arith.F32 and by_dtype(x.dtype).is_integer and by_dtype(x.dtype).bits <= 16
     if fast and zero_point is not None and not zero_point.any():
         zero_point = None  # symmetric quantization's zero point: x - 0 == x, so no subtraction pass
@@ -42,26 +45,28 @@ def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, 
                 np.subtract(dest, zc, out=dest)
             np.multiply(dest, sc, out=dest)
         else:
-            dest[...] = _dequantize(xc, sc, zc, out)
+            dest[...] = _dequantize(xc, sc, zc, out, to_precision)
 
     return map_chunked(kernel, x, [s, z], out.dtype)
 
 
-def _dequantize(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType) -> np.ndarray:
+def _dequantize(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType,
+                to_precision: ToPrecision) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         d64 = arith.to_float64(x)
         if z is not None:
             # Exact: 33 bits for int32, a few dozen for float8. An int32 zero point is subtracted like any
             # other (ambiguity catalogue: int32-zero-point).
             d64 = d64 - arith.to_float64(z)
-        return multiply(d64, s, out)
+        return multiply(d64, s, out, to_precision)
 
 
-def multiply(d64: np.ndarray, s: np.ndarray, out: ElementType) -> np.ndarray:
+def multiply(d64: np.ndarray, s: np.ndarray, out: ElementType,
+             to_precision: ToPrecision = arith.to_precision) -> np.ndarray:
     """``d64 * s`` in the output type's precision: the exact difference ``d64`` (float64) and the scale ``s``
-    (already in ``out``) each rounded once to ``out``, and the product rounded once to it."""
+    (already in ``out``) each rounded once to ``out`` (by ``to_precision``), and the product rounded once to it."""
     with np.errstate(invalid="ignore", over="ignore"):
-        d = arith.to_precision(d64, out)
+        d = to_precision(d64, out)
         if out is arith.F32:
             return cast(np.ndarray, np.multiply(d, s))
         # float16 / bfloat16: the product of two such values is exact in float64; round once.

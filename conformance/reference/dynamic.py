@@ -14,13 +14,14 @@ import numpy as np
 from ..types import TYPES
 from .granularity import Granularity
 from .quantize import quantize
+from .steps import Steps
 
 U8 = TYPES["uint8"]
 F32 = TYPES["float"]
 
 
-def dynamic_quantize(x: np.ndarray) -> list[np.ndarray]:
-    """(y, y_scale, y_zero_point) for a float32 ``x``.
+def dynamic_quantize(x: np.ndarray, *, steps: Steps) -> list[np.ndarray]:
+    """(y, y_scale, y_zero_point) for a float32 ``x``; the final QuantizeLinear through ``steps``.
 
     Ambiguity catalogue: dql-nan (NaN propagates through ReduceMin / ReduceMax / Min / Max / Clip / Round, and
     Cast of NaN to uint8 gives 0), dql-zero (all-zero input: Scale = 0, the zero point 0/0 is NaN and casts to 0,
@@ -41,5 +42,6 @@ def dynamic_quantize(x: np.ndarray) -> list[np.ndarray]:
         zero_point = np.uint8(0 if np.isnan(zp_fp) else int(zp_fp))
     y_scale = np.array(scale, dtype=np.float32)
     y_zero_point = np.array(zero_point, dtype=np.uint8)
-    y = quantize(x, y_scale, y_zero_point, out=U8, granularity=Granularity("per-tensor"), precision=F32)
+    y = quantize(x, y_scale, y_zero_point, out=U8, granularity=Granularity("per-tensor"), precision=F32,
+                 steps=steps)
     return [y, y_scale, y_zero_point]

@@ -14,15 +14,28 @@ from onnx import TensorProto
 
 from ..opspecs import AI_ONNX, MS, QUARK, OpSpec
 from ..types import TYPES, ElementType, by_dtype, by_proto
+from . import arith
 from . import granularity as gran
-
-# (re-exported: the entries call the arithmetic through this module's attributes, where a mutant hooks in)
-from .dequantize import dequantize as dequantize
-from .dynamic import dynamic_quantize as dynamic_quantize
-from .quantize import quantize as quantize
+from . import quantize as q
+from .dequantize import dequantize
+from .dynamic import dynamic_quantize
+from .steps import Steps, active
 
 Inputs = Sequence[np.ndarray | None]
 Attrs = Mapping[str, int]
+
+
+def _as_given(spec: OpSpec, attrs: Attrs) -> Attrs:
+    """The node's attributes as it carries them (the planners fill in the defaults)."""
+    return attrs
+
+
+#: The spec's steps: with these (the default) the kernel is the oracle. A mutant replaces one field
+#: (:mod:`.steps`).
+SPEC = Steps(attributes=_as_given, resolve=gran.resolve, broadcast_quantize=gran.broadcast,
+             broadcast_dequantize=gran.broadcast, divide=q.divide, to_precision=arith.to_precision,
+             to_integer=q.to_integer, to_float=q.to_float, quantize=q.quantize, dequantize=dequantize,
+             dynamic_quantize=dynamic_quantize)
 
 #: Values the QuantizeLinear ``precision`` attribute may take. The spec lists none; the kernel accepts the
 #: types a division can be carried out in (ambiguity catalogue: precision-values).
@@ -99,9 +112,9 @@ class Plan:
     saturate: bool = True
 
 
-def plan_quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> Plan:
+def plan_quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs, steps: Steps = SPEC) -> Plan:
     types = check_inputs(spec, inputs)
-    a = check_attributes(spec, attrs)
+    a = check_attributes(spec, steps.attributes(spec, attrs))
     x, scale = inputs[0], inputs[1]
     zp = inputs[2] if len(inputs) > 2 else None
     assert x is not None and scale is not None
@@ -124,16 +137,16 @@ def plan_quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> Plan:
         precision = TYPES["float"]  # ambiguity catalogue: e8m0-precision
     else:
         precision = scale_t
-    g = gran.resolve(spec, x.shape, scale.shape, None if zp is None else zp.shape, a, spec.inputs[1].name)
+    g = steps.resolve(spec, x.shape, scale.shape, None if zp is None else zp.shape, a, spec.inputs[1].name)
     saturate = bool(a.get("saturate", 1) if a.get("saturate") is not None else 1)
     if spec.domain == QUARK:
         saturate = True  # ambiguity catalogue: quark-float-saturation (float16 / bfloat16 targets saturate)
     return Plan((out,), g, precision, saturate)
 
 
-def plan_dequantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> Plan:
+def plan_dequantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs, steps: Steps = SPEC) -> Plan:
     types = check_inputs(spec, inputs)
-    a = check_attributes(spec, attrs)
+    a = check_attributes(spec, steps.attributes(spec, attrs))
     x, scale = inputs[0], inputs[1]
     zp = inputs[2] if len(inputs) > 2 else None
     assert x is not None and scale is not None and types[1] is not None
@@ -147,7 +160,7 @@ def plan_dequantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> Plan:
         if out.name not in y_allowed:
             raise spec.violation("QDQ013", f"the output type would be the scale's type {out.name}, which is not "
                                  f"an allowed output type; set output_dtype", "output_dtype")
-    g = gran.resolve(spec, x.shape, scale.shape, None if zp is None else zp.shape, a, spec.inputs[1].name)
+    g = steps.resolve(spec, x.shape, scale.shape, None if zp is None else zp.shape, a, spec.inputs[1].name)
     return Plan((out,), g)
 
 
@@ -157,26 +170,32 @@ def plan_dynamic_quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> 
     return Plan((TYPES["uint8"], TYPES["float"], TYPES["uint8"]))
 
 
+# The entries read the steps in force once (:func:`.steps.active`; the spec's unless a mutant runs) and hand
+# them down.
+
 def _quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.ndarray]:
-    p = plan_quantize_linear(spec, inputs, attrs)
+    steps = active() or SPEC
+    p = plan_quantize_linear(spec, inputs, attrs, steps)
     assert inputs[0] is not None and inputs[1] is not None and p.granularity and p.precision
     zp = inputs[2] if len(inputs) > 2 else None
-    return [quantize(inputs[0], inputs[1], zp, out=p.outputs[0], granularity=p.granularity,
-                     precision=p.precision, saturate=p.saturate)]
+    return [steps.quantize(inputs[0], inputs[1], zp, out=p.outputs[0], granularity=p.granularity,
+                           precision=p.precision, saturate=p.saturate, steps=steps)]
 
 
 def _dequantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.ndarray]:
-    p = plan_dequantize_linear(spec, inputs, attrs)
+    steps = active() or SPEC
+    p = plan_dequantize_linear(spec, inputs, attrs, steps)
     assert inputs[0] is not None and inputs[1] is not None and p.granularity
     zp = inputs[2] if len(inputs) > 2 else None
-    return [dequantize(inputs[0], inputs[1], zp, out=p.outputs[0], granularity=p.granularity)]
+    return [steps.dequantize(inputs[0], inputs[1], zp, out=p.outputs[0], granularity=p.granularity, steps=steps)]
 
 
 def _dynamic_quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.ndarray]:
+    steps = active() or SPEC
     plan_dynamic_quantize_linear(spec, inputs, attrs)
     x = inputs[0]
     assert x is not None
-    return dynamic_quantize(x)
+    return steps.dynamic_quantize(x, steps=steps)
 
 
 Entry = Callable[[OpSpec, Inputs, Attrs], list[np.ndarray]]

@@ -14,7 +14,6 @@ Order of operations, for every version:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import cast
 
 import numpy as np
@@ -23,31 +22,33 @@ from ..types import TYPES, ElementType
 from . import arith
 from .chunks import map_chunked
 from .granularity import Granularity
-from .granularity import broadcast as broadcast  # (re-exported: a mutant hooks in here)
+from .steps import Steps, ToPrecision
 
 INT32 = TYPES["int32"]
 
 
-def divide(x: np.ndarray, scale: np.ndarray, precision: ElementType) -> np.ndarray:
+def divide(x: np.ndarray, scale: np.ndarray, precision: ElementType,
+           to_precision: ToPrecision = arith.to_precision) -> np.ndarray:
     """``x / scale`` in the given precision (ambiguity catalogue: division-precision; also
     mixed-precision-operands and int32-precision).
 
     float32: both operands rounded to float32, IEEE division. float16 / bfloat16: both operands rounded to that
     type, exact quotient (float64 holds it to well within the double-rounding bound) rounded once. int32: an
     integer precision has no fractional quotient to round half to even, so the kernel divides the exact
-    operand values in float64 (ambiguity catalogue: int32-precision).
+    operand values in float64 (ambiguity catalogue: int32-precision). ``to_precision`` rounds once to a float
+    precision (the kernel's :func:`.arith.to_precision`).
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if precision is arith.F32:
-            return cast(np.ndarray, np.divide(arith.to_precision(x, precision), arith.to_precision(scale, precision)))
+            return np.divide(to_precision(x, precision), to_precision(scale, precision))
         if precision is INT32:
             return cast(np.ndarray, arith.to_float64(x) / arith.to_float64(scale))
-        xp = arith.to_float64(arith.to_precision(x, precision))
-        sp = arith.to_float64(arith.to_precision(scale, precision))
-        return arith.to_float64(arith.to_precision(xp / sp, precision))
+        xp = arith.to_float64(to_precision(x, precision))
+        sp = arith.to_float64(to_precision(scale, precision))
+        return arith.to_float64(to_precision(xp / sp, precision))
 
 
-def _to_integer(dest: np.ndarray, q: np.ndarray, zp: np.ndarray | None, lo: np.ndarray | int,
+def to_integer(dest: np.ndarray, q: np.ndarray, zp: np.ndarray | None, lo: np.ndarray | int,
                 hi: np.ndarray | int, out: ElementType) -> None:
     """``dest = saturate(round(q) + zp)``, clipping in float before any integer cast.
 
@@ -74,7 +75,7 @@ def _to_integer(dest: np.ndarray, q: np.ndarray, zp: np.ndarray | None, lo: np.n
         dest[...] = target.astype(out.dtype)
 
 
-def _to_float(q: np.ndarray, zp: np.ndarray | None, out: ElementType, saturate: bool) -> np.ndarray:
+def to_float(q: np.ndarray, zp: np.ndarray | None, out: ElementType, saturate: bool) -> np.ndarray:
     v = arith.to_float64(q)
     if zp is not None:
         z = arith.to_float64(zp)
@@ -84,24 +85,22 @@ def _to_float(q: np.ndarray, zp: np.ndarray | None, out: ElementType, saturate: 
     return arith.encode_float(arith.round_to(v, out), out, saturate)
 
 
-Divide = Callable[[np.ndarray, np.ndarray, ElementType], np.ndarray]
-
-
 def quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
-             granularity: Granularity, precision: ElementType, saturate: bool = True,
-             divide: Divide = divide) -> np.ndarray:
+             granularity: Granularity, precision: ElementType, saturate: bool = True, steps: Steps) -> np.ndarray:
     """Quantize ``x`` to type ``out``; inputs are already validated against the operator version.
 
-    ``divide`` computes ``x / scale`` in ``precision``: the kernel's :func:`divide`, or another reading of the
-    division for :mod:`.readings`."""
+    ``steps`` carry out the broadcasting, the division (``steps.divide``: the kernel's :func:`divide`, another
+    reading of the division for :mod:`.readings`, or a mutant's) and the conversion to the target."""
+    broadcast, divide, to_integer, to_float = (steps.broadcast_quantize, steps.divide, steps.to_integer,
+                                               steps.to_float)
     s = broadcast(scale, x.shape, granularity)
     z = broadcast(zero_point, x.shape, granularity) if zero_point is not None else None
 
     if not out.is_integer:
-        def to_float(dest: np.ndarray, xc: np.ndarray, sc: np.ndarray, zc: np.ndarray | None) -> None:
-            dest[...] = _to_float(divide(xc, sc, precision), zc, out, saturate)
+        def floats(dest: np.ndarray, xc: np.ndarray, sc: np.ndarray, zc: np.ndarray | None) -> None:
+            dest[...] = to_float(divide(xc, sc, precision), zc, out, saturate)
 
-        return map_chunked(to_float, x, [s, z], out.dtype)
+        return map_chunked(floats, x, [s, z], out.dtype)
     assert out.int_min is not None and out.int_max is not None
     int_min, int_max = out.int_min, out.int_max
     work = np.float64 if out.bits > 16 else np.float32
@@ -111,9 +110,9 @@ def quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *,
         z = z.astype(work)
         lo, hi = (work(out.int_min) - z), (work(out.int_max) - z)
 
-    def to_integer(dest: np.ndarray, xc: np.ndarray, sc: np.ndarray, zc: np.ndarray | None,
-                   loc: np.ndarray | None, hic: np.ndarray | None) -> None:
+    def integers(dest: np.ndarray, xc: np.ndarray, sc: np.ndarray, zc: np.ndarray | None,
+                 loc: np.ndarray | None, hic: np.ndarray | None) -> None:
         q = np.asarray(divide(xc, sc, precision))  # rank 0: numpy returns a scalar; work on an array
-        _to_integer(dest, q, zc, int_min if loc is None else loc, int_max if hic is None else hic, out)
+        to_integer(dest, q, zc, int_min if loc is None else loc, int_max if hic is None else hic, out)
 
-    return map_chunked(to_integer, x, [s, z, lo, hi], out.dtype)
+    return map_chunked(integers, x, [s, z, lo, hi], out.dtype)

@@ -9,7 +9,7 @@ division reading also combines with the readings of what follows it (:mod:`.read
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 import numpy as np
@@ -19,7 +19,7 @@ from ..opspecs import AI_ONNX, MS, OpSpec
 from ..types import TYPES, ElementType, by_dtype
 from . import arith
 from . import granularity as gran
-from .ops import Plan
+from .ops import SPEC, Plan
 from .quantize import divide as kernel_divide
 from .quantize import quantize
 
@@ -63,7 +63,7 @@ class Node:
         assert p is not None and p.granularity is not None and p.precision is not None and self.scale is not None
         return (quantize(self.x, self.scale, self.zp, out=p.outputs[0], granularity=p.granularity,
                          precision=precision or p.precision, saturate=p.saturate if saturate is None else saturate,
-                         divide=divide),)
+                         steps=SPEC if divide is kernel_divide else replace(SPEC, divide=divide)),)
 
     def quotient(self, division: Division | None = None) -> np.ndarray:
         """``x / y_scale`` element by element (float64), as the kernel computes it or by ``division``."""

@@ -30,7 +30,7 @@ from . import arith
 from . import granularity as gran
 from .dequantize import multiply
 from .dynamic import dynamic_quantize
-from .ops import plan_dequantize_linear, plan_quantize_linear
+from .ops import SPEC, plan_dequantize_linear, plan_quantize_linear
 from .quantize import quantize
 from .reading_divisions import DIVISIONS, F32, INT32, NARROW, U8, Node, Outputs, division_entry, q_int
 
@@ -202,7 +202,7 @@ def _dql_nan(n: Node) -> dict[str, Outputs] | None:
     if n.spec.name != "DynamicQuantizeLinear" or not np.isnan(n.x).any():
         return None
     numbers = n.x[~np.isnan(n.x)]
-    _, scale, zp = dynamic_quantize(numbers)
+    _, scale, zp = dynamic_quantize(numbers, steps=SPEC)
     found = {"propagate": n.outputs, "ignored": _dql_y(n.x, scale, zp)}
     if not numbers.any():
         # NaN ignored, nothing but zeros (or nothing) is left: the range is 0, and dql-zero's question arises for
@@ -213,7 +213,8 @@ def _dql_nan(n: Node) -> dict[str, Outputs] | None:
 
 def _dql_y(x: np.ndarray, scale: np.ndarray, zp: np.ndarray) -> Outputs:
     """(y, y_scale, y_zero_point) with y = QuantizeLinear(x, y_scale, y_zero_point), the function body's last step."""
-    y = quantize(x, scale, zp, out=U8, granularity=gran.Granularity(gran.PER_TENSOR), precision=F32)
+    y = quantize(x, scale, zp, out=U8, granularity=gran.Granularity(gran.PER_TENSOR), precision=F32,
+                 steps=SPEC)
     return (y, scale, zp)
 
 
