@@ -25,8 +25,8 @@ from qdq_conformance.generators.status import changes_answer
 from qdq_conformance.mutants import REGISTRY, names
 from qdq_conformance.mutants.base import GraphWitness
 from qdq_conformance.reference import evaluate, ops, quantize
-from qdq_conformance.reference.steps import active, using
 from qdq_conformance.reference.readings import readings
+from qdq_conformance.reference.steps import active, using
 from qdq_conformance.resources import cases_dir
 
 MUTANTS = [REGISTRY[n] for n in names()]
@@ -260,3 +260,19 @@ def test_a_mutant_whose_steps_cannot_be_built_is_reported():
     assert verdict.status == "broken" and "no_such_step" in verdict.message
     s = summary([verdict], {"renamed-helper": "defect"})
     assert s["broken"] == ["renamed-helper"] and not s["surviving"]
+
+
+def test_a_mutants_steps_are_in_force_only_in_its_own_context():
+    """``steps.using`` sets a context variable: another thread evaluating meanwhile sees the spec's steps."""
+    import threading
+
+    w = REGISTRY["truncate"].witness()
+    kernel = _outcome(w.evaluate)
+    seen = []
+    with using(REGISTRY["truncate"].steps()):
+        mutated = _outcome(w.evaluate)
+        t = threading.Thread(target=lambda: seen.append(_outcome(w.evaluate)))
+        t.start()
+        t.join()
+    assert _differ(kernel, mutated) and not _differ(kernel, seen[0])
+    assert active() is None and not _differ(kernel, _outcome(w.evaluate))
