@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,3 +104,40 @@ def _type_name(dtype: np.dtype) -> str:
         return by_dtype(dtype).name
     except KeyError:
         return str(dtype)
+
+
+def relative_tolerance(expected: Sequence[np.ndarray], ulp: int) -> tuple[float, float]:
+    """The smallest (rtol, atol) under which ``|actual - e| <= atol + rtol * |e|`` (numpy's ``isclose``, which
+    ONNX's backend-test runner applies with the ``rtol`` and ``atol`` of a test folder's ``data.json``) accepts
+    every value within ``ulp`` units in the last place of each finite expected float element: rtol from the
+    non-zero elements, atol from the zeros. (0.0, 0.0) when ``ulp`` is 0 (exact) or no element is such a float.
+    A relative tolerance accepts more than the bound near the top of a binade: this function gives the
+    tightest one that rejects nothing the bound allows, not an equivalent of it."""
+    rtol = atol = 0.0
+    if ulp <= 0:
+        return rtol, atol
+    for e in expected:
+        t = by_dtype(e.dtype)
+        if not t.is_float or t.bits < 16 or not e.size:
+            continue
+        flat = e.reshape(-1)
+        e64 = flat.astype(np.float64)
+        finite = np.isfinite(e64)
+        sign = np.int64(1) << (t.bits - 1)
+        codes = code_of(flat).astype(np.int64)
+        ordered = np.where(codes & sign, -(codes & (sign - 1)), codes)
+        for step in (ulp, -ulp):
+            moved = ordered + step
+            back = np.where(moved < 0, (-moved) | sign, moved) & ((np.int64(1) << t.bits) - 1)
+            unsigned = np.dtype(f"u{t.bits // 8}")
+            neighbour = back.astype(unsigned).view(flat.dtype).astype(np.float64)
+            ok = finite & np.isfinite(neighbour)
+            distance = np.abs(neighbour - e64)
+            zero = ok & (e64 == 0)
+            nonzero = ok & (e64 != 0)
+            if zero.any():
+                atol = max(atol, float(distance[zero].max()))
+            if nonzero.any():
+                rtol = max(rtol, float((distance[nonzero] / np.abs(e64[nonzero])).max()))
+    # (one float64 step up each: isclose's own rounding of rtol * |e| must not reject what the bound allows)
+    return float(np.nextafter(rtol, np.inf)) if rtol else 0.0, float(np.nextafter(atol, np.inf)) if atol else 0.0

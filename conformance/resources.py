@@ -39,6 +39,11 @@ def templates_dir() -> Path:
     return package_dir("qdq_conformance.reports") / "templates"
 
 
+def suite_templates_dir() -> Path:
+    """The exported suite's README template and license text (``generators/templates/``)."""
+    return package_dir("qdq_conformance.generators") / "templates"
+
+
 def data_dir() -> Path:
     """The ambiguity catalogue and other data of the kernel (``conformance/data/``)."""
     return package_dir("qdq_conformance") / "data"

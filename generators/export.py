@@ -1,26 +1,24 @@
-"""Exporting concrete cases in ONNX's backend-test layout, plus a manifest for non-Python consumers.
+"""Exporting concrete cases as a suite a vendor runs: ONNX's backend-test layout by kind of case
+(``layout.py``), ``manifest.json`` for non-Python consumers, a README and the license.
 
-    DIR/test_<id>[_initializer]/model.onnx
-    DIR/test_<id>[_initializer]/test_data_set_0/input_K.pb, output_K.pb
-    DIR/manifest.json
+The same corpus exported twice gives identical bytes: cases are written in id order, data is seeded, the manifest
+is sorted, the README says nothing that changes from one run to the next.
 
-The layout is what ``onnx.backend.test.loader.load_model_tests`` and ONNX Runtime's ``onnx_test_runner`` read.
-Invalid cases (models a backend must reject) have inputs but no outputs. The same corpus exported twice gives
-identical bytes: cases are written in id order, data is seeded, the manifest is sorted.
-
-``generate`` owns what it made: the case folders its manifest lists. Into a folder it made before, it replaces
-exactly those (:func:`owned_folders`, :func:`replace_folders`); a non-empty folder it did not make is refused.
+``generate`` owns what it made: the case folders its manifest lists, the kind folders, the README, the license
+and the manifest. Into a folder it made before, it replaces exactly those (:func:`owned_folders`,
+:func:`replace_folders`); a non-empty folder it did not make is refused.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
 import re
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,54 +26,46 @@ import numpy as np
 import onnx
 
 from qdq_conformance import __version__
-from qdq_conformance.domain import FORMS, Form
-from qdq_conformance.types import to_tensor_proto
+from qdq_conformance.domain import FORMS
 
+from . import layout
 from .case import ConcreteCase
+from .suite_readme import LICENSE, README, license_text, readme
 
-MANIFEST_VERSION = 1
-
-
-def folder_name(case: ConcreteCase, form: str) -> str:
-    return f"test_{case.id}" if form == Form.RUNTIME else f"test_{case.id}_{form}"
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.write_bytes(data)
+MANIFEST_VERSION = 2
+#: the files generate writes beside the kind folders (owned, and replaced, like the case folders)
+TOP_FILES = (README, LICENSE, "manifest.json")
 
 
-def write_case(root: Path, case: ConcreteCase, form: str) -> str:
-    """Write one case in one graph form; return its folder's name."""
-    folder = root / folder_name(case, form)
-    if folder.resolve().parent != root.resolve():  # ids are a-z, 0-9 and '-'; never write outside the root
-        raise ValueError(f"case id {case.id[:80]!r} does not name a folder inside {root}")
-    data_dir = folder / "test_data_set_0"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    model = case.model(form)
-    _write(folder / "model.onnx", model.SerializeToString(deterministic=True))
-    feeds = case.feeds(form)
-    for k, inp in enumerate(model.graph.input):
-        _write(data_dir / f"input_{k}.pb", to_tensor_proto(feeds[inp.name], inp.name).SerializeToString(
-            deterministic=True))
-    if case.expected is not None:
-        for k, (name, value) in enumerate(zip(case.output_names, case.expected, strict=True)):
-            _write(data_dir / f"output_{k}.pb", to_tensor_proto(np.asarray(value), name).SerializeToString(
-                deterministic=True))
-    return folder.name
+def corpus_hash(paths: Iterable[Path | str]) -> str:
+    """sha256 over the case files a suite comes from: each file's name and bytes, in name order."""
+    h = hashlib.sha256()
+    for path in sorted({Path(p) for p in paths}, key=lambda p: (p.name, str(p))):
+        try:
+            data = path.read_bytes()
+        except OSError:  # (a case file that cannot be read is an error of its own, said by generate)
+            data = b"unreadable"
+        h.update(f"{path.name}\0{len(data)}\0".encode() + data)
+    return h.hexdigest()
 
 
 def write_cases(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] = FORMS,
                 progress: Callable[[int], None] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Write cases; return their manifest entries and the templates they came from."""
+    """Write cases under ``out`` (in their kind folders); return their manifest entries and the templates they
+    came from."""
     for form in forms:
         if form not in FORMS:
             raise ValueError(f"unknown graph form {form!r}; known: {', '.join(FORMS)}")
-    out.mkdir(parents=True, exist_ok=True)
+    layout.make_kind_folders(out)
     entries = []
     templates: dict[str, Any] = {}
     for case in cases:
         entry = dict(case.metadata())  # a copy: the case keeps its own
-        entry["folders"] = {form: write_case(out, case, form) for form in forms}
+        entry["kind"] = layout.kind_of(case)
+        entry["folders"] = {form: layout.write_case(out, case, form) for form in forms}
+        entry["tolerance"] = layout.tolerance(case)
+        entry["reading_files"] = layout.reading_files(case)
+        entry["onnx_runner_blind_to"] = layout.onnx_runner_blind_to(case)
         entries.append(entry)
         templates.setdefault(case.template_key(), case.template_metadata())
         if progress is not None:
@@ -83,33 +73,50 @@ def write_cases(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] =
     return entries, templates
 
 
-def build_manifest(entries: list[dict[str, Any]], templates: dict[str, Any], forms: Sequence[str]) -> dict[str, Any]:
+def build_manifest(entries: list[dict[str, Any]], templates: dict[str, Any], forms: Sequence[str],
+                   selection: dict[str, Any] | None = None, corpus_sha256: str = "") -> dict[str, Any]:
+    """The manifest: what the suite is and was made from, which folder is which, and every case.
+    ``selection``: the id patterns and tiers asked for, and whether the suite holds every case of the corpus it
+    was made from (``complete``: a run of it may then call an expectation entry that matches none of its cases
+    stale, as a run of the whole corpus does)."""
     entries = sorted(entries, key=lambda e: e["id"])
+    kinds: dict[str, int] = {k: 0 for k in layout.KINDS}
+    for e in entries:
+        kinds[e["kind"]] += 1
+    sel = {"patterns": [], "tiers": ["default"], "complete": True, **(selection or {})}
     return {
         "manifest_version": MANIFEST_VERSION,
         "suite": "onnx-qdq-conformance",
         "suite_version": __version__,
         "onnx_version": onnx.__version__,
+        "corpus_sha256": corpus_sha256,
         "generated_with": {"python": sys.version.split()[0], "numpy": np.__version__,
                            "platform": platform.system().lower()},
         "forms": list(forms),
+        "selection": sel,
+        "kinds": {k: {**v, "cases": kinds[k]} for k, v in layout.KINDS.items()},
+        "files": list(TOP_FILES),
         "case_count": len(entries),
         "templates": dict(sorted(templates.items())),
         "cases": entries,
     }
 
 
-def write_manifest(out: Path, entries: list[dict[str, Any]], templates: dict[str, Any],
-                   forms: Sequence[str]) -> dict[str, Any]:
-    manifest = build_manifest(entries, templates, forms)
-    (out / "manifest.json").write_text(json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n",
-                                       encoding="utf-8")
-    return manifest
+def encode_manifest(manifest: dict[str, Any]) -> bytes:
+    return (json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n").encode()
+
+
+def write_top_files(out: Path, manifest: dict[str, Any]) -> None:
+    """The README, the license and the manifest, beside the kind folders."""
+    (out / README).write_text(readme(manifest), encoding="utf-8")
+    (out / LICENSE).write_text(license_text(), encoding="utf-8")
+    (out / "manifest.json").write_bytes(encode_manifest(manifest))
 
 
 def export(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] = FORMS,
            progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Write every case in every form under ``out`` and ``out/manifest.json``; returns the manifest."""
+    """Write every case in every form under ``out``, with the manifest, README and license (into a new or empty
+    folder; ``generate`` replaces an earlier suite); returns the manifest."""
     done = [0]
     total = len(cases) * len(forms)
 
@@ -118,13 +125,18 @@ def export(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] = FORM
         if progress is not None:
             progress(done[0], total)
 
+    out.mkdir(parents=True, exist_ok=True)
     entries, templates = write_cases(cases, out, forms, step)
-    return write_manifest(out, entries, templates, forms)
+    manifest = build_manifest(entries, templates, forms, {"complete": False},
+                              corpus_hash(c.file for c in cases))
+    write_top_files(out, manifest)
+    return manifest
 
 
 #: where generate writes inside --out before the cases move into place (removed when it ends)
 STAGING = ".qdq-generate-staging"
-_FOLDER = re.compile(r"test_[a-z0-9][a-z0-9_-]*")
+#: a case folder of an earlier layout (manifest_version 1: no kind folders), still replaced
+_OLD_FOLDER = re.compile(r"test_[a-z0-9][a-z0-9_-]*")
 
 
 class OutFolderError(Exception):
@@ -132,9 +144,9 @@ class OutFolderError(Exception):
 
 
 def owned_folders(out: Path) -> list[str]:
-    """The case folders a previous generate made in ``out`` (those its manifest.json lists; [] when ``out`` is
-    missing or empty). Raises OutFolderError when ``out`` is not a folder, or holds anything without a manifest
-    generate wrote: generate never replaces what it did not make."""
+    """What a previous generate made in ``out``: the case folders its manifest.json lists and the files beside
+    them ([] when ``out`` is missing or empty). Raises OutFolderError when ``out`` is not a folder, or holds
+    anything without a manifest generate wrote: generate never replaces what it did not make."""
     if not out.exists() and not out.is_symlink():
         return []
     if not out.is_dir():
@@ -152,6 +164,10 @@ def owned_folders(out: Path) -> list[str]:
     return names
 
 
+def _case_folder(name: str) -> bool:
+    return bool(layout.FOLDER.fullmatch(name) or _OLD_FOLDER.fullmatch(name))
+
+
 def _manifest_folders(data: Any) -> list[str] | None:
     if not isinstance(data, dict) or data.get("suite") != "onnx-qdq-conformance" or \
             not isinstance(data.get("cases"), list):
@@ -162,9 +178,13 @@ def _manifest_folders(data: Any) -> list[str] | None:
         if not isinstance(folders, dict):
             return None
         for name in folders.values():
-            if not isinstance(name, str) or not _FOLDER.fullmatch(name):
+            if not isinstance(name, str) or not _case_folder(name):
                 return None
             names.append(name)
+    files = data.get("files", [])
+    if not isinstance(files, list):
+        return None
+    names += [f for f in files if f in TOP_FILES and f != "manifest.json"]
     return names
 
 
@@ -176,20 +196,34 @@ def remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
+def _check_target(out: Path, root: Path, name: str) -> None:
+    """``name`` is a place generate writes: a case folder inside a kind folder that is a real folder (not a link
+    leading elsewhere), or one of the files beside them."""
+    if name in TOP_FILES:
+        return
+    kind, _, rest = name.partition("/")
+    if not layout.FOLDER.fullmatch(name):
+        raise OutFolderError(f"{out / name}: not a case folder name")
+    place = out / kind
+    if place.is_symlink() or (place.exists() and not place.is_dir()) or \
+            (place.exists() and place.resolve() != root / kind):
+        raise OutFolderError(f"{place}: exists and is not a folder generate made; not replaced")
+
+
 def replace_folders(out: Path, moves: Sequence[tuple[Path, str]], old: Sequence[str]) -> None:
-    """Remove the case folders a previous generate made in ``out`` (``old``) and its manifest, then move each
-    staged folder (``moves``: staged path, name) into ``out``; a name in the way that generate did not make is
-    an OutFolderError, raised before anything is removed."""
-    owned = set(old)
+    """Remove what a previous generate made in ``out`` (``old``: case folders and files) and its manifest, then
+    move each staged folder or file (``moves``: staged path, name relative to ``out``) into place; a name in the
+    way that generate did not make is an OutFolderError, raised before anything is removed."""
+    owned = {*old, "manifest.json"}  # (``old`` comes from a manifest generate wrote, or ``out`` held nothing)
     root = out.resolve()
     for _, name in moves:
+        _check_target(out, root, name)
         target = out / name
-        if not _FOLDER.fullmatch(name) or target.resolve().parent != root:
-            raise OutFolderError(f"{target}: not a case folder name")
         if name not in owned and (target.exists() or target.is_symlink()):
             raise OutFolderError(f"{target}: exists and was not made by qdq-conformance generate; not replaced")
     for name in old:
         remove(out / name)
     remove(out / "manifest.json")
+    layout.make_kind_folders(out)
     for staged, name in moves:
         os.replace(staged, out / name)

@@ -21,12 +21,14 @@ from qdq_conformance.errors import one_line
 from .corpus import claim_ids, load_file
 from .export import (
     STAGING,
+    TOP_FILES,
     build_manifest,
+    corpus_hash,
     owned_folders,
     remove,
     replace_folders,
     write_cases,
-    write_manifest,
+    write_top_files,
 )
 from .loader import CaseFileError
 
@@ -47,6 +49,7 @@ def _job(path: str, staging: str, forms: Sequence[str], tiers: Sequence[str], se
         loaded = load_file(Path(path), tiers)
         cases = [c for c in loaded if c.tier in tiers and
                  (not select or any(fnmatch.fnmatchcase(c.id, p) for p in select))]
+        Path(staging).mkdir()
         entries, templates = write_cases(cases, Path(staging), forms)
     except CaseFileError as e:
         return [], {}, str(e), []
@@ -86,10 +89,14 @@ def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequ
             entries.extend(e)
             templates.update(t)
             moves += [(staging / str(k) / name, name) for entry in e for name in entry["folders"].values()]
+        selection = {"patterns": list(select), "tiers": list(tiers), "complete": not select and not errors}
+        manifest = build_manifest(entries, templates, forms, selection, corpus_hash(files))
         if not entries:
-            return build_manifest(entries, templates, forms), errors
+            return manifest, errors
+        write_top_files(staging, manifest)
+        moves += [(staging / name, name) for name in TOP_FILES]  # (the manifest last: it says what is there)
         replace_folders(out, moves, old)
-        return write_manifest(out, entries, templates, forms), errors
+        return manifest, errors
     finally:
         remove(staging)
 

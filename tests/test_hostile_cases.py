@@ -231,7 +231,7 @@ def test_a_suite_manifest_naming_a_folder_outside_the_suite_is_refused(tmp_path:
     suite = tmp_path / "suite"
     suite.mkdir()
     (tmp_path / "elsewhere").mkdir()
-    (suite / "manifest.json").write_text(json.dumps({"cases": [
+    (suite / "manifest.json").write_text(json.dumps({"manifest_version": 2, "cases": [
         {"id": "x", "status": "normative", "outputs": [], "folders": {"runtime": "../elsewhere"}}]}))
     p = _cli("run", "--backend=onnx-reference", "--suite", str(suite), "--expectations", "none", cwd=tmp_path,
              env=_env(tmp_path))
@@ -257,8 +257,9 @@ def test_generate_replaces_its_own_stale_cases_and_keeps_the_rest(tmp_path: Path
     (good_cases / "good.yaml").write_text(GOOD.replace("id: demo", "id: renamed"))
     p = _cli("generate", "--cases", str(good_cases), "--out", str(out), cwd=tmp_path, env=env)
     assert p.returncode == 0, p.stderr
-    assert sorted(x.name for x in out.iterdir()) == ["manifest.json", "notes.txt",
-                                                     "test_quantizelinear-13-renamed-float-uint8"]
+    assert sorted(x.name for x in out.iterdir()) == ["LICENSE", "README.md", "implementation-defined", "invalid",
+                                                     "manifest.json", "normative", "notes.txt"]
+    assert [x.name for x in (out / "normative").iterdir()] == ["test_quantizelinear-13-renamed-float-uint8"]
 
 
 @pytest.mark.parametrize("setup,message", [
@@ -267,6 +268,8 @@ def test_generate_replaces_its_own_stale_cases_and_keeps_the_rest(tmp_path: Path
     ("escaping-manifest", "not empty, and not made by qdq-conformance generate"),
     ("broken-manifest", "not empty, and not made by qdq-conformance generate"),
     ("in-the-way", "exists and was not made by qdq-conformance generate; not replaced"),
+    ("foreign-readme", "README.md: exists and was not made by qdq-conformance generate; not replaced"),
+    ("kind-link", "normative: exists and is not a folder generate made; not replaced"),
 ])
 def test_generate_refuses_what_it_did_not_make(tmp_path: Path, good_cases: Path, setup: str, message: str) -> None:
     out = tmp_path / "suite"
@@ -285,8 +288,14 @@ def test_generate_refuses_what_it_did_not_make(tmp_path: Path, good_cases: Path,
         (out / "manifest.json").write_text("[" * 100_000)
     elif setup == "in-the-way":
         (out / "manifest.json").write_text(json.dumps({"suite": "onnx-qdq-conformance", "cases": []}))
-        (out / f"test_{GOOD_ID}").mkdir()
-        (out / f"test_{GOOD_ID}" / "mine").write_text("x")
+        (out / "normative" / f"test_{GOOD_ID}").mkdir(parents=True)
+        (out / "normative" / f"test_{GOOD_ID}" / "mine").write_text("x")
+    elif setup in ("foreign-readme", "kind-link"):  # (an earlier generate's manifest, which lists no README)
+        (out / "manifest.json").write_text(json.dumps({"suite": "onnx-qdq-conformance", "cases": []}))
+        if setup == "foreign-readme":
+            (out / "README.md").write_text("mine")
+        else:
+            (out / "normative").symlink_to(victim)
     before = sorted(str(p) for p in tmp_path.rglob("*") if "cache" not in p.parts)
     p = _cli("generate", "--cases", str(good_cases), "--out", str(out), cwd=tmp_path, env=_env(tmp_path))
     assert p.returncode == 2 and "Traceback" not in p.stderr

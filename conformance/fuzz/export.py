@@ -24,7 +24,7 @@ from typing import Any, cast
 import yaml
 
 from ..generators.corpus import load_file
-from ..generators.export import write_case
+from ..generators.layout import test_name, write_folder
 from ..reports.findings import FAILING, group, is_expected, signature
 from ..reports.findings import Finding as Group
 from ..runner.results import CaseRecord, ResultsWriter, expectation_of, read
@@ -88,7 +88,8 @@ def write_finding(out: Path, f: Finding, backend: str, version: str) -> dict[str
         problem = f"{type(e).__name__}: {e}"
     folder = out / "findings" / f.case.id
     folder.mkdir(parents=True, exist_ok=True)
-    data_folder = write_case(folder, f.case, f.form)
+    data_folder = test_name(f.case, f.form)
+    write_folder(folder / data_folder, f.case, f.form)
     repro = f.record.get("repro")
     if repro:
         (folder / "repro.py").write_text(str(repro) + "\n", encoding="utf-8")

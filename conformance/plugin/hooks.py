@@ -20,6 +20,7 @@ from ..resources import cases_dir
 from ..runner import expectations as expectations_mod
 from ..runner.execute import CaseRef
 from ..runner.results import ResultsWriter, header
+from ..runner.suite import scope as suite_scope
 from ..types import TYPES
 from . import fastpath, options, selection, sharding, stopping
 from .distributed import is_controller, is_worker
@@ -309,6 +310,9 @@ def _stale(config: pytest.Config, state: RunState) -> list[tuple[expectations_mo
     subset = bool(config.getoption("keyword") or config.getoption("markexpr") or state.deselected
                   or not state.tracker.counts)
     forms = set(forms_of(config))
+    if config.getoption("qdq_suite"):  # a suite of part of the corpus, or of some graph forms, is such a subset
+        complete, suite_forms = suite_scope(Path(config.getoption("qdq_suite")))
+        subset, forms = subset or not complete, forms & set(suite_forms)
     stale = state.tracker.stale(state.expectations, subset, forms)
     warn = config.pluginmanager.has_plugin("warnings")  # a corpus run turns it off (-p no:warnings)
     for e, why in stale:

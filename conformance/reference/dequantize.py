@@ -47,7 +47,8 @@ def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, 
         else:
             dest[...] = _dequantize(xc, sc, zc, out, to_precision)
 
-    return map_chunked(kernel, x, [s, z], out.dtype)
+    with np.errstate(over="ignore"):  # a product beyond float32's range is inf, the IEEE answer the spec gives
+        return map_chunked(kernel, x, [s, z], out.dtype)
 
 
 def _dequantize(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: ElementType,

@@ -101,18 +101,8 @@ def classify(raw: RawResult, *, case_status: str, expected: list[np.ndarray] | N
             return Outcome(RunStatus.INVALID_ACCEPTED, "the backend ran a model that must be rejected", actual=raw.outputs,
                            seconds=raw.seconds)
         return Outcome(RunStatus.PASSED, f"rejected ({raw.kind}): {raw.message}", seconds=raw.seconds)
-    if case_status == CaseStatus.IMPLEMENTATION_DEFINED and readings:
+    if case_status == CaseStatus.IMPLEMENTATION_DEFINED:
         return _judge(raw, readings, ulp, raw.seconds, names)
-    if case_status == CaseStatus.IMPLEMENTATION_DEFINED:  # no readings (an exported suite's case): recorded, not judged
-        if raw.kind != "ok":
-            return Outcome(RunStatus.IMPLEMENTATION_DEFINED, raw.message, behaviour=f"{raw.kind}: {raw.message}"[:300],
-                           seconds=raw.seconds)
-        assert expected is not None
-        mismatches = _check_outputs(expected, raw, ulp, names=names)
-        behaviour = "agrees with the kernel's reading" if not mismatches else \
-            "differs from the kernel's reading: " + explain(mismatches)
-        return Outcome(RunStatus.IMPLEMENTATION_DEFINED, behaviour, actual=raw.outputs, mismatches=mismatches,
-                       behaviour=behaviour, seconds=raw.seconds)
     if raw.kind == "unsupported":
         return Outcome(RunStatus.UNSUPPORTED, raw.message, seconds=raw.seconds)
     if raw.kind == "rejected":
@@ -132,7 +122,11 @@ def _names(readings: Sequence[Any]) -> str:
 
 def _judge(raw: RawResult, readings: Sequence[Any], ulp: int, seconds: float, names: Sequence[str] = ()) -> Outcome:
     """An implementation-defined case against its catalogued readings: the first reading the backend's answer
-    matches (the kernel's first) is the one it follows; none matching is a failure (a rejection: an error)."""
+    matches (the kernel's first) is the one it follows; none matching is a failure (a rejection: an error). A
+    case that carries no reading cannot be judged: an error of the case, never a pass."""
+    if not readings:
+        return Outcome(RunStatus.ERROR, "an implementation-defined case that carries no catalogued reading cannot be "
+                       f"judged (the backend's answer: {raw.kind})", seconds)
     if raw.kind == "unsupported":
         return Outcome(RunStatus.UNSUPPORTED, raw.message, seconds)
     if raw.kind != "ok":

@@ -1,4 +1,11 @@
-"""Cases read back from an exported suite folder (``pytest --suite DIR``)."""
+"""Cases read back from an exported suite folder (``pytest --suite DIR``), judged as the corpus's are.
+
+A :class:`SuiteCase` is a :class:`qdq_conformance.domain.Case` with the same data as the corpus case it was
+exported from: its status, comparison rule, the rule an invalid case breaks, the kernel's outputs and, for an
+implementation-defined case, every catalogued reading's outputs (with the elements each constrains), so that
+``runner.outcome.classify`` gives it the same status, reading and mismatches. The suite's layout is
+``generators/layout.py``'s; this module follows the paths ``manifest.json`` records.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +17,28 @@ from typing import Any
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from ..domain import CaseStatus
+from ..generators.labels import labels
+from ..reference.readings import Reading
 from ..types import from_tensor_proto
+
+#: the manifest layout this reader knows (generators/export.py's MANIFEST_VERSION)
+MANIFEST_VERSION = 2
+DATA_SET = "test_data_set_0"
 
 
 def _tensor(path: Path) -> np.ndarray:
     t = onnx.TensorProto()
     t.ParseFromString(path.read_bytes())
     return from_tensor_proto(t)
+
+
+def _mask(path: Path) -> np.ndarray:
+    t = onnx.TensorProto()
+    t.ParseFromString(path.read_bytes())
+    return np.asarray(numpy_helper.to_array(t), dtype=bool)
 
 
 @dataclass
@@ -40,7 +60,7 @@ class SuiteCase:
 
     @property
     def ulp(self) -> int:
-        comp = self.meta.get("comparison", "exact")
+        comp = self.meta.get("comparison") or "exact"
         return int(comp.split("<=")[1]) if comp.startswith("ulp<=") else 0
 
     def model(self, form: str | None = None) -> onnx.ModelProto:
@@ -48,21 +68,55 @@ class SuiteCase:
 
     def feeds(self, form: str | None = None) -> dict[str, np.ndarray]:
         model = self.model()
-        data = self.folder / "test_data_set_0"
+        data = self.folder / DATA_SET
         return {inp.name: _tensor(data / f"input_{k}.pb") for k, inp in enumerate(model.graph.input)}
+
+    def _outputs(self, where: Path) -> list[np.ndarray]:
+        return [_tensor(where / f"output_{k}.pb") for k in range(len(self.meta["outputs"]))]
 
     @property
     def expected(self) -> list[np.ndarray] | None:
+        """The reference kernel's outputs (None for an invalid case)."""
         if self.status == CaseStatus.INVALID:
             return None
-        data = self.folder / "test_data_set_0"
-        return [_tensor(data / f"output_{k}.pb") for k in range(len(self.meta["outputs"]))]
+        if self.status == CaseStatus.IMPLEMENTATION_DEFINED:
+            return self._outputs(self.folder / "expected")
+        return self._outputs(self.folder / DATA_SET)
 
     @property
-    def readings(self) -> Sequence[Any]:
-        """None: an exported suite carries no catalogued readings (an implementation-defined case is recorded,
-        not judged)."""
-        return ()
+    def readings(self) -> Sequence[Reading]:
+        """An implementation-defined case's catalogued readings, in the order the corpus case holds them (the
+        kernel's first); empty for the other statuses."""
+        if self.status != CaseStatus.IMPLEMENTATION_DEFINED:
+            return ()
+        out = []
+        for r in self.meta["reading_files"]:
+            if r["outputs"] is None:
+                out.append(Reading(r["ambiguity"], r["name"], None))
+                continue
+            where = self._inside(r["outputs"])
+            judged = None if r.get("judged") is None else tuple(
+                _mask(where / f"judged_{k}.pb") if constrained else None for k, constrained in enumerate(r["judged"]))
+            out.append(Reading(r["ambiguity"], r["name"], tuple(self._outputs(where)), judged))
+        return out
+
+    def _inside(self, relative: str) -> Path:
+        path = self.folder / relative
+        if not path.resolve().is_relative_to(self.folder.resolve()):
+            raise ValueError(f"case {self.id!r}: {relative!r} is outside its folder")
+        return path
+
+    def input_values(self) -> list[np.ndarray | None]:
+        """Every formal input's value, in order (None for an omitted optional one): graph inputs and
+        initializers."""
+        model = self.model()
+        values = {t.name: from_tensor_proto(t) for t in model.graph.initializer} | self.feeds()
+        return [values.get(io["name"]) if io["element_type"] else None for io in self.meta["inputs"]]
+
+    def x_labels(self, indices: list[tuple[int, ...]]) -> list[str] | None:
+        """Which boundary x sits on at each multi-index, as for the corpus case (generators/labels.py)."""
+        m = self.meta
+        return labels(m["domain"], m["operator"], m["version"], self.input_values(), m["attributes"], indices)
 
     def metadata(self) -> dict[str, Any]:
         return self.meta
@@ -72,10 +126,20 @@ class SuiteCase:
         return dict(self.template.get("spec", {}))
 
 
+class SuiteError(ValueError):
+    """A suite folder this version cannot read: one line saying why."""
+
+
 def load_suite(root: Path) -> tuple[dict[str, Any], list[SuiteCase]]:
-    """The manifest and cases of an exported suite. ValueError when the manifest names a case folder outside
-    the suite (an absolute path, ``..``, a link leading out): nothing outside ``root`` is ever read."""
+    """The manifest and cases of an exported suite. SuiteError when the manifest is of another layout, or names
+    a case folder outside the suite (an absolute path, ``..``, a link leading out): nothing outside ``root`` is
+    ever read."""
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    version = manifest.get("manifest_version") if isinstance(manifest, dict) else None
+    if version != MANIFEST_VERSION:
+        raise SuiteError(f"manifest_version {version!r}, this reader knows {MANIFEST_VERSION}: export the suite "
+                         "again with this version's qdq-conformance generate (an older export carries no "
+                         "catalogued readings, so its implementation-defined cases cannot be judged)")
     top = root.resolve()
     cases = []
     for entry in manifest["cases"]:
@@ -83,6 +147,20 @@ def load_suite(root: Path) -> tuple[dict[str, Any], list[SuiteCase]]:
         for form, folder in sorted(entry["folders"].items()):
             path = root / str(folder)
             if not path.resolve().is_relative_to(top):
-                raise ValueError(f"case {entry.get('id')!r}: folder {folder!r} is outside the suite")
+                raise SuiteError(f"case {entry.get('id')!r}: folder {folder!r} is outside the suite")
             cases.append(SuiteCase(entry, template, path, form))
     return manifest, cases
+
+
+def scope(root: Path) -> tuple[bool, tuple[str, ...]]:
+    """(whether the suite holds every case of the corpus it was made from, its graph forms), from its manifest
+    ((False, ()) when it cannot be read). A run of a part of the corpus calls stale only the expectation entries
+    its cases could match, as a ``-k`` run of the corpus does; an entry for a form the suite lacks is never
+    stale."""
+    try:
+        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+        selection, forms = manifest.get("selection"), manifest.get("forms")
+        complete = isinstance(selection, dict) and selection.get("complete") is True
+        return complete, tuple(f for f in forms if isinstance(f, str)) if isinstance(forms, list) else ()
+    except (OSError, ValueError, AttributeError, TypeError, RecursionError):
+        return False, ()

@@ -1,0 +1,172 @@
+"""The exported suite's layout: which kind folder a case goes to, and what each case folder holds.
+
+    DIR/README.md, DIR/LICENSE, DIR/manifest.json
+    DIR/normative/test_<id>[_initializer]/model.onnx, data.json, test_data_set_0/input_K.pb, output_K.pb
+    DIR/implementation-defined/test_<id>[_initializer]/model.onnx, test_data_set_0/input_K.pb,
+        expected/output_K.pb, readings/R/output_K.pb [, readings/R/judged_K.pb]
+    DIR/invalid/test_<id>[_initializer]/model.onnx, test_data_set_0/input_K.pb
+
+Each kind folder is a ``kind`` of ONNX's backend-test loader (``load_model_tests(data_dir=DIR, kind=...)``).
+``normative`` is the one an output-comparing runner (ONNX's ``onnx.backend.test.runner.Runner``, ONNX Runtime's
+``onnx_test_runner``) judges right: every folder's ``data.json`` gives the loader rtol 0 and atol 0 (a case with
+a ULP bound: the smallest rtol that holds it, :func:`qdq_conformance.compare.relative_tolerance`). The other two
+kinds hold no ``output_K.pb`` in their data set, so such a runner can never count one as a pass (it finds fewer
+outputs than the model has): an invalid case passes only when the backend rejects the model, an
+implementation-defined one when its answer matches one of the catalogued readings under ``readings/`` (R is the
+reading's index in the case's ``readings`` list in ``manifest.json``; ``judged_K.pb``, a bool tensor, marks the
+elements a reading constrains when it leaves others free). ``expected/`` holds the reference kernel's answer.
+``qdq-conformance run --suite DIR`` reads all of it (``runner/suite.py``).
+
+This module is the one place that knows the layout; the manifest (``export.py``) records, for every case, its
+kind, its folder per graph form, its tolerance and its readings, so a reader needs nothing but the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from onnx import numpy_helper
+
+from qdq_conformance.compare import relative_tolerance
+from qdq_conformance.domain import CaseStatus, Form
+from qdq_conformance.types import by_dtype, to_tensor_proto
+
+from .case import ConcreteCase
+
+#: the kind folders, what each holds, and how an output-comparing runner must treat it (manifest's ``kinds``)
+KINDS: dict[str, dict[str, str]] = {
+    CaseStatus.NORMATIVE.value: {
+        "holds": "cases whose answer the spec decides: outputs compared bit for bit (NaN matches any NaN), or "
+                 "within the ULP bound the case states",
+        "onnx_runner": "run it: each folder's data.json sets rtol and atol (0 and 0 for an exact case)"},
+    CaseStatus.IMPLEMENTATION_DEFINED.value: {
+        "holds": "cases whose answer depends on an entry of the ambiguity catalogue: a backend conforms when "
+                 "its outputs match one of the catalogued readings (readings/R/output_K.pb)",
+        "onnx_runner": "do not run it as output tests: the data sets hold no outputs, so every case fails there; "
+                       "judge it with qdq-conformance run --suite or against readings/"},
+    CaseStatus.INVALID.value: {
+        "holds": "models the spec forbids: a backend conforms when it rejects the model (at load or at run "
+                 "time); the rule each breaks is the case's 'rule' in manifest.json",
+        "onnx_runner": "do not run it as output tests: a rejection is the pass, which an output-comparing runner "
+                       "counts as an error; the data sets hold no outputs"},
+}
+DATA_SET = "test_data_set_0"
+EXPECTED = "expected"
+READINGS = "readings"
+#: a case folder's path inside the suite, as the manifest records it
+FOLDER = re.compile("(?:" + "|".join(re.escape(k) for k in KINDS) + r")/test_[a-z0-9][a-z0-9_-]*")
+
+
+def kind_of(case: ConcreteCase) -> str:
+    """The kind folder of a case: its status."""
+    return CaseStatus(case.status).value
+
+
+def test_name(case: ConcreteCase, form: str) -> str:
+    """The name of the case's folder in ``form``: ``test_<id>[_<form>]`` (ONNX's loader names a test after it)."""
+    return f"test_{case.id}" if form == Form.RUNTIME else f"test_{case.id}_{form}"
+
+
+def folder_name(case: ConcreteCase, form: str) -> str:
+    """The case's folder in ``form``, relative to the suite: ``KIND/test_<id>[_<form>]``."""
+    return f"{kind_of(case)}/{test_name(case, form)}"
+
+
+def tolerance(case: ConcreteCase) -> dict[str, float] | None:
+    """What a normative case's data.json tells ONNX's loader (None for the other kinds, which hold no outputs)."""
+    if case.status != CaseStatus.NORMATIVE or case.expected is None:
+        return None
+    rtol, atol = relative_tolerance(case.expected, case.ulp)
+    return {"rtol": rtol, "atol": atol}
+
+
+def onnx_runner_blind_to(case: ConcreteCase) -> list[str]:
+    """What ONNX's backend-test runner cannot see in a normative case's outputs, even at rtol 0 and atol 0
+    (``numpy.testing.assert_allclose``): the sign of a zero (an expected float zero), and a difference within two
+    bfloat16 ULPs (the runner raises rtol to 2**-6 for bfloat16 outputs)."""
+    if case.status != CaseStatus.NORMATIVE or case.expected is None:
+        return []
+    blind = []
+    floats = [e for e in case.expected if by_dtype(e.dtype).is_float]
+    if any(np.any(e.astype(np.float32) == 0) for e in floats):
+        blind.append("signed zero")
+    if any(by_dtype(e.dtype).name == "bfloat16" for e in floats):
+        blind.append("bfloat16 within 2 ULP")
+    return blind
+
+
+def reading_files(case: ConcreteCase) -> list[dict[str, Any]]:
+    """The manifest's description of an implementation-defined case's readings: entry, reading, and the folder
+    of its outputs inside the case folder (None: the reading rejects the model), in the order the runner tries
+    them (the kernel's first)."""
+    return [{"ambiguity": r.ambiguity, "name": r.name,
+             "outputs": None if r.outputs is None else f"{READINGS}/{k}",
+             "judged": None if r.outputs is None or r.judged is None else [m is not None for m in r.judged]}
+            for k, r in enumerate(case.readings)]
+
+
+def _write(path: Path, data: bytes) -> None:
+    with open(path, "wb") as fh:  # (open + write: the export writes ~150,000 small files)
+        fh.write(data)
+
+
+def _tensor(array: np.ndarray, name: str) -> bytes:
+    return to_tensor_proto(np.asarray(array), name).SerializeToString(deterministic=True)
+
+
+def _outputs(folder: Path, names: Sequence[str], values: Sequence[np.ndarray]) -> None:
+    for k, (name, value) in enumerate(zip(names, values, strict=True)):
+        _write(folder / f"output_{k}.pb", _tensor(value, name))
+
+
+def write_case(root: Path, case: ConcreteCase, form: str) -> str:
+    """Write one case in one graph form under ``root``; return its folder (relative to ``root``). The kind
+    folder must exist (:func:`make_kind_folders`)."""
+    name = folder_name(case, form)
+    if not FOLDER.fullmatch(name):  # ids are a-z, 0-9 and '-' (limits.py); never write outside the root
+        raise ValueError(f"case id {case.id[:80]!r} does not name a folder inside {root}")
+    write_folder(root / name, case, form)
+    return name
+
+
+def write_folder(folder: Path, case: ConcreteCase, form: str) -> None:
+    """Make ``folder`` (its parent must exist) and write the case's files in ``form`` into it."""
+    data_dir = folder / DATA_SET
+    os.mkdir(folder)
+    os.mkdir(data_dir)
+    model = case.model(form)
+    _write(folder / "model.onnx", model.SerializeToString(deterministic=True))
+    feeds = case.feeds(form)
+    for k, inp in enumerate(model.graph.input):
+        _write(data_dir / f"input_{k}.pb", _tensor(feeds[inp.name], inp.name))
+    tol = tolerance(case)
+    if tol is not None:
+        assert case.expected is not None
+        _outputs(data_dir, case.output_names, case.expected)
+        _write(folder / "data.json", (json.dumps(tol, sort_keys=True) + "\n").encode())
+    elif case.status == CaseStatus.IMPLEMENTATION_DEFINED:
+        assert case.expected is not None
+        os.mkdir(folder / EXPECTED)
+        _outputs(folder / EXPECTED, case.output_names, case.expected)
+        os.mkdir(folder / READINGS)
+        for k, r in enumerate(case.readings):
+            if r.outputs is None:
+                continue
+            where = folder / READINGS / str(k)
+            os.mkdir(where)
+            _outputs(where, case.output_names, r.outputs)
+            for j, mask in enumerate(r.judged or ()):
+                if mask is not None:
+                    _write(where / f"judged_{j}.pb", numpy_helper.from_array(
+                        np.asarray(mask, dtype=bool), f"judged_{j}").SerializeToString(deterministic=True))
+
+
+def make_kind_folders(root: Path) -> None:
+    for kind in KINDS:
+        (root / kind).mkdir(parents=True, exist_ok=True)
