@@ -57,12 +57,13 @@ def write_cases(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] =
         if form not in FORMS:
             raise ValueError(f"unknown graph form {form!r}; known: {', '.join(FORMS)}")
     layout.make_kind_folders(out)
+    files = layout.Files()
     entries = []
     templates: dict[str, Any] = {}
     for case in cases:
         entry = dict(case.metadata())  # a copy: the case keeps its own
         entry["kind"] = layout.kind_of(case)
-        entry["folders"] = {form: layout.write_case(out, case, form) for form in forms}
+        entry["folders"] = {form: layout.write_case(out, case, form, files) for form in forms}
         entry["tolerance"] = layout.tolerance(case)
         entry["reading_files"] = layout.reading_files(case)
         entry["onnx_runner_blind_to"] = layout.onnx_runner_blind_to(case)
