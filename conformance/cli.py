@@ -133,7 +133,9 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     if not manifest["case_count"]:
         print("error: no case selected", file=sys.stderr)
         return 2
-    print(f"wrote {manifest['case_count']} cases x {len(forms)} form(s) to {args.out}")
+    kinds = ", ".join(f"{v['cases']} {k}" for k, v in manifest["kinds"].items())
+    print(f"wrote {manifest['case_count']} cases x {len(forms)} form(s) to {args.out} ({kinds}); "
+          f"{Path(args.out) / 'README.md'} says how to run them")
     return 1 if errors else 0
 
 

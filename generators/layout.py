@@ -114,16 +114,17 @@ def reading_files(case: ConcreteCase) -> list[dict[str, Any]]:
 
 class Files:
     """Writes a suite's files, each distinct content once: a file whose bytes an earlier one of this writer
-    holds becomes a hard link to it. The default corpus is ~180,000 files of ~60,000 distinct contents (the same
-    scale, zero point, data.json in thousands of cases), and on a journaling file system creating a file (an
-    inode) costs some 50 times what linking one does (measured on this project's ext4 machines: 0.35-0.8 ms vs
-    0.015 ms of CPU). Where links cannot be made (a file system without them, a file at its link limit), the file
-    is written, and becomes the one later copies link to."""
+    holds becomes a hard link to it. The default tier's export is ~196,000 files of ~59,000 distinct contents
+    (the same scale, zero point, data.json in thousands of cases), and on a journaling file system creating a
+    file (an inode) costs many times what linking one does (measured on this project's shared ext4 machine:
+    0.35-0.8 ms against 0.015 ms of CPU). Where links cannot be made (a file system without them, a file at its
+    link limit), the file is written, and becomes the one later copies link to. Paths are plain strings: pathlib
+    cost a fifth of the writing."""
 
     def __init__(self) -> None:
         self._first: dict[bytes, str] = {}
 
-    def write(self, path: Path, data: bytes) -> None:
+    def write(self, path: str, data: bytes) -> None:
         key = hashlib.sha256(data).digest()
         first = self._first.get(key)
         if first is not None:
@@ -134,16 +135,16 @@ class Files:
                 pass
         with open(path, "wb") as fh:
             fh.write(data)
-        self._first[key] = str(path)
+        self._first[key] = path
 
 
 def _tensor(array: np.ndarray, name: str) -> bytes:
     return to_tensor_proto(np.asarray(array), name).SerializeToString(deterministic=True)
 
 
-def _outputs(files: Files, folder: Path, names: Sequence[str], values: Sequence[np.ndarray]) -> None:
+def _outputs(files: Files, folder: str, names: Sequence[str], values: Sequence[np.ndarray]) -> None:
     for k, (name, value) in enumerate(zip(names, values, strict=True)):
-        files.write(folder / f"output_{k}.pb", _tensor(value, name))
+        files.write(f"{folder}/output_{k}.pb", _tensor(value, name))
 
 
 def write_case(root: Path, case: ConcreteCase, form: str, files: Files | None = None) -> str:
@@ -152,40 +153,41 @@ def write_case(root: Path, case: ConcreteCase, form: str, files: Files | None = 
     name = folder_name(case, form)
     if not FOLDER.fullmatch(name):  # ids are a-z, 0-9 and '-' (limits.py); never write outside the root
         raise ValueError(f"case id {case.id[:80]!r} does not name a folder inside {root}")
-    write_folder(root / name, case, form, files)
+    write_folder(os.path.join(root, name), case, form, files)
     return name
 
 
-def write_folder(folder: Path, case: ConcreteCase, form: str, files: Files | None = None) -> None:
+def write_folder(folder: str | Path, case: ConcreteCase, form: str, files: Files | None = None) -> None:
     """Make ``folder`` (its parent must exist) and write the case's files in ``form`` into it."""
     files = files if files is not None else Files()
-    data_dir = folder / DATA_SET
+    folder = os.fspath(folder)
+    data_dir = f"{folder}/{DATA_SET}"
     os.mkdir(folder)
     os.mkdir(data_dir)
     model = case.model(form)
-    files.write(folder / "model.onnx", model.SerializeToString(deterministic=True))
+    files.write(f"{folder}/model.onnx", model.SerializeToString(deterministic=True))
     feeds = case.feeds(form)
     for k, inp in enumerate(model.graph.input):
-        files.write(data_dir / f"input_{k}.pb", _tensor(feeds[inp.name], inp.name))
+        files.write(f"{data_dir}/input_{k}.pb", _tensor(feeds[inp.name], inp.name))
     tol = tolerance(case)
     if tol is not None:
         assert case.expected is not None
         _outputs(files, data_dir, case.output_names, case.expected)
-        files.write(folder / "data.json", (json.dumps(tol, sort_keys=True) + "\n").encode())
+        files.write(f"{folder}/data.json", (json.dumps(tol, sort_keys=True) + "\n").encode())
     elif case.status == CaseStatus.IMPLEMENTATION_DEFINED:
         assert case.expected is not None
-        os.mkdir(folder / EXPECTED)
-        _outputs(files, folder / EXPECTED, case.output_names, case.expected)
-        os.mkdir(folder / READINGS)
+        os.mkdir(f"{folder}/{EXPECTED}")
+        _outputs(files, f"{folder}/{EXPECTED}", case.output_names, case.expected)
+        os.mkdir(f"{folder}/{READINGS}")
         for k, r in enumerate(case.readings):
             if r.outputs is None:
                 continue
-            where = folder / READINGS / str(k)
+            where = f"{folder}/{READINGS}/{k}"
             os.mkdir(where)
             _outputs(files, where, case.output_names, r.outputs)
             for j, mask in enumerate(r.judged or ()):
                 if mask is not None:
-                    files.write(where / f"judged_{j}.pb", numpy_helper.from_array(
+                    files.write(f"{where}/judged_{j}.pb", numpy_helper.from_array(
                         np.asarray(mask, dtype=bool), f"judged_{j}").SerializeToString(deterministic=True))
 
 
