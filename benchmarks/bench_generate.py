@@ -1,7 +1,8 @@
 """`qdq-conformance generate` of the default tier: seconds, and the ratio to an earlier version of the code,
 measured side by side in one run.
 
-The earlier version (``--baseline``, a git revision, default ``main``) is taken from this checkout with
+The earlier version (``--baseline``, a git revision, default: where this branch left main, ``git merge-base
+HEAD main``) is taken from this checkout with
 ``git archive`` into a temporary folder and imported from there; both versions run the same command line
 (``generate --out DIR -j JOBS``, default tier, runtime form) as child processes, alternating (baseline, current,
 current, baseline, ...) so that a change in the machine's load weighs on both. Prints, per run, wall seconds and
@@ -9,7 +10,7 @@ the CPU seconds of the process and its workers; then the medians, the ratio curr
 distinct inodes written, and whether two runs of the current code wrote identical bytes. Target (issue 26): the
 default tier generates in <= 60 s on 2 cores with -j 2.
 
-    python benchmarks/bench_generate.py [--baseline main] [--rounds 2] [--jobs 2] [--dir DIR]
+    python benchmarks/bench_generate.py [--baseline REV] [--rounds 2] [--jobs 2] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -82,11 +83,15 @@ def tree(root: Path) -> tuple[int, int, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--baseline", default="main", help="git revision of the earlier code (default: %(default)s)")
+    ap.add_argument("--baseline", default=None, help="git revision of the earlier code (default: git merge-base "
+                    "HEAD main)")
     ap.add_argument("--rounds", type=int, default=2, help="runs of each version (default: %(default)s)")
     ap.add_argument("--jobs", type=int, default=2, help="generate -j (default: %(default)s)")
     ap.add_argument("--dir", default=None, help="where to write (default: a temporary folder)")
     args = ap.parse_args()
+    if args.baseline is None:
+        args.baseline = subprocess.run(["git", "-C", str(ROOT), "merge-base", "HEAD", "main"], check=True,
+                                       capture_output=True, text=True).stdout.strip()
     base = Path(args.dir or tempfile.mkdtemp(prefix="qdq-bench-generate-"))
     base.mkdir(parents=True, exist_ok=True)
     revision = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.baseline], check=True,

@@ -197,34 +197,37 @@ def remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def _check_target(out: Path, root: Path, name: str) -> None:
-    """``name`` is a place generate writes: a case folder inside a kind folder that is a real folder (not a link
-    leading elsewhere), or one of the files beside them."""
-    if name in TOP_FILES:
-        return
-    kind, _, rest = name.partition("/")
-    if not layout.FOLDER.fullmatch(name):
-        raise OutFolderError(f"{out / name}: not a case folder name")
-    place = out / kind
-    if place.is_symlink() or (place.exists() and not place.is_dir()) or \
-            (place.exists() and place.resolve() != root / kind):
-        raise OutFolderError(f"{place}: exists and is not a folder generate made; not replaced")
+def _check_kind_folders(out: Path, names: Iterable[str]) -> None:
+    """Every kind folder ``names`` go into is a real folder inside ``out`` (or absent), never a link leading
+    elsewhere."""
+    root = out.resolve()
+    for kind in sorted({n.partition("/")[0] for n in names if n not in TOP_FILES}):
+        place = out / kind
+        if place.is_symlink() or (place.exists() and (not place.is_dir() or place.resolve() != root / kind)):
+            raise OutFolderError(f"{place}: exists and is not a folder generate made; not replaced")
 
 
-def replace_folders(out: Path, moves: Sequence[tuple[Path, str]], old: Sequence[str]) -> None:
+def replace_folders(out: Path, moves: Sequence[tuple[str | Path, str]], old: Sequence[str]) -> None:
     """Remove what a previous generate made in ``out`` (``old``: case folders and files) and its manifest, then
     move each staged folder or file (``moves``: staged path, name relative to ``out``) into place; a name in the
     way that generate did not make is an OutFolderError, raised before anything is removed."""
     owned = {*old, "manifest.json"}  # (``old`` comes from a manifest generate wrote, or ``out`` held nothing)
-    root = out.resolve()
-    for _, name in moves:
-        _check_target(out, root, name)
-        target = out / name
-        if name not in owned and (target.exists() or target.is_symlink()):
-            raise OutFolderError(f"{target}: exists and was not made by qdq-conformance generate; not replaced")
+    names = [name for _, name in moves]
+    for name in names:
+        if name not in TOP_FILES and not layout.FOLDER.fullmatch(name):
+            raise OutFolderError(f"{out / name}: not a case folder name")
+    _check_kind_folders(out, names)
+    top = os.fspath(out)
+    # (a folder generate made before may hold anything beside its cases: look, one name at a time; a new or
+    # empty one cannot have anything in the way, and 30,000 looks are seconds on a busy disk)
+    if any(True for p in out.iterdir() if p.name != STAGING):
+        for name in names:
+            if name not in owned and os.path.lexists(f"{top}/{name}"):
+                raise OutFolderError(f"{out / name}: exists and was not made by qdq-conformance generate; not "
+                                     "replaced")
     for name in old:
         remove(out / name)
     remove(out / "manifest.json")
     layout.make_kind_folders(out)
     for staged, name in moves:
-        os.replace(staged, out / name)
+        os.replace(staged, f"{top}/{name}")

@@ -74,7 +74,7 @@ def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequ
         entries: list[dict[str, Any]] = []
         templates: dict[str, Any] = {}
         errors: list[str] = []
-        moves: list[tuple[Path, str]] = []
+        moves: list[tuple[str | Path, str]] = []
         claimed: dict[str, tuple[str, int]] = {}
         for k, path in enumerate(files):  # in file order: the earlier file keeps a repeated id
             e, t, err, claims = results[k]
@@ -88,7 +88,7 @@ def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequ
                 continue
             entries.extend(e)
             templates.update(t)
-            moves += [(staging / str(k) / name, name) for entry in e for name in entry["folders"].values()]
+            moves += [(f"{staging}/{k}/{name}", name) for entry in e for name in entry["folders"].values()]
         selection = {"patterns": list(select), "tiers": list(tiers), "complete": not select and not errors}
         manifest = build_manifest(entries, templates, forms, selection, corpus_hash(files))
         if not entries:
