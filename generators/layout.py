@@ -114,7 +114,7 @@ def reading_files(case: ConcreteCase) -> list[dict[str, Any]]:
 
 class Files:
     """Writes a suite's files, each distinct content once: a file whose bytes an earlier one of this writer
-    holds becomes a hard link to it. The default tier's export is ~196,000 files of ~59,000 distinct contents
+    holds becomes a hard link to it. The default tier's export is ~204,000 files of ~61,000 distinct contents
     (the same scale, zero point, data.json in thousands of cases), and on a journaling file system creating a
     file (an inode) costs many times what linking one does (measured on this project's shared ext4 machine:
     0.35-0.8 ms against 0.015 ms of CPU). Where links cannot be made (a file system without them, a file at its
