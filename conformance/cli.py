@@ -18,6 +18,7 @@ from .ambiguities import catalogue
 from .ambiguities import markdown as ambiguities_markdown
 from .backends.names import BUILTIN_NAMES
 from .backends.quark import DEFAULT_QUARK_VERSION, BuildError, build
+from .backends.registry import unavailable
 from .checker import cli as checker_cli
 from .domain import ALL_TIERS, BOTH, FORMS, Tier, forms_of, tiers_of
 from .errors import SpecViolation
@@ -42,7 +43,9 @@ from .progress import Progress
 from .reference import evaluate
 from .reports import compliance
 from .reports.commands import add_parsers as add_report_parsers
-from .reports.render import render_files
+from .reports.render import render as render_page
+from .runner import archive
+from .runner.results import ResultsError
 
 
 def _cmd_specs(args: argparse.Namespace) -> int:
@@ -191,31 +194,60 @@ def _cmd_build_quark(args: argparse.Namespace) -> int:
 
 COMPLIANCE_BACKENDS = ",".join(n for n in BUILTIN_NAMES if n != "reference")
 COMPLIANCE_COMMAND = "qdq-conformance compliance"
+#: The graph forms a backend's compliance run covers when --form is not given: the runtime form, but both for
+#: tract, which refuses a scale fed at run time (its runtime form is all but unsupported), and tinygrad, whose
+#: frontend folds constants into its kernels (each form is a different path through it).
+COMPLIANCE_FORMS = {"tract": BOTH, "tinygrad": BOTH}
+KEPT_RESULTS = "docs/results"
 
 
 def _cmd_compliance(args: argparse.Namespace) -> int:
-    """Run several backends over the corpus, then write their scoreboard (HTML) and the compliance table (Markdown)."""
-
-
+    """Run several backends over the corpus, then write their scoreboard (HTML) and the compliance table (Markdown);
+    a backend that cannot run here keeps its column from its last kept results (--kept), dated."""
     out = Path(args.results_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
+    paths, kept_only = [], []
     for name in [b.strip() for b in args.backends.split(",") if b.strip()]:
         path = out / f"{name}.jsonl"
-        paths.append(path)
+        kept = archive.kept_path(Path(args.kept), name)
         if args.reuse and path.exists():
             print(f"{name}: reusing {path}")
+        elif (why := unavailable(name)) is not None:
+            if not kept.exists():
+                print(f"{name}: left out: it cannot run here ({why}) and {kept} does not exist", flush=True)
+                continue
+            print(f"{name}: cannot run here ({why}); its column comes from {kept}", flush=True)
+            paths.append(kept)
+            kept_only.append(kept)
             continue
-        cmd = [sys.executable, "-m", "pytest", f"--backend={name}", *RUN_FLAGS, *cache_flags(), "--tb=no", "--no-header", f"--form={args.form}", f"--results={path}", "-o", "console_output_style=count"]
-        cmd += ["--workers", str(args.workers)]
-        print(f"{name}: {' '.join(cmd[2:])}", flush=True)
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        print(f"{name}: {(r.stdout.strip().splitlines() or ['(no output)'])[-1]}", flush=True)
-        if not path.exists():
-            print(f"error: {name} wrote no results", file=sys.stderr)
-            return 2
-    board = render_files(paths, Path(args.scoreboard))
-    md = compliance.render_files(paths, Path(args.markdown), command=COMPLIANCE_COMMAND)
+        else:
+            form = args.form or COMPLIANCE_FORMS.get(name, "runtime")
+            cmd = [sys.executable, "-m", "pytest", f"--backend={name}", *RUN_FLAGS, *cache_flags(), "--tb=no",
+                   "--no-header",
+                   f"--form={form}", f"--results={path}", "-o", "console_output_style=count"]
+            cmd += ["--workers", str(args.workers)]
+            print(f"{name}: {' '.join(cmd[2:])}", flush=True)
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            print(f"{name}: {(r.stdout.strip().splitlines() or ['(no output)'])[-1]}", flush=True)
+            if not path.exists():
+                print(f"error: {name} wrote no results", file=sys.stderr)
+                return 2
+            try:  # (a reused file was kept by the run that wrote it)
+                print(f"{name}: kept as {archive.keep(path, kept)}", flush=True)
+            except (ResultsError, OSError) as e:
+                print(f"error: cannot keep {path} as {kept}: {e}", file=sys.stderr)
+                return 2
+        paths.append(path)
+    if not paths:
+        print("error: no backend could run and none has kept results", file=sys.stderr)
+        return 2
+    try:
+        runs = compliance.load_marked(paths, kept_only)
+    except ResultsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    board = render_page(runs, Path(args.scoreboard))
+    md = compliance.write(runs, Path(args.markdown), command=COMPLIANCE_COMMAND)
     print(f"wrote {board} and {md}")
     return 0
 
@@ -296,8 +328,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the Markdown table to write (default: %(default)s)")
     p.add_argument("--scoreboard", default="docs/scoreboard.html", metavar="PATH",
                    help="the HTML scoreboard to write (default: %(default)s)")
-    p.add_argument("--form", choices=(*FORMS, BOTH), default="runtime",
-                   help="graph form(s) to run (default: %(default)s)")
+    p.add_argument("--form", choices=(*FORMS, BOTH), default=None,
+                   help="graph form(s) to run (default: runtime; both for tract, whose runtime form is all but "
+                        "unsupported, and tinygrad)")
+    p.add_argument("--kept", default=KEPT_RESULTS, metavar="DIR",
+                   help="where each backend's last results are kept, gzipped without the fields the table does "
+                        "not read (default: %(default)s); a backend that cannot run here keeps its column from "
+                        "them, dated")
     p.add_argument("-n", "--workers", default="auto", metavar="N",
                    help="backend worker processes per run (default: auto, the usable cores up to 4)")
     p.add_argument("--reuse", action="store_true", help="keep results files that already exist")

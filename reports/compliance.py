@@ -82,17 +82,27 @@ def render_markdown(results: list[Results], top: int = 6,
     out += ["Counts are cases (each case in the graph forms run). *failed* includes error, crashed, timeout and "
             "invalid-accepted; *impl.-def.* cases depend on an entry of the ambiguity catalogue and passed by "
             "following one of its catalogued readings (one that follows none is failed).", ""]
-    out += ["| backend | version | forms | passed | failed | unsupported | impl.-def. | score |",
-            "|---|---|---|---:|---:|---:|---:|---:|"]
+    out += ["| backend | version | results of | forms | passed | failed | unsupported | impl.-def. | score |",
+            "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for head, cases, _ in results:
         cnt = Counter(c["status"] for c in cases)
         bad = sum(cnt[s] for s in FAILING)
         judged = cnt[RunStatus.PASSED] + bad
         score = f"{100 * cnt['passed'] / judged:.1f}%" if judged else "-"
         forms = ",".join(sorted({c.get("form") or "" for c in cases}))
-        out.append(f"| {md(head.get('backend'))} | {md(head.get('backend_version'))} | {md(forms)} | {cnt['passed']} | {bad} | "
-                   f"{cnt['unsupported']} | {cnt['implementation-defined']} | {score} |")
+        out.append(f"| {md(head.get('backend'))} | {md(head.get('backend_version'))} | {md(run_date(head))} | "
+                   f"{md(forms)} | {cnt['passed']} | {bad} | {cnt['unsupported']} | {cnt['implementation-defined']} | "
+                   f"{score} |")
     out.append("")
+    kept = [h for h, _, _ in results if h.get(KEPT)]
+    if kept:
+        out += [f"{', '.join(md(h.get('backend')) for h in kept)}: not installed on the machine that regenerated "
+                "this table; "
+                + ("its row and column come" if len(kept) == 1 else "their rows and columns come")
+                + f" from the kept results of the date shown ({md(', '.join(str(h[KEPT]) for h in kept))})."]
+        out += [f"{md(h.get('backend'))}'s kept results are reconstructed: {md(h['reconstructed'])}."
+                for h in kept if h.get("reconstructed")]
+        out.append("")
     keys = sorted({f"{c.get('domain')}::{c.get('operator')}-{c.get('version')}" for _, cases, _ in results
                    for c in cases})
     out += ["## Per operator version (passed / failed / unsupported)", ""]
@@ -115,7 +125,8 @@ def render_markdown(results: list[Results], top: int = 6,
     out += _graph_section(results)
     out += ["## Findings", ""]
     for head, cases, _ in results:
-        out.append(f"### {md(head.get('backend'))} {md(head.get('backend_version'))}")
+        out.append(f"### {md(head.get('backend'))} {md(head.get('backend_version'))}"
+                   + (f" (kept results of {md(run_date(head)[:10])})" if head.get(KEPT) else ""))
         out.append("")
         found = _findings(cases, top)
         out += [line if line.startswith("  - ") else f"- {line}" for line in found] or ["- No failing case."]
@@ -156,7 +167,30 @@ def _template(rec: CaseRecord) -> str:
     return str(rec.get("template") or rec["id"]).rpartition("#")[2]
 
 
-def render_files(paths: list[Path], out: Path, command: str = "") -> Path:
+#: The header key :func:`load_marked` sets on a run read from a kept results file: the file it came from.
+KEPT = "kept_results"
+
+
+def run_date(head: dict[str, Any]) -> str:
+    """The day a run started (its header's ``started``), marked when it comes from kept results."""
+    day = str(head.get("started") or "?")[:10]
+    return f"{day} (kept)" if head.get(KEPT) else day
+
+
+def load_marked(paths: list[Path], kept: list[Path]) -> list[Results]:
+    """The runs of ``paths``; those read from ``kept`` (a backend that could not run here) marked :data:`KEPT`."""
+    runs = load_runs(paths)
+    for path, (head, _, _) in zip(paths, runs, strict=True):
+        if path in kept:
+            head[KEPT] = str(path)
+    return runs
+
+
+def write(results: list[Results], out: Path, command: str = "") -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_markdown(load_runs(paths), command=command) + "\n", encoding="utf-8")
+    out.write_text(render_markdown(results, command=command) + "\n", encoding="utf-8")
     return out
+
+
+def render_files(paths: list[Path], out: Path, command: str = "") -> Path:
+    return write(load_runs(paths), out, command)

@@ -18,6 +18,7 @@ from qdq_conformance.runner.merge import load_run, load_runs, shards_text
 from qdq_conformance.runner.results import CaseRecord, Results, is_expected, passed_against_entry
 
 from .casepage import page_data
+from .compliance import KEPT, run_date
 from .findings import Finding, index, shorten
 from .overview import Overview, overview
 from .page import environment, pack
@@ -226,7 +227,9 @@ def _page(results: list[Results], baseline: Results | None, baseline_name: str) 
 
 
 def scoreboard(results: list[Results]) -> dict[str, Any]:
-    backends = [f"{h.get('backend')} {h.get('backend_version')}" for h, _, _ in results]
+    backends = [f"{h.get('backend')} {h.get('backend_version')}"
+                + (f" (kept results of {run_date(h)[:10]})" if h.get(KEPT) else "")
+                for h, _, _ in results]
     table: dict[str, dict[int, str]] = defaultdict(dict)
     for k, (_, cases, _) in enumerate(results):
         for c in cases:

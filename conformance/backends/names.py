@@ -4,7 +4,20 @@ share (``tests/test_backends_more.py`` checks that the registry builds exactly t
 from __future__ import annotations
 
 #: the built-in backends, in the order the help texts list them
-BUILTIN_NAMES: tuple[str, ...] = ("ort", "onnx-reference", "openvino", "quark", "tvm", "iree", "reference")
+BUILTIN_NAMES: tuple[str, ...] = ("ort", "onnx-reference", "openvino", "quark", "tvm", "iree", "tract", "tinygrad",
+                                  "reference")
+#: one line each for the help texts: what the built-in runs and what it needs
+HELP: dict[str, str] = {
+    "ort": "ONNX Runtime, CPU",
+    "onnx-reference": "onnx.reference.ReferenceEvaluator",
+    "openvino": "OpenVINO's CPU plugin, extra openvino",
+    "quark": "AMD Quark's com.amd.quark operators in ONNX Runtime, after qdq-conformance build-quark",
+    "tvm": "Apache TVM, Relax on llvm, extra tvm",
+    "iree": "IREE, llvm-cpu, extra iree",
+    "tract": "Sonos tract, extra tract",
+    "tinygrad": "tinygrad's ONNX frontend on its CPU device, extra tinygrad, needs clang",
+    "reference": "this project's reference kernel, a self-check",
+}
 #: the forms of name that take an argument
 PARAMETRIZED: tuple[str, ...] = ("onnx-backend:MODULE", "command:CMD", "python:MODULE:FACTORY", "mutant:ID")
 #: where third-party packages register theirs
@@ -13,5 +26,5 @@ ENTRY_POINT_GROUP = "onnx_qdq_conformance.backends"
 
 def help_text() -> str:
     """Every built-in name and form, as the help texts of run, fuzz and compliance say them."""
-    return (", ".join(BUILTIN_NAMES + PARAMETRIZED)
-            + f", or a name registered under the entry-point group {ENTRY_POINT_GROUP} (docs/backends.md)")
+    return ("; ".join([f"{n} ({HELP[n]})" if n in HELP else n for n in BUILTIN_NAMES] + list(PARAMETRIZED))
+            + f"; or a name registered under the entry-point group {ENTRY_POINT_GROUP} (docs/backends.md)")

@@ -31,6 +31,10 @@ from .markers import MarkerSet
 from .names import BUILTIN_NAMES, ENTRY_POINT_GROUP, PARAMETRIZED
 from .openvino_backend import OpenVinoBackend
 from .quark import QuarkBackend
+from .tinygrad_backend import MARKERS as TINYGRAD_MARKERS
+from .tinygrad_backend import TinygradBackend
+from .tract_backend import MARKERS as TRACT_MARKERS
+from .tract_backend import TractBackend
 from .tvm_backend import TvmBackend
 
 
@@ -68,6 +72,23 @@ def _tvm(options: Mapping[str, Any]) -> Backend:
     return TvmBackend()
 
 
+def _optional(name: str, extra: str, make: Callable[[], Backend]) -> Backend:
+    """``make()``, or, when the runtime's package is not installed, a backend that declines every case saying
+    which extra installs it."""
+    try:
+        return make()  # (imports the runtime, an optional dependency)
+    except ImportError as e:
+        return MissingBackend(name, f"{extra} is not installed ({e}); pip install 'onnx-qdq-conformance[{extra}]'")
+
+
+def _tract(options: Mapping[str, Any]) -> Backend:
+    return _optional("tract", "tract", TractBackend)
+
+
+def _tinygrad(options: Mapping[str, Any]) -> Backend:
+    return _optional("tinygrad", "tinygrad", TinygradBackend)
+
+
 BUILTIN: dict[str, Callable[[Mapping[str, Any]], Backend]] = {
     "ort": _ort,
     "onnx-reference": _onnx_reference,
@@ -76,12 +97,16 @@ BUILTIN: dict[str, Callable[[Mapping[str, Any]], Backend]] = {
     "quark": _quark,
     "tvm": _tvm,
     "iree": _iree,
+    "tract": _tract,
+    "tinygrad": _tinygrad,
 }
 
 #: Backends whose unsupported-vs-rejected verdict rests on message markers: a whole run reports the markers
 #: that matched none of its refusals (markers.MarkerWatch).
 MARKERS: dict[str, MarkerSet] = {
     "iree": IREE_MARKERS,
+    "tract": TRACT_MARKERS,
+    "tinygrad": TINYGRAD_MARKERS,
 }
 
 
@@ -133,3 +158,13 @@ def create(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
         if ep.name == spec:
             return ep.load()(**options)
     raise ValueError(f"unknown backend {spec!r}; known: {', '.join(known_names())}")
+
+
+def unavailable(spec: str) -> str | None:
+    """Why backend ``spec`` cannot run cases on this machine (not installed, not built, unknown here), in one
+    line; None when it can."""
+    try:
+        backend = create(spec)
+    except Exception as e:  # noqa: BLE001 - whatever stops it being made is the answer
+        return (str(e).strip().splitlines() or [type(e).__name__])[0]
+    return getattr(backend, "reason", None)  # MissingBackend, or quark's library not built

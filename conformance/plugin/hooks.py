@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import time
 import warnings
+from collections import Counter
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -256,6 +257,7 @@ class _Recorder:
 
 def _note(state: RunState, note: dict[str, Any], record: str | None) -> None:
     state.tracker.note(note["id"], note["form"], note["status"], note.get("expected"), note.get("line"))
+    state.form_counts.setdefault(note["form"], Counter())[note["status"]] += 1
     if state.markers is not None and note.get("reason"):
         state.markers.see(note["reason"], note["form"])
     if state.results is not None and state.header is not None and record is not None:

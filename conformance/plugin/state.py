@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ class RunState:
     stale: list[str] = field(default_factory=list)  # stale expectations, as sentences
     markers: MarkerWatch | None = None  # the backend's message markers, and which ones refusals matched
     stale_markers: list[str] = field(default_factory=list)  # markers a whole run's refusals did not match
+    form_counts: dict[str, Counter[str]] = field(default_factory=dict)  # graph form -> cases per status
     tally: dict[str, int] | None = None  # how the expectations in force held (Tracker.tally), at the end
     backend_name: str = ""
     backend_version: str = ""

@@ -238,6 +238,29 @@ def _cut(line: str, width: int | None) -> str:
     return line if width is None or len(line) < width else line[:width - 4] + "..."
 
 
+#: A graph form in which at least this share of the cases is unsupported gets a sentence of its own.
+MOSTLY_UNSUPPORTED = 0.9
+
+
+def mostly_unsupported(state: RunState) -> list[str]:
+    """A sentence for each graph form of a run with several in which nearly every case is unsupported (tract's
+    runtime form, say): how many, and the refusal that explains most of them when the backend's markers say."""
+    if len(state.form_counts) < 2:
+        return []
+    lines = []
+    for form, counts in sorted(state.form_counts.items()):
+        total, unsupported = sum(counts.values()), counts.get("unsupported", 0)
+        if not total or unsupported < MOSTLY_UNSUPPORTED * total:
+            continue
+        line = (f"{form} form: {unsupported:,} of {total:,} case(s) unsupported by {state.backend_name}"
+                f" ({total - unsupported:,} judged or passed)")
+        top = state.markers.commonest(form) if state.markers is not None else None
+        if top is not None:
+            line += f"; {top[1]:,} of them because {state.backend_name} says {top[0].fragment!r}: {top[0].meaning}"
+        lines.append(line)
+    return lines
+
+
 def _count_lines(state: RunState, tally: Tally) -> list[tuple[str, dict[str, bool]]]:
     """The summary's head: how many cases ran in how long (of which selection), then one line per status with
     how many of them an expectation foresaw, did not, or says fail."""
@@ -280,6 +303,7 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus
     if tally.other_failures:
         out.append((f"{tally.other_failures} failure(s) of no case (a case file that cannot be loaded, or a "
                     "Python test): see pytest's list above", {"red": True}))
+    out += [(line, {"yellow": True}) for line in mostly_unsupported(state)]
     status = state.header.get("expectations_status") if state.header else None
     loud = {"yellow": True, "bold": True} if expectations_mod.needs_attention(status) else {}
     for line in expectations_mod.summary_lines(status, state.tally):  # loud when not recorded for this version

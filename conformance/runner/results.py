@@ -12,6 +12,7 @@ the header it returns (``"read"``) whether the file has its summary line and whi
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import platform
 import stat
@@ -375,9 +376,14 @@ def read(path: Path, check_fields: bool = True) -> Results:
     field of 64,000 of them is a tenth of the report's time."""
     try:
         with path.open("rb") as fh:
-            raw_lines = fh.read().split(b"\n")
-    except OSError as e:
+            data = fh.read()
+        if path.name.endswith(".gz"):  # a kept results file (runner/archive.py)
+            data = gzip.decompress(data)
+    except OSError as e:  # (gzip.BadGzipFile is one)
         raise ResultsError(f"{path}: cannot read: {e.strerror or e}") from None
+    except EOFError:
+        raise ResultsError(f"{path}: cannot read: a cut gzip file") from None
+    raw_lines = data.split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()
     if not raw_lines:
