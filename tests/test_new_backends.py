@@ -214,6 +214,7 @@ def test_compliance_keeps_a_column_from_kept_results_when_the_backend_cannot_run
     head, cases, summary = read(kept)
     assert [c["status"] for c in cases] == ["passed", "failed", "unsupported"] and summary is not None
     assert not any(k in c for c in cases for k in DROPPED) and head["backend"] == "demo"
+    assert [("message" in c) for c in cases] == [True, True, False]  # an unsupported case's reason is left out
     assert keep(full, tmp_path / "again.jsonl.gz").read_bytes() == kept.read_bytes()  # deterministic bytes
     # the table from the kept file is the table from the full one, but for the dates' mark
     a, b = tmp_path / "a.md", tmp_path / "b.md"
