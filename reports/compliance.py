@@ -90,6 +90,8 @@ def render_markdown(results: list[Results], top: int = 6,
         judged = cnt[RunStatus.PASSED] + bad
         score = f"{100 * cnt['passed'] / judged:.1f}%" if judged else "-"
         forms = ",".join(sorted({c.get("form") or "" for c in cases}))
+        if head.get("shard"):  # a run of one shard: its counts are of that shard only
+            forms += f" (shard {head['shard']})"
         out.append(f"| {md(head.get('backend'))} | {md(head.get('backend_version'))} | {md(run_date(head))} | "
                    f"{md(forms)} | {cnt['passed']} | {bad} | {cnt['unsupported']} | {cnt['implementation-defined']} | "
                    f"{score} |")
