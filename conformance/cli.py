@@ -223,8 +223,7 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
         else:
             form = args.form or COMPLIANCE_FORMS.get(name, "runtime")
             cmd = [sys.executable, "-m", "pytest", f"--backend={name}", *RUN_FLAGS, *cache_flags(), "--tb=no",
-                   "--no-header",
-                   f"--form={form}", f"--results={path}", "-o", "console_output_style=count"]
+                   "--no-header", f"--form={form}", f"--results={path}", "-o", "console_output_style=count"]
             cmd += ["--workers", str(args.workers)]
             print(f"{name}: {' '.join(cmd[2:])}", flush=True)
             r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
