@@ -207,16 +207,18 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
     out = Path(args.results_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths, kept_only = [], []
+    from_kept = {b.strip() for b in (args.from_kept or "").split(",") if b.strip()}
     for name in [b.strip() for b in args.backends.split(",") if b.strip()]:
         path = out / f"{name}.jsonl"
         kept = archive.kept_path(Path(args.kept), name)
-        if args.reuse and path.exists():
+        why = "--from-kept" if name in from_kept else None
+        if args.reuse and path.exists() and not why:
             print(f"{name}: reusing {path}")
-        elif (why := unavailable(name)) is not None:
+        elif (why := why or unavailable(name)) is not None:
             if not kept.exists():
-                print(f"{name}: left out: it cannot run here ({why}) and {kept} does not exist", flush=True)
+                print(f"{name}: left out: not run ({why}) and {kept} does not exist", flush=True)
                 continue
-            print(f"{name}: cannot run here ({why}); its column comes from {kept}", flush=True)
+            print(f"{name}: not run ({why}); its column comes from {kept}", flush=True)
             paths.append(kept)
             kept_only.append(kept)
             continue
@@ -334,6 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where each backend's last results are kept, gzipped without the fields the table does "
                         "not read (default: %(default)s); a backend that cannot run here keeps its column from "
                         "them, dated")
+    p.add_argument("--from-kept", metavar="A,B,...", help="backends not to run this time even if they can: their "
+                   "columns come from their kept results (a slow backend's last full run, say)")
     p.add_argument("-n", "--workers", default="auto", metavar="N",
                    help="backend worker processes per run (default: auto, the usable cores up to 4)")
     p.add_argument("--reuse", action="store_true", help="keep results files that already exist")

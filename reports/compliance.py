@@ -98,8 +98,8 @@ def render_markdown(results: list[Results], top: int = 6,
     out.append("")
     kept = [h for h, _, _ in results if h.get(KEPT)]
     if kept:
-        out += [f"{', '.join(md(h.get('backend')) for h in kept)}: not installed on the machine that regenerated "
-                "this table; "
+        out += [f"{', '.join(md(h.get('backend')) for h in kept)}: not run when this table was regenerated (not "
+                "installed on that machine, or left to its kept results with --from-kept); "
                 + ("its row and column come" if len(kept) == 1 else "their rows and columns come")
                 + f" from the kept results of the date shown ({md(', '.join(str(h[KEPT]) for h in kept))})."]
         out += [f"{md(h.get('backend'))}'s kept results are reconstructed: {md(h['reconstructed'])}."

@@ -226,14 +226,20 @@ def test_compliance_keeps_a_column_from_kept_results_when_the_backend_cannot_run
     assert main(["compliance", "--backends", "demo,nosuchbackend,other", "--results-dir", str(tmp_path), "--reuse",
                  "--kept", str(kept_dir), "--markdown", str(md), "--scoreboard", str(tmp_path / "s.html")]) == 0
     out = capsys.readouterr().out
-    assert "nosuchbackend: cannot run here (unknown backend 'nosuchbackend'" in out
-    assert "other: left out: it cannot run here" in out
+    assert "nosuchbackend: not run (unknown backend 'nosuchbackend'" in out
+    assert "other: left out: not run" in out
     text = md.read_text()
     day = head["started"][:10]
     assert f"| demo | 1.0 | {day} (kept) | runtime | 1 | 1 | 1 | 0 | 50.0% |" in text
-    assert "demo: not installed on the machine that regenerated this table" in text
+    assert "demo: not run when this table was regenerated" in text
     assert f"### demo 1.0 (kept results of {day})" in text
     assert f"(kept results of {day})" in (tmp_path / "s.html").read_text()
+    # --from-kept: a backend that could run (here: its results file is there to reuse) takes its kept column
+    keep(tmp_path / "demo.jsonl", kept_dir / "demo.jsonl.gz")
+    assert main(["compliance", "--backends", "demo", "--results-dir", str(tmp_path), "--reuse", "--from-kept", "demo",
+                 "--kept", str(kept_dir), "--markdown", str(md), "--scoreboard", str(tmp_path / "s.html")]) == 0
+    assert "demo: not run (--from-kept); its column comes from" in capsys.readouterr().out
+    assert "(kept) | runtime | 1 | 0 | 0 | 0 | 100.0% |" in md.read_text()
 
 
 def test_a_form_nearly_all_unsupported_gets_its_sentence():
