@@ -72,21 +72,14 @@ def _tvm(options: Mapping[str, Any]) -> Backend:
     return TvmBackend()
 
 
-def _optional(name: str, extra: str, make: Callable[[], Backend]) -> Backend:
-    """``make()``, or, when the runtime's package is not installed, a backend that declines every case saying
-    which extra installs it."""
-    try:
-        return make()  # (imports the runtime, an optional dependency)
-    except ImportError as e:
-        return MissingBackend(name, f"{extra} is not installed ({e}); pip install 'onnx-qdq-conformance[{extra}]'")
-
-
 def _tract(options: Mapping[str, Any]) -> Backend:
-    return _optional("tract", "tract", TractBackend)
+    require("tract", "pip install 'onnx-qdq-conformance[tract]'")  # (an optional dependency)
+    return TractBackend()
 
 
 def _tinygrad(options: Mapping[str, Any]) -> Backend:
-    return _optional("tinygrad", "tinygrad", TinygradBackend)
+    require("tinygrad", "pip install 'onnx-qdq-conformance[tinygrad]'")  # (an optional dependency; and clang)
+    return TinygradBackend()
 
 
 BUILTIN: dict[str, Callable[[Mapping[str, Any]], Backend]] = {
@@ -167,4 +160,4 @@ def unavailable(spec: str) -> str | None:
         backend = create(spec)
     except Exception as e:  # noqa: BLE001 - whatever stops it being made is the answer
         return (str(e).strip().splitlines() or [type(e).__name__])[0]
-    return getattr(backend, "reason", None)  # MissingBackend, or quark's library not built
+    return getattr(backend, "reason", None)  # (quark's library not built)

@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 
 from ..cachedir import cache_root
-from .base import NotApplicable, Rejected, Unsupported
+from .base import BackendUnavailable, NotApplicable, Rejected, Unsupported
 from .markers import Marker, MarkerSet, exotic_io
 
 #: Fragments of tinygrad's messages that say it does not implement what the model needs (besides
@@ -41,7 +41,7 @@ MARKERS = MarkerSet("tinygrad", (
 ))
 
 
-class ClangMissing(RuntimeError):
+class ClangMissing(BackendUnavailable):
     """tinygrad's CPU device has no C compiler to build its kernels with."""
 
 
