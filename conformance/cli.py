@@ -202,8 +202,9 @@ KEPT_RESULTS = "docs/results"
 
 
 def _cmd_compliance(args: argparse.Namespace) -> int:
-    """Run several backends over the corpus, then write their scoreboard (HTML) and the compliance table (Markdown);
-    a backend that cannot run here keeps its column from its last kept results (--kept), dated."""
+    """Run several backends over the corpus, then write their scoreboard (HTML), the compliance table and the
+    findings page beside it (Markdown); a backend that cannot run here keeps its column from its last kept results
+    (--kept), dated."""
     out = Path(args.results_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths, kept_only = [], []
@@ -249,7 +250,7 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
         return 2
     board = render_page(runs, Path(args.scoreboard))
     md = compliance.write(runs, Path(args.markdown), command=COMPLIANCE_COMMAND)
-    print(f"wrote {board} and {md}")
+    print(f"wrote {board}, {md} and {md.parent / compliance.FINDINGS_PAGE}")
     return 0
 
 

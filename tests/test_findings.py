@@ -175,7 +175,9 @@ def test_scoreboard_and_compliance_carry_the_findings(tmp_path, capsys):
     assert sum(r["count"] for r in rows) == 15
     assert main(["compliance", "--backends", "a,b", "--results-dir", str(tmp_path), "--reuse",
                  "--markdown", str(tmp_path / "c.md"), "--scoreboard", str(tmp_path / "s.html")]) == 0
-    text = (tmp_path / "c.md").read_text()
+    assert "[findings.md](findings.md)" in (tmp_path / "c.md").read_text()
+    text = (tmp_path / "findings.md").read_text()  # (the findings page, written beside the table)
+    assert "## a 1.0" in text and "## b 1.0" in text and "- No failing case." in text
     assert "- Known: the backend wraps at the bound. Details. (12 cases)\n  - QuantizeLinear 21-23 (y integer" in text
     assert "the other end of the range (12 cases)" in text
     assert "- Not yet explained by an expectation entry: DequantizeLinear 19-21 (x float8; per-tensor" in text

@@ -204,7 +204,7 @@ def test_a_failing_graph_case_says_rewrite_or_node(graphs):
 
 
 def test_findings_and_the_compliance_table_group_graph_failures_by_defect():
-    from qdq_conformance.reports.compliance import render_markdown
+    from qdq_conformance.reports.compliance import render_findings
     from qdq_conformance.reports.findings import group
 
     def rec(i: str, defect: str, tpl: str) -> dict:
@@ -218,6 +218,6 @@ def test_findings_and_the_compliance_table_group_graph_failures_by_defect():
     assert sorted((f.defect, f.count) for f in found) == [("node", 1), ("rewrite", 2)]
     assert "rewrite: the backend's own node-by-node run" in next(f for f in found if f.defect == "rewrite").where()
     head = {"backend": "x", "backend_version": "1", "optimization": "level all"}
-    text = render_markdown([(head, cases, None)])
+    text = render_findings([(head, cases, None)])
     assert "## Graph cases: rewrite or node" in text and "- rewrite: a (2 case-forms, e.g. `graph-a-uint8-o21`, initializer form)" in text
     assert "- node: b (1 case-forms" in text and "(level all)" in text

@@ -71,7 +71,7 @@ def test_reports_render_no_script_links_and_escape_markdown(tmp_path):
     results = _hostile_results(tmp_path)
     html = render_files([results], tmp_path / "r.html").read_text()
     assert 'href="javascript:' not in html and "<script>alert" not in html and "<img src=x" not in html
-    text = render_markdown([results], tmp_path / "c.md").read_text()
+    text = render_markdown([results], tmp_path / "c.md").read_text() + (tmp_path / "findings.md").read_text()
     assert "<script>" not in text and "<b>" not in text and "<img" not in text
     assert re.search(r"(?<!\\)\]\(javascript:", text) is None  # an escaped bracket opens no link
     assert "\\[click\\]" in text and "a \\| b" in text

@@ -351,7 +351,7 @@ def test_arbitrary_bytes_are_read_or_refused_cleanly(tmp_path, data):
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(head=_HEADER | _JSON, lines=st.lists(_LINE, max_size=5), cut=st.booleans())
 def test_arbitrary_json_lines_are_refused_cleanly_or_rendered(tmp_path, head, lines, cut):
-    from qdq_conformance.reports.compliance import render_markdown
+    from qdq_conformance.reports.compliance import render_findings, render_markdown
     from qdq_conformance.reports.diff import diff_records, render_html, render_text
     from qdq_conformance.reports.render import render
 
@@ -367,6 +367,7 @@ def test_arbitrary_json_lines_are_refused_cleanly_or_rendered(tmp_path, head, li
     render_text(d)
     render_html(d, tmp_path / "diff.html")
     render_markdown([got])
+    render_findings([got])
     from qdq_conformance.reports.overview import overview
     from qdq_conformance.reports.overview import render_text as findings_text
     from qdq_conformance.reports.overview import to_json as findings_json
