@@ -6,7 +6,8 @@ import argparse
 import subprocess
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,8 @@ from .plugin.options import (
 from .plugin.terminal import EXIT_STATUS
 from .progress import Progress
 from .reference import evaluate
+from .reports import commands as report_commands
 from .reports import compliance
-from .reports.commands import add_parsers as add_report_parsers
 from .reports.render import render as render_page
 from .runner import archive
 from .runner.results import ResultsError
@@ -254,20 +255,33 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="qdq-conformance",
-        description="Conformance suite and reference kernel for ONNX QuantizeLinear / DequantizeLinear.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, fn in (("demo", _cmd_demo), ("specs", _cmd_specs), ("ambiguities", _cmd_ambiguities)):
-        doc = (fn.__doc__ or "").strip()
-        p = sub.add_parser(name, help=doc.splitlines()[0], description=doc)
-        p.set_defaults(func=fn)
-        if name == "ambiguities":
-            p.add_argument("--markdown", action="store_true", help="print it as the Markdown page docs/spec-notes.md")
-    p = sub.add_parser("generate", help=(_cmd_generate.__doc__ or "").strip(),
-                       description=(_cmd_generate.__doc__ or "").strip())
+def _doc(fn: object) -> str:
+    return (fn.__doc__ or "").strip()
+
+
+def _exit_statuses(statuses: Mapping[int, str]) -> str:
+    return "exit status: " + "; ".join(f"{k}: {v}" for k, v in statuses.items())
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its name, its one-line help (``qdq-conformance --help``), its description and epilog
+    (``qdq-conformance NAME --help``), what adds its arguments, and what runs it (returns the exit status)."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None
+    run: Callable[[argparse.Namespace], int]
+    description: str = ""  # (default: the help)
+    epilog: str | None = None
+    raw_description: bool = False  # description and epilog keep their line breaks
+
+
+def _add_ambiguities_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--markdown", action="store_true", help="print it as the Markdown page docs/spec-notes.md")
+
+
+def _add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="output folder: new, empty, or made by an earlier "
                    "generate, whose cases (those its manifest.json lists) are replaced; anything else is refused")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
@@ -276,52 +290,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="graph form: inputs fed at run time, scale / zero point as initializers, or both "
                         "(default: %(default)s)")
     _add_corpus_options(p)
-    p.set_defaults(func=_cmd_generate)
-    p = sub.add_parser("run", help=(_cmd_run.__doc__ or "").strip(), description=(_cmd_run.__doc__ or "").strip()
-                       + " Arguments after -- go to pytest (e.g. -- -k quantizelinear-21 -n 2). On a terminal, one "
-                       "progress line; elsewhere, a line a minute; at the end, after pytest's own lines, the run's "
-                       "summary: counts per status, expected vs unexpected, where the results and report are, and "
-                       "the exit status's meaning.",
-                       epilog="exit status:\n" + "\n".join(textwrap.fill(v, 100, initial_indent=f"  {k}  ",
-                                                                        subsequent_indent="     ",
-                                                                        break_on_hyphens=False)  # (--backend-timeout)
-                                                          for k, v in EXIT_STATUS.items()),
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     add_to_argparse(p)
     add_habits(p)
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments, after --")
-    p.set_defaults(func=_cmd_run)
-    add_report_parsers(sub)  # report, findings, diff
-    p = sub.add_parser("show", help="Show one case in full (spec clause, inputs, expected vs actual with bit codes, "
-                       "why each differing element is hard, expectation, reading), from a results file or a fresh "
-                       "run of that case.", description=(showcmd.__doc__ or "").strip(),
-                       epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in showcmd.EXIT.items()))
-    showcmd.add_arguments(p)
-    p.set_defaults(func=showcmd.run)
-    p = sub.add_parser("check", help=(_cmd_check.__doc__ or "").strip(),
-                       description=(_cmd_check.__doc__ or "").strip() + " Covers QuantizeLinear, DequantizeLinear, "
-                       "DynamicQuantizeLinear, com.microsoft QuantizeLinear / DequantizeLinear and com.amd.quark "
-                       "ExtendedQuantizeLinear / ExtendedDequantizeLinear in the main graph, subgraphs and local "
-                       "functions, every problem of a node (each rule once, blamed on the input at fault), and the "
-                       "model around them (node order, IR version); other quantization "
-                       "operators are named in notes (QDQ024). `qdq-conformance check --rules` lists the rules.",
-                       epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in checker_cli.EXIT.items()))
-    checker_cli.add_arguments(p)
-    p.set_defaults(func=_cmd_check)
-    p = sub.add_parser("build-quark", help=(_cmd_build_quark.__doc__ or "").strip(),
-                       description=(_cmd_build_quark.__doc__ or "").strip() + " Sources: an installed amd-quark, "
-                       "--source (its custom_ops folder or a wheel), or else the amd-quark wheel downloaded with "
-                       "`pip download --no-deps` (never installed; onnx and onnxruntime stay as they are). "
-                       "Cache: $QDQ_CACHE_DIR or ~/.cache/onnx-qdq-conformance/quark. Exit status 1 (one line "
-                       "saying why) when the library cannot be built: a source that is not one, no compiler, a "
-                       "failed compilation, a cache that cannot be written.")
+
+
+def _add_build_quark_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--source", metavar="PATH", help="amd-quark's custom_ops folder or an amd_quark-*.whl")
     p.add_argument("--quark-version", metavar="V", help="amd-quark release to download when no source is given "
                    "(default: the tested one)")
     p.add_argument("--force", action="store_true", help="rebuild even when the cache has the library")
-    p.set_defaults(func=_cmd_build_quark)
-    p = sub.add_parser("compliance", help=(_cmd_compliance.__doc__ or "").strip(),
-                       description=(_cmd_compliance.__doc__ or "").strip())
+
+
+def _add_compliance_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backends", default=COMPLIANCE_BACKENDS, metavar="A,B,...",
                    help="backends to run (default: %(default)s)")
     p.add_argument("--results-dir", default="out/compliance", metavar="DIR",
@@ -342,27 +326,76 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-n", "--workers", default="auto", metavar="N",
                    help="backend worker processes per run (default: auto, the usable cores up to 4)")
     p.add_argument("--reuse", action="store_true", help="keep results files that already exist")
-    p.set_defaults(func=_cmd_compliance)
-    p = sub.add_parser("mutants", help=(_cmd_mutants.__doc__ or "").strip(),
-                       description=(_cmd_mutants.__doc__ or "").strip() + " A mutant is killed by the first "
-                       "normative case a real run (--backend mutant:ID --expectations none) fails.",
-                       epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in mutants_cli.EXIT.items()))
-    mutants_cli.add_arguments(p)
-    p.set_defaults(func=_cmd_mutants)
-    p = sub.add_parser("fuzz", help=(_cmd_fuzz.__doc__ or "").strip(),
-                       description=(_cmd_fuzz.__doc__ or "").strip() + " Examples run in the backend's worker "
-                       "process and are judged as corpus cases are (oracle, readings, expectations); failures are "
-                       "grouped by signature (operator version, types, zero point, granularity, attributes, form, "
-                       "kind of mismatch), one minimal example each, written to --out as case files with model, "
-                       "data and repro, and every example's result to --out/results.jsonl.",
-                       epilog="exit status: " + "; ".join(f"{k}: {v}" for k, v in fuzz_cli.EXIT.items()))
-    fuzz_cli.add_arguments(p)
-    p.set_defaults(func=_cmd_fuzz)
-    p = sub.add_parser("coverage", help=(_cmd_coverage.__doc__ or "").strip(),
-                       description=(_cmd_coverage.__doc__ or "").strip())
+
+
+def _add_coverage_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true", help="exit 1 when any gap remains")
     _add_corpus_options(p)
-    p.set_defaults(func=_cmd_coverage)
+
+
+#: Every subcommand, in the order ``qdq-conformance --help`` lists them: the one place a subcommand is registered.
+COMMANDS: tuple[Command, ...] = (
+    Command("demo", _doc(_cmd_demo).splitlines()[0], None, _cmd_demo, _doc(_cmd_demo)),
+    Command("specs", _doc(_cmd_specs).splitlines()[0], None, _cmd_specs, _doc(_cmd_specs)),
+    Command("ambiguities", _doc(_cmd_ambiguities).splitlines()[0], _add_ambiguities_arguments, _cmd_ambiguities,
+            _doc(_cmd_ambiguities)),
+    Command("generate", _doc(_cmd_generate), _add_generate_arguments, _cmd_generate),
+    Command("run", _doc(_cmd_run), _add_run_arguments, _cmd_run, _doc(_cmd_run)
+            + " Arguments after -- go to pytest (e.g. -- -k quantizelinear-21 -n 2). On a terminal, one "
+            "progress line; elsewhere, a line a minute; at the end, after pytest's own lines, the run's "
+            "summary: counts per status, expected vs unexpected, where the results and report are, and "
+            "the exit status's meaning.",
+            "exit status:\n" + "\n".join(textwrap.fill(v, 100, initial_indent=f"  {k}  ", subsequent_indent="     ",
+                                                       break_on_hyphens=False)  # (--backend-timeout)
+                                         for k, v in EXIT_STATUS.items()),
+            raw_description=True),
+    Command("report", report_commands.REPORT_HELP, report_commands.add_report_arguments,
+            report_commands.run_report, report_commands.REPORT_DESCRIPTION),
+    Command("findings", report_commands.FINDINGS_HELP, report_commands.add_findings_arguments,
+            report_commands.run_findings, report_commands.FINDINGS_DESCRIPTION),
+    Command("diff", report_commands.DIFF_HELP, report_commands.add_diff_arguments, report_commands.run_diff,
+            report_commands.DIFF_DESCRIPTION),
+    Command("show", "Show one case in full (spec clause, inputs, expected vs actual with bit codes, why each "
+            "differing element is hard, expectation, reading), from a results file or a fresh run of that case.",
+            showcmd.add_arguments, showcmd.run, _doc(showcmd), _exit_statuses(showcmd.EXIT)),
+    Command("check", _doc(_cmd_check), checker_cli.add_arguments, _cmd_check, _doc(_cmd_check)
+            + " Covers QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, com.microsoft QuantizeLinear / "
+            "DequantizeLinear and com.amd.quark ExtendedQuantizeLinear / ExtendedDequantizeLinear in the main "
+            "graph, subgraphs and local functions, every problem of a node (each rule once, blamed on the input at "
+            "fault), and the model around them (node order, IR version); other quantization operators are named "
+            "in notes (QDQ024). `qdq-conformance check --rules` lists the rules.", _exit_statuses(checker_cli.EXIT)),
+    Command("build-quark", _doc(_cmd_build_quark), _add_build_quark_arguments, _cmd_build_quark,
+            _doc(_cmd_build_quark) + " Sources: an installed amd-quark, --source (its custom_ops folder or a "
+            "wheel), or else the amd-quark wheel downloaded with `pip download --no-deps` (never installed; onnx "
+            "and onnxruntime stay as they are). Cache: $QDQ_CACHE_DIR or ~/.cache/onnx-qdq-conformance/quark. Exit "
+            "status 1 (one line saying why) when the library cannot be built: a source that is not one, no "
+            "compiler, a failed compilation, a cache that cannot be written."),
+    Command("compliance", _doc(_cmd_compliance), _add_compliance_arguments, _cmd_compliance),
+    Command("mutants", _doc(_cmd_mutants), mutants_cli.add_arguments, _cmd_mutants, _doc(_cmd_mutants)
+            + " A mutant is killed by the first normative case a real run (--backend mutant:ID --expectations "
+            "none) fails.", _exit_statuses(mutants_cli.EXIT)),
+    Command("fuzz", _doc(_cmd_fuzz), fuzz_cli.add_arguments, _cmd_fuzz, _doc(_cmd_fuzz)
+            + " Examples run in the backend's worker process and are judged as corpus cases are (oracle, readings, "
+            "expectations); failures are grouped by signature (operator version, types, zero point, granularity, "
+            "attributes, form, kind of mismatch), one minimal example each, written to --out as case files with "
+            "model, data and repro, and every example's result to --out/results.jsonl.",
+            _exit_statuses(fuzz_cli.EXIT)),
+    Command("coverage", _doc(_cmd_coverage), _add_coverage_arguments, _cmd_coverage),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="qdq-conformance",
+        description="Conformance suite and reference kernel for ONNX QuantizeLinear / DequantizeLinear.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for c in COMMANDS:
+        extra: dict[str, Any] = {"formatter_class": argparse.RawDescriptionHelpFormatter} if c.raw_description else {}
+        p = sub.add_parser(c.name, help=c.help, description=c.description or c.help, epilog=c.epilog, **extra)
+        if c.add_arguments is not None:
+            c.add_arguments(p)
+        p.set_defaults(func=c.run)
     return parser
 
 

@@ -49,6 +49,24 @@ class Form(StrEnum):
     INITIALIZER = "initializer"
 
 
+class GranularityKind(StrEnum):
+    """The quantization granularities, which the scale's shape selects (QuantizeLinear 21: "There are three
+    supported quantization granularities, determined by the shape of `y_scale`")."""
+
+    PER_TENSOR = "per-tensor"
+    PER_AXIS = "per-axis"
+    BLOCKED = "blocked"
+
+
+#: a case template's per-tensor variant with a one-element 1-D scale (per-tensor to the kernel; a case file's
+#: and the fuzzer's granularity choice, not a granularity of the spec)
+PER_TENSOR_1D = "per-tensor-1d"
+#: the granularity kinds a case file (cases/case.schema.json) and ``qdq-conformance fuzz --granularity``
+#: accept
+TEMPLATE_GRANULARITIES: tuple[str, ...] = (GranularityKind.PER_TENSOR.value, PER_TENSOR_1D,
+                                           GranularityKind.PER_AXIS.value, GranularityKind.BLOCKED.value)
+
+
 #: every graph form, in the order runs and exports list them
 FORMS: tuple[str, ...] = Form.values()
 #: the ``--form`` choice that selects every form

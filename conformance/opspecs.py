@@ -15,6 +15,7 @@ from typing import Any
 
 import onnx.defs
 
+from .domain import GranularityKind
 from .errors import SpecViolation
 
 AI_ONNX = "ai.onnx"
@@ -32,11 +33,11 @@ OPERATORS: tuple[tuple[str, str], ...] = (
     (QUARK, "ExtendedDequantizeLinear"),
 )
 
-#: The quantization granularities, which the scale's shape selects (QuantizeLinear 21: "There are three supported
-#: quantization granularities, determined by the shape of `y_scale`").
-PER_TENSOR = "per-tensor"
-PER_AXIS = "per-axis"
-BLOCKED = "blocked"
+#: The quantization granularities (:class:`~qdq_conformance.domain.GranularityKind`) as plain strings, as
+#: records, case files and the kernel's plans hold them.
+PER_TENSOR = GranularityKind.PER_TENSOR.value
+PER_AXIS = GranularityKind.PER_AXIS.value
+BLOCKED = GranularityKind.BLOCKED.value
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ def _required(spec: opspecs.OpSpec, cov: VersionCoverage) -> None:
     fam = cov.required["families"]
     if kind == "DQL":
         fam.update({"dynamic", "nan", "empty", "simd-sizes", "saturation-inf"})
-        gran.add("per-tensor")
+        gran.add(opspecs.PER_TENSOR)
         return
     combos = list(opspecs.type_combinations(spec))
     gran.update(_required_granularities(spec))
@@ -74,7 +74,7 @@ def _required(spec: opspecs.OpSpec, cov: VersionCoverage) -> None:
 
 def _required_granularities(spec: opspecs.OpSpec) -> list[str]:
     """Per tensor; per axis, every axis of every rank (negative too); blocked: rank, axis, block variants."""
-    gran = ["per-tensor"]
+    gran = [opspecs.PER_TENSOR]
     if opspecs.PER_AXIS in spec.granularities:
         ranks = range(1, 6) if spec.domain == opspecs.AI_ONNX else (3,)
         for r in ranks:
@@ -132,7 +132,7 @@ def _covered_parameters(case: ConcreteCase, params: set[str]) -> None:
     if scale is None:
         return
     zp = "with zero point" if len(case.inputs) > 2 and case.inputs[2][1] is not None else "without zero point"
-    if case.granularity == "per-tensor":
+    if case.granularity == opspecs.PER_TENSOR:
         params.add(f"per-tensor {'scalar' if scale.ndim == 0 else '[1]'} scale {zp}")
     else:
         axis = case.attrs.get("axis")
@@ -149,11 +149,11 @@ def _covered(case: ConcreteCase, cov: VersionCoverage) -> None:
     gran = cov.covered["granularity"]
     fam = cov.covered["families"]
     d = case.detail
-    if case.granularity == "per-tensor":
-        gran.add("per-tensor")
-    elif case.granularity == "per-axis":
+    if case.granularity == opspecs.PER_TENSOR:
+        gran.add(opspecs.PER_TENSOR)
+    elif case.granularity == opspecs.PER_AXIS:
         gran.add(f"per-axis rank {d['rank']} axis {d['axis']}")
-    elif case.granularity == "blocked":
+    elif case.granularity == opspecs.BLOCKED:
         r, a = d["rank"], d["axis"]
         gran.add(f"blocked rank {r} axis {a % r}")
         gran.add(f"blocked {d['block']}")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from qdq_conformance import opspecs
+from qdq_conformance.domain import PER_TENSOR_1D
 
 from .template import Template
 
@@ -40,7 +41,7 @@ class GVar:
 def _supports(spec: opspecs.OpSpec, kind: str) -> bool:
     """Whether the version allows the template's granularity (``per-tensor-1d``: a one-element 1-D scale, which
     every version takes as per-tensor)."""
-    return kind == "per-tensor-1d" or kind in spec.granularities
+    return kind == PER_TENSOR_1D or kind in spec.granularities
 
 
 def _axes(sel: object, rank: int, sign: str) -> list[int]:
@@ -60,23 +61,24 @@ def _axes(sel: object, rank: int, sign: str) -> list[int]:
 
 
 def variants(tpl: Template, spec: opspecs.OpSpec, kind: str) -> Iterator[GVar]:
-    g = tpl.data.get("granularity", {"kind": "per-tensor"})
+    g = tpl.data.get("granularity", {"kind": opspecs.PER_TENSOR})
     gk = g["kind"]
-    if kind == "DQL" and gk != "per-tensor":
+    if kind == "DQL" and gk != opspecs.PER_TENSOR:
         raise tpl.error("granularity", "DynamicQuantizeLinear is per-tensor only")
     if not _supports(spec, gk):
         return
     shape = tpl.data.get("shape")
-    if gk in ("per-tensor", "per-tensor-1d"):
-        scale_shape = () if gk == "per-tensor" else (1,)
-        label = "" if gk == "per-tensor" else "scale1d"
+    if gk in (opspecs.PER_TENSOR, PER_TENSOR_1D):
+        scale_shape = () if gk == opspecs.PER_TENSOR else (1,)
+        label = "" if gk == opspecs.PER_TENSOR else "scale1d"
         if isinstance(shape, dict):
             for n in shape["sizes"]:
-                yield GVar("per-tensor", (n,), scale_shape, {}, (label, f"n{n}"), (("scale_rank", len(scale_shape)),))
+                yield GVar(opspecs.PER_TENSOR, (n,), scale_shape, {}, (label, f"n{n}"),
+                           (("scale_rank", len(scale_shape)),))
         else:
             x_shape = tuple(shape) if shape is not None else None
             shape_label = "x" + "x".join(map(str, x_shape)) if x_shape is not None else ""
-            yield GVar("per-tensor", x_shape, scale_shape, {}, (label, shape_label),
+            yield GVar(opspecs.PER_TENSOR, x_shape, scale_shape, {}, (label, shape_label),
                        (("scale_rank", len(scale_shape)),))
         return
     ranks = g.get("ranks", [2])
@@ -88,16 +90,16 @@ def variants(tpl: Template, spec: opspecs.OpSpec, kind: str) -> Iterator[GVar]:
         for axis in _axes(g.get("axes"), rank, sign):
             a = axis % rank
             ax_label = f"axis{axis}" if axis >= 0 else f"axism{-axis}"
-            if gk == "per-axis":
+            if gk == opspecs.PER_AXIS:
                 dims = DIMS[:rank]
-                yield GVar("per-axis", dims, (dims[a],), {"axis": axis}, (f"{ax_label}-r{rank}",),
+                yield GVar(opspecs.PER_AXIS, dims, (dims[a],), {"axis": axis}, (f"{ax_label}-r{rank}",),
                            (("rank", rank), ("axis", axis)))
                 continue
             for block in g.get("blocks", ["low", "high"]):
                 di, si, bs = BLOCKS[block]
                 dims = tuple(di if i == a else d for i, d in enumerate(DIMS[:rank]))
                 sshape = tuple(si if i == a else d for i, d in enumerate(dims))
-                yield GVar("blocked", dims, sshape, {"axis": axis, "block_size": bs},
+                yield GVar(opspecs.BLOCKED, dims, sshape, {"axis": axis, "block_size": bs},
                            (f"blocked-{block}-{ax_label}-r{rank}",),
                            (("rank", rank), ("axis", axis), ("block", block)))
 
@@ -105,13 +107,15 @@ def variants(tpl: Template, spec: opspecs.OpSpec, kind: str) -> Iterator[GVar]:
 def _default_axis(gk: str, ranks: list[int], blocks: list[str]) -> Iterator[GVar]:
     """Variants without an axis attribute: the operator's default axis 1 (rank >= 2)."""
     for rank in (r for r in ranks if r >= 2):
-        if gk == "per-axis":
+        if gk == opspecs.PER_AXIS:
             dims = DIMS[:rank]
-            yield GVar("per-axis", dims, (dims[1],), {}, (f"axisdefault-r{rank}",), (("rank", rank), ("axis", 1)))
+            yield GVar(opspecs.PER_AXIS, dims, (dims[1],), {}, (f"axisdefault-r{rank}",),
+                       (("rank", rank), ("axis", 1)))
             continue
         for block in blocks:
             di, si, bs = BLOCKS[block]
             dims = tuple(di if i == 1 else d for i, d in enumerate(DIMS[:rank]))
             sshape = tuple(si if i == 1 else d for i, d in enumerate(dims))
-            yield GVar("blocked", dims, sshape, {"block_size": bs}, (f"blocked-{block}-axisdefault-r{rank}",),
+            yield GVar(opspecs.BLOCKED, dims, sshape, {"block_size": bs},
+                       (f"blocked-{block}-axisdefault-r{rank}",),
                        (("rank", rank), ("axis", 1), ("block", block)))

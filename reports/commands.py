@@ -12,7 +12,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from ..runner.merge import incomplete, load_run, load_runs
 from ..runner.results import Results, ResultsError, unwritable
@@ -124,25 +123,36 @@ def run_diff(args: argparse.Namespace) -> int:
     return 1 if d.incomplete() and not args.allow_incomplete else 0
 
 
-def add_parsers(sub: Any) -> None:
-    """``report``, ``findings`` and ``diff`` (``sub``: the CLI's subparsers)."""
-    doc = (run_report.__doc__ or "").strip()
-    p = sub.add_parser("report", help=doc, description=doc + " " + SHARDS + " Unsharded files are runs of their "
-                       "own, several of one backend included. " + INCOMPLETE + " and marked INCOMPLETE on the "
-                       "report's first screen. Exit status 2 (one line naming the file and the "
-                       "line, or the files) when a file cannot be read or is not a results file, the shard files "
-                       "do not form one run, or the output cannot be written.")
+REPORT_HELP = (run_report.__doc__ or "").strip()
+REPORT_DESCRIPTION = (REPORT_HELP + " " + SHARDS + " Unsharded files are runs of their own, several of one backend "
+                      "included. " + INCOMPLETE + " and marked INCOMPLETE on the report's first screen. Exit status "
+                      "2 (one line naming the file and the line, or the files) when a file cannot be read or is "
+                      "not a results file, the shard files do not form one run, or the output cannot be written.")
+FINDINGS_HELP = "Group a run's failing cases into findings (one per signature) and print them."
+FINDINGS_DESCRIPTION = (FINDINGS_HELP + " " + " ".join(overview.DESCRIPTION.split()) + " " + SHARDS + " "
+                        + INCOMPLETE + ". Exit status 0 (1 with --fail-on when a finding it names is there), or 2 "
+                        "(one line) when a file cannot be read or is not a results file, or the files are not one "
+                        "run.")
+DIFF_HELP = (run_diff.__doc__ or "").strip()
+DIFF_DESCRIPTION = (DIFF_HELP + " A run: OLD / NEW (one results file each), or --old / --new followed by the shard "
+                    "files of each run. " + SHARDS + " " + INCOMPLETE + ". Exit status 1 when a case regressed (it "
+                    "was not a failure and now is, and no expectation entry of the new run says so: those are "
+                    "listed as now failing (expected)), the new run is empty, or either run is incomplete (unless "
+                    "--allow-incomplete); 2 (one line) when a file cannot be read or is not a results file, the "
+                    "files are not one run each, or -o cannot be written.")
+
+
+def add_report_arguments(p: argparse.ArgumentParser) -> None:
+    """``report``'s arguments."""
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results file(s) written by --results")
     p.add_argument("-o", "--output", required=True, metavar="PATH", help="HTML file to write")
     p.add_argument("--baseline", nargs="+", action="extend", metavar="OLD", help="an earlier run (a results file, "
                    "or its shard files): the report says what changed since (cases that regressed, were fixed, "
                    "changed; findings new, gone, grown); with one run only")
-    p.set_defaults(func=run_report)
-    doc = "Group a run's failing cases into findings (one per signature) and print them."
-    p = sub.add_parser("findings", help=doc, description=doc + " " + " ".join(overview.DESCRIPTION.split())
-                       + " " + SHARDS + " " + INCOMPLETE + ". Exit status 0 (1 with --fail-on when a finding it "
-                       "names is there), or 2 (one line) when a file cannot be read or is not a results file, or the "
-                       "files are not one run.")
+
+
+def add_findings_arguments(p: argparse.ArgumentParser) -> None:
+    """``findings``' arguments."""
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results file written by --results, or the "
                    "shard files of one run")
     p.add_argument("--json", action="store_true", help="print JSON (every finding, with its example's repro)")
@@ -155,14 +165,10 @@ def add_parsers(sub: Any) -> None:
                    help="exit 1 when a finding is new (some of its cases no expectation entry covers, or, with "
                         "--baseline, the baseline did not have it), or when there is any finding (default: "
                         "%(default)s: exit 0), for a CI gate")
-    p.set_defaults(func=run_findings)
-    doc = (run_diff.__doc__ or "").strip()
-    p = sub.add_parser("diff", help=doc, description=doc + " A run: OLD / NEW (one results file each), or "
-                       "--old / --new followed by the shard files of each run. " + SHARDS + " " + INCOMPLETE + ". Exit "
-                       "status 1 when a case regressed (it was not a failure and now is, and no expectation entry of "
-                       "the new run says so: those are listed as now failing (expected)), the new run is empty, or "
-                       "either run is incomplete (unless --allow-incomplete); 2 (one line) when a file cannot be read "
-                       "or is not a results file, the files are not one run each, or -o cannot be written.")
+
+
+def add_diff_arguments(p: argparse.ArgumentParser) -> None:
+    """``diff``'s arguments."""
     p.add_argument("files", nargs="*", metavar="OLD NEW", help="results files of the earlier and the later run")
     p.add_argument("--old", nargs="+", action="extend", metavar="FILE", help="the earlier run's shard files")
     p.add_argument("--new", nargs="+", action="extend", metavar="FILE", help="the later run's shard files")
@@ -174,4 +180,3 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when cases regressed")
     p.add_argument("--allow-incomplete", action="store_true", help="an incomplete run (either side) does not fail "
                    "the gate by itself; regressions among the cases it holds, and an empty new run, still do")
-    p.set_defaults(func=run_diff)

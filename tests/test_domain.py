@@ -14,9 +14,11 @@ from qdq_conformance.domain import (
     FAILING,
     FORMS,
     JUDGED,
+    TEMPLATE_GRANULARITIES,
     Case,
     CaseStatus,
     Form,
+    GranularityKind,
     RunStatus,
     Tier,
     forms_of,
@@ -24,6 +26,8 @@ from qdq_conformance.domain import (
 )
 from qdq_conformance.generators.corpus import load_file
 from qdq_conformance.generators.export import export
+from qdq_conformance.generators.schema import schema
+from qdq_conformance.opspecs import all_specs
 from qdq_conformance.resources import cases_dir
 from qdq_conformance.runner import record
 from qdq_conformance.runner.expectations import Expectation
@@ -73,3 +77,11 @@ def test_a_record_holds_only_what_the_schema_names(cases):
     assert is_expected({"id": "a", "status": "failed", "expectation": {"status": "failed"}})
     assert passed_against_entry({"id": "a", "status": "passed", "expectation": {"status": "error"}})
     assert not passed_against_entry({"id": "a", "status": "passed", "expectation": {"status": "unsupported"}})
+
+
+def test_the_case_schema_and_the_specs_granularities_are_the_enums():
+    """One source for the granularity vocabulary: a case file's kinds are the enum's and per-tensor-1d, and
+    every operator version's granularities are members of the enum."""
+    assert schema()["$defs"]["granularity"]["properties"]["kind"]["enum"] == list(TEMPLATE_GRANULARITIES)
+    assert set(TEMPLATE_GRANULARITIES) > set(GranularityKind.values())
+    assert {g for spec in all_specs() for g in spec.granularities} == set(GranularityKind.values())

@@ -21,6 +21,7 @@ from qdq_conformance.fuzz.cli import parse_duration
 from qdq_conformance.fuzz.describe import Description, build, template
 from qdq_conformance.fuzz.search import Executor, signature_of, signature_parts
 from qdq_conformance.generators.schema import validate
+from qdq_conformance.opspecs import BLOCKED, PER_AXIS, PER_TENSOR
 from qdq_conformance.runner.execute import CaseResult
 from qdq_conformance.runner.expectations import Expectation
 from qdq_conformance.runner.outcome import Outcome, Structural
@@ -160,7 +161,7 @@ def test_parse_duration():
 
 def _description(**kw: Any) -> Description:
     base = dict(domain="ai.onnx", op="QuantizeLinear", version=21, types=("float", "float", "uint8"),
-                zero_point="given", granularity="per-tensor", x_shape=(3,), x=(0.0, float("nan"), 2.5),
+                zero_point="given", granularity=PER_TENSOR, x_shape=(3,), x=(0.0, float("nan"), 2.5),
                 scale=(1.0,), zero_point_values=(3.0,))
     base.update(kw)
     return Description(**base)  # type: ignore[arg-type]
@@ -174,10 +175,10 @@ def test_a_description_is_the_corpus_case_its_template_expands_to():
     assert case.id.startswith(f"quantizelinear-21-fuzz-{d.key}-float-uint8")
     assert case.status == "implementation-defined"  # NaN to an integer: a catalogued question, as in the corpus
     assert case.ambiguity and case.readings
-    axis = build(_description(granularity="per-axis", x_shape=(2, 3), scale_shape=(3,), axis=-1,
+    axis = build(_description(granularity=PER_AXIS, x_shape=(2, 3), scale_shape=(3,), axis=-1,
                               x=(0.0,) * 6, scale=(1.0, 2.0, 4.0), zero_point_values=(0.0, 1.0, 2.0)))
     assert axis.attrs == {"axis": -1} and axis.inputs[1][1].shape == (3,)
-    blocked = build(_description(granularity="blocked", x_shape=(2, 5), scale_shape=(2, 2), axis=1, block_size=3,
+    blocked = build(_description(granularity=BLOCKED, x_shape=(2, 5), scale_shape=(2, 2), axis=1, block_size=3,
                                  x=(0.0,) * 10, scale=(1.0,) * 4, zero_point_values=(0.0,) * 4))
     assert blocked.attrs == {"axis": 1, "block_size": 3} and blocked.inputs[1][1].shape == (2, 2)
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from qdq_conformance.compare import compare
+from qdq_conformance.opspecs import PER_AXIS, PER_TENSOR
 from qdq_conformance.reference import evaluate
 from qdq_conformance.types import TYPES, bit_patterns
 
@@ -51,7 +52,7 @@ def test_dequantize_every_16_bit_code(name):
 
 
 @pytest.mark.parametrize("name", SMALL_INT + ["int16", "uint16"])
-@pytest.mark.parametrize("granularity", ["per-tensor", "per-axis"])
+@pytest.mark.parametrize("granularity", [PER_TENSOR, PER_AXIS])
 def test_dequantize_every_code_with_zero_point_zero(name, granularity):
     # A zero point of 0 takes the kernel's path without a subtraction pass; every code, tiled past one chunk
     # (so through the chunked loop), with a negative scale so that a dropped sign would show too.
@@ -60,7 +61,7 @@ def test_dequantize_every_code_with_zero_point_zero(name, granularity):
     reps = max(2, (1 << 17) // len(codes))
     x = np.tile(codes, (3, reps))
     for s in (-0.1, 1e-30, 3.0):
-        if granularity == "per-tensor":
+        if granularity == PER_TENSOR:
             scale, zp, attrs = np.array(s, np.float32), np.array(0, t.dtype), {}
         else:
             scale, zp, attrs = np.full(3, s, np.float32), np.zeros(3, t.dtype), {"axis": 0}

@@ -13,7 +13,7 @@ from typing import Any
 from .. import opspecs
 from ..backends.names import help_text as backend_names
 from ..cachedir import cache_root
-from ..domain import BOTH, FORMS, Form, forms_of
+from ..domain import BOTH, FORMS, TEMPLATE_GRANULARITIES, Form, forms_of
 from ..progress import duration
 from ..runner import expectations as expectations_mod
 from ..runner.isolation import BackendStartError
@@ -68,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="glob patterns on the type combination, e.g. 'float/float/uint8' or '*/float8*' "
                         "(x/y for DynamicQuantizeLinear; default: every allowed one)")
     p.add_argument("--granularity", nargs="+", default=[], metavar="KIND",
-                   choices=("per-tensor", "per-tensor-1d", "per-axis", "blocked"),
+                   choices=TEMPLATE_GRANULARITIES,
                    help="granularities to draw (default: every one the version has)")
     p.add_argument("--form", choices=(*FORMS, BOTH), default=Form.RUNTIME.value,
                    help="graph form(s) each example runs in (default: %(default)s)")

@@ -17,11 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ..domain import PER_TENSOR_1D
 from ..generators.case import ConcreteCase
 from ..generators.expand import expand
 from ..generators.loader import CaseFileError
 from ..generators.schema import validate
 from ..generators.template import Template
+from ..opspecs import BLOCKED, PER_AXIS
 
 #: A general clause per operator kind, for the template's ``spec`` (the finding's description says what broke).
 CLAUSES = {
@@ -103,7 +105,7 @@ def declared_ambiguity(d: Description) -> str | None:
         with np.errstate(all="ignore"):
             span = np.float32(max(0.0, float(x.max()))) - np.float32(min(0.0, float(x.min())))
         return None if np.isfinite(span) else "dql-nan"
-    if d.granularity == "per-tensor-1d":
+    if d.granularity == PER_TENSOR_1D:
         if d.domain == "ai.onnx" and d.version == 10:
             return "v10-one-element-scale"
         if d.domain == "com.microsoft":
@@ -131,14 +133,14 @@ def template(d: Description, template_id: str | None = None, description: str | 
         data["zero_point"] = d.zero_point
     rank = len(d.x_shape)
     g: dict[str, Any] = {"kind": d.granularity}
-    if d.granularity in ("per-axis", "blocked"):
+    if d.granularity in (PER_AXIS, BLOCKED):
         g["ranks"] = [rank]
         if d.axis is None:
             g["axis_attribute"] = "omitted"
         else:
             g["axes"] = [d.axis % rank]
             g["axis_attribute"] = "negative" if d.axis < 0 else "positive"
-        if d.granularity == "blocked":
+        if d.granularity == BLOCKED:
             g["blocks"] = ["low"]
     else:
         data["shape"] = list(d.x_shape)

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..domain import FAILING
 from ..generators.case import ConcreteCase
+from ..opspecs import PER_TENSOR
 from ..runner.execute import CaseResult, ObjRef
 from ..runner.outcome import Structural
 from ..runner.pool import CasePool
@@ -85,7 +86,7 @@ def signature_parts(case: ConcreteCase, form: str, result: CaseResult) -> dict[s
     """What tells two failures apart: operator version, type pattern, zero-point mode, granularity (and whether
     the axis is the default one), attributes, graph form and the kind of mismatch."""
     attrs = {k: v for k, v in case.attrs.items() if k not in ("axis", "block_size", "output_dtype")}
-    gran = case.granularity + ("-default-axis" if case.granularity != "per-tensor" and "axis" not in case.attrs
+    gran = case.granularity + ("-default-axis" if case.granularity != PER_TENSOR and "axis" not in case.attrs
                                and case.detail.get("rank") else "")
     kind = result.status
     outcome = result.outcome

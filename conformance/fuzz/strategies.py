@@ -21,6 +21,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from qdq_conformance import opspecs
+from qdq_conformance.domain import PER_TENSOR_1D
 from qdq_conformance.generators.boundaries import SCALE_RECIPES, place, scale_values
 from qdq_conformance.generators.recipe import Ctx
 from qdq_conformance.generators.values import X_RECIPES, ZP_RECIPES, to_type, zero_point_value
@@ -180,10 +181,10 @@ def _modes(kind: str, spec: opspecs.OpSpec, y: str) -> list[str]:
 
 def _granularities(kind: str, spec: opspecs.OpSpec) -> list[str]:
     if kind == "DQL":
-        return ["per-tensor"]
+        return [opspecs.PER_TENSOR]
     # the version's own granularities (opspecs.OpSpec.granularities), and a one-element 1-D scale, which every
     # version takes as per-tensor
-    return ["per-tensor", "per-tensor-1d", *(g for g in spec.granularities if g != opspecs.PER_TENSOR)]
+    return [opspecs.PER_TENSOR, PER_TENSOR_1D, *(g for g in spec.granularities if g != opspecs.PER_TENSOR)]
 
 
 def _dims(draw: Any, rank: int, low: int = 1, budget: int = MAX_ELEMENTS) -> list[int]:
@@ -244,22 +245,23 @@ def descriptions(draw: Any, keys: Sequence[tuple[str, str, int]], types: Sequenc
     block_size: int | None = None
     n_scale = 1
     count: tuple[int, int] | None = None
-    if gran in ("per-tensor", "per-tensor-1d"):
+    if gran in (opspecs.PER_TENSOR, PER_TENSOR_1D):
         x_shape = _dims(draw, draw(st.integers(1, 3) if kind != "DQL" else st.integers(1, 2)), low=0)
-        scale_shape: list[int] = [] if gran == "per-tensor" else [1]
+        scale_shape: list[int] = [] if gran == opspecs.PER_TENSOR else [1]
     else:
         # The rank and the axis first, then the parameters, whose number sets the axis dimension (per-axis) or
         # the number of blocks (blocked); the other dimensions fit in what that leaves (no clamping).
-        rank = draw(st.integers(1, 4 if gran == "per-axis" else 3))
+        rank = draw(st.integers(1, 4 if gran == opspecs.PER_AXIS else 3))
         omit = rank >= 2 and spec.attributes.get("axis") is not None and draw(st.booleans())
         a = 1 if omit else draw(st.integers(-rank, rank - 1))
         axis = None if omit else a
         a %= rank
-        if gran == "blocked":
+        if gran == opspecs.BLOCKED:
             block_size = draw(st.integers(1, 5))
-        others = _dims(draw, rank - 1, budget=MAX_ELEMENTS // (4 if gran == "per-axis" else 3 * (block_size or 1)))
-        n_scale = math.prod(others) if gran == "blocked" else 1
-        count = (1, 4) if gran == "per-axis" else (1, 3)
+        per_scale = 4 if gran == opspecs.PER_AXIS else 3 * (block_size or 1)
+        others = _dims(draw, rank - 1, budget=MAX_ELEMENTS // per_scale)
+        n_scale = math.prod(others) if gran == opspecs.BLOCKED else 1
+        count = (1, 4) if gran == opspecs.PER_AXIS else (1, 3)
     attrs: list[tuple[str, int]] = []
     yt = TYPES[y]
     if "saturate" in spec.attributes and not yt.is_integer and kind == "Q":
@@ -271,10 +273,10 @@ def descriptions(draw: Any, keys: Sequence[tuple[str, str, int]], types: Sequenc
     d: dict[str, Any] = {"types": combo, "attributes": attrs}
     if kind != "DQL":
         drawn, scales, zps = _parameters(draw, kind, combo, zp_mode, n_scale, count)
-        if gran == "per-axis":
+        if gran == opspecs.PER_AXIS:
             x_shape = [*others[:a], drawn, *others[a:]]
             scale_shape = [drawn]
-        elif gran == "blocked":
+        elif gran == opspecs.BLOCKED:
             assert block_size is not None
             dim = draw(st.integers(0, block_size - 1))  # the last block's elements past its first
             x_shape = [*others[:a], (drawn - 1) * block_size + 1 + dim, *others[a:]]

@@ -42,7 +42,8 @@ def body(x: np.ndarray, *, steps: Steps, include_zero: bool = True,
         zero_point = np.uint8(0 if np.isnan(zp) else int(zp))
     y_scale = np.array(scale, F32)
     y_zero_point = np.array(zero_point, np.uint8)
-    y = qmod.quantize(x, y_scale, y_zero_point, out=TYPES["uint8"], granularity=gran.Granularity("per-tensor"),
+    y = qmod.quantize(x, y_scale, y_zero_point, out=TYPES["uint8"],
+                      granularity=gran.Granularity(gran.PER_TENSOR),
                       precision=TYPES["float"], steps=steps)
     return [y, y_scale, y_zero_point]
 

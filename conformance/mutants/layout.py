@@ -126,7 +126,7 @@ def _params(edit: Callable[[np.ndarray, Granularity], np.ndarray], which: tuple[
 
 
 def _first_if_per_axis(p: np.ndarray, g: Granularity) -> np.ndarray:
-    return np.full_like(p, p.reshape(-1)[0]) if g.kind == "per-axis" and p.size else p
+    return np.full_like(p, p.reshape(-1)[0]) if g.kind == gran.PER_AXIS and p.size else p
 
 
 @mutant("per-axis-as-per-tensor", "applies the first scale and zero point of a per-axis quantization to every "
@@ -162,7 +162,7 @@ def _blocked_last() -> Steps:
     def make(original: Broadcast) -> Broadcast:
         def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Granularity) -> np.ndarray:
             rank = len(x_shape)
-            if g.kind != "blocked" or g.axis == rank - 1:
+            if g.kind != gran.BLOCKED or g.axis == rank - 1:
                 return original(param, x_shape, g)
             axis, size = _blocks(g)
             block = np.minimum(np.arange(x_shape[-1]) // size, param.shape[axis] - 1)
@@ -179,7 +179,7 @@ def _blocked_last() -> Steps:
 def _blocked_partial() -> Steps:
     def make(original: Broadcast) -> Broadcast:
         def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Granularity) -> np.ndarray:
-            if g.kind != "blocked":
+            if g.kind != gran.BLOCKED:
                 return original(param, x_shape, g)
             axis, size = _blocks(g)
             di = x_shape[axis]
@@ -197,7 +197,7 @@ def _blocked_partial() -> Steps:
 def _blocked_capped() -> Steps:
     def make(original: Broadcast) -> Broadcast:
         def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Granularity) -> np.ndarray:
-            if g.kind != "blocked" or _blocks(g)[1] <= 16:
+            if g.kind != gran.BLOCKED or _blocks(g)[1] <= 16:
                 return original(param, x_shape, g)
             axis = _blocks(g)[0]
             index = np.minimum(np.arange(x_shape[axis]) // 16, param.shape[axis] - 1)

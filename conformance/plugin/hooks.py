@@ -15,7 +15,7 @@ import pytest
 from ..backends import registry
 from ..backends.markers import MarkerWatch
 from ..backends.registry import MARKERS
-from ..domain import FAILING, FORMS, CaseStatus, RunStatus, parse_shard
+from ..domain import FAILING, FORMS, CaseStatus, GranularityKind, RunStatus, parse_shard
 from ..generators.schema import schema
 from ..resources import cases_dir
 from ..runner import expectations as expectations_mod
@@ -37,7 +37,8 @@ _VOCAB = {
                   "extendeddequantizelinear"],
     "domains": ["ai_onnx", "com_microsoft", "com_amd_quark"],
     "statuses": [s.replace("-", "_") for s in CaseStatus.values()],
-    "granularities": ["per_tensor", "per_axis", "blocked"],  # (and "graph", a graph case's: _register_markers)
+    # (and "graph", a graph case's: _register_markers)
+    "granularities": [g.replace("-", "_") for g in GranularityKind.values()],
     "forms": list(FORMS),
 }
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import TYPES
-from .granularity import Granularity
+from .granularity import PER_TENSOR, Granularity
 from .quantize import quantize
 from .steps import Steps
 
@@ -42,6 +42,6 @@ def dynamic_quantize(x: np.ndarray, *, steps: Steps) -> list[np.ndarray]:
         zero_point = np.uint8(0 if np.isnan(zp_fp) else int(zp_fp))
     y_scale = np.array(scale, dtype=np.float32)
     y_zero_point = np.array(zero_point, dtype=np.uint8)
-    y = quantize(x, y_scale, y_zero_point, out=U8, granularity=Granularity("per-tensor"), precision=F32,
+    y = quantize(x, y_scale, y_zero_point, out=U8, granularity=Granularity(PER_TENSOR), precision=F32,
                  steps=steps)
     return [y, y_scale, y_zero_point]

@@ -286,12 +286,12 @@ COMPUTED: dict[str, Callable[[Node], Mapping[str, Outputs | None] | None]] = {
     "dql-zero": _dql_zero,
     "dql-empty": _dql_empty,
     "block-size-si-1": _block_size_si_1,
-    "v10-one-element-scale": _validity("per-tensor"),
-    "one-element-scale": _validity("per-tensor"),
-    "rank1-axis": _validity("per-axis"),
+    "v10-one-element-scale": _validity(gran.PER_TENSOR),
+    "one-element-scale": _validity(gran.PER_TENSOR),
+    "rank1-axis": _validity(gran.PER_AXIS),
     "ms-default-output": _validity("uint8"),
-    "scalar-one-element-shapes": _validity("per-tensor"),
-    "ms-one-element-no-axis": _validity("per-tensor"),
+    "scalar-one-element-shapes": _validity(gran.PER_TENSOR),
+    "ms-one-element-no-axis": _validity(gran.PER_TENSOR),
     "quark-dq-zero-point-type": lambda n: {"x-type": n.outputs, "float": None},
     "precision-values": lambda n: None,  # see NOT_COMPUTED
 }
