@@ -34,7 +34,7 @@ from .suite_readme import LICENSE, README, license_text, readme
 
 MANIFEST_VERSION = 2
 #: the files generate writes beside the kind folders (owned, and replaced, like the case folders)
-TOP_FILES = (README, LICENSE, "manifest.json")
+TOP_FILES = (README, LICENSE, layout.MANIFEST)
 
 
 def corpus_hash(paths: Iterable[Path | str]) -> str:
@@ -111,7 +111,7 @@ def write_top_files(out: Path, manifest: dict[str, Any]) -> None:
     """The README, the license and the manifest, beside the kind folders."""
     (out / README).write_text(readme(manifest), encoding="utf-8")
     (out / LICENSE).write_text(license_text(), encoding="utf-8")
-    (out / "manifest.json").write_bytes(encode_manifest(manifest))
+    (out / layout.MANIFEST).write_bytes(encode_manifest(manifest))
 
 
 def export(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] = FORMS,
@@ -155,7 +155,7 @@ def owned_folders(out: Path) -> list[str]:
     try:
         if not [p for p in out.iterdir() if p.name != STAGING]:
             return []
-        data = json.loads((out / "manifest.json").read_bytes())
+        data = json.loads((out / layout.MANIFEST).read_bytes())
     except (OSError, ValueError, RecursionError):
         data = None
     names = _manifest_folders(data)
@@ -185,7 +185,7 @@ def _manifest_folders(data: Any) -> list[str] | None:
     files = data.get("files", [])
     if not isinstance(files, list):
         return None
-    names += [f for f in files if f in TOP_FILES and f != "manifest.json"]
+    names += [f for f in files if f in TOP_FILES and f != layout.MANIFEST]
     return names
 
 
@@ -211,7 +211,7 @@ def replace_folders(out: Path, moves: Sequence[tuple[str | Path, str]], old: Seq
     """Remove what a previous generate made in ``out`` (``old``: case folders and files) and its manifest, then
     move each staged folder or file (``moves``: staged path, name relative to ``out``) into place; a name in the
     way that generate did not make is an OutFolderError, raised before anything is removed."""
-    owned = {*old, "manifest.json"}  # (``old`` comes from a manifest generate wrote, or ``out`` held nothing)
+    owned = {*old, layout.MANIFEST}  # (``old`` comes from a manifest generate wrote, or ``out`` held nothing)
     names = [name for _, name in moves]
     for name in names:
         if name not in TOP_FILES and not layout.FOLDER.fullmatch(name):
@@ -227,7 +227,7 @@ def replace_folders(out: Path, moves: Sequence[tuple[str | Path, str]], old: Seq
                                      "replaced")
     for name in old:
         remove(out / name)
-    remove(out / "manifest.json")
+    remove(out / layout.MANIFEST)
     layout.make_kind_folders(out)
     for staged, name in moves:
         os.replace(staged, f"{top}/{name}")

@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 from onnx import numpy_helper
 
 from qdq_conformance.compare import relative_tolerance
 from qdq_conformance.domain import CaseStatus, Form
-from qdq_conformance.types import by_dtype, to_tensor_proto
+from qdq_conformance.types import by_dtype, from_tensor_proto, to_tensor_proto
 
 from .case import ConcreteCase
 
@@ -58,10 +59,30 @@ KINDS: dict[str, dict[str, str]] = {
                        "counts as an error; the data sets hold no outputs"},
 }
 DATA_SET = "test_data_set_0"
+MANIFEST = "manifest.json"
+MODEL = "model.onnx"
 EXPECTED = "expected"
 READINGS = "readings"
 #: a case folder's path inside the suite, as the manifest records it
 FOLDER = re.compile("(?:" + "|".join(re.escape(k) for k in KINDS) + r")/test_[a-z0-9][a-z0-9_-]*")
+
+
+def input_file(k: int) -> str:
+    """The file of the model's k-th graph input in a data set (ONNX's backend-test layout)."""
+    return f"input_{k}.pb"
+
+
+def output_file(k: int) -> str:
+    """The file of the model's k-th graph output in a data set (or in ``expected/``, ``readings/R/``)."""
+    return f"output_{k}.pb"
+
+
+def read_tensor(path: str | os.PathLike[str]) -> np.ndarray:
+    """A TensorProto file of the layout as an array of its element type."""
+    t = onnx.TensorProto()
+    with open(path, "rb") as fh:
+        t.ParseFromString(fh.read())
+    return from_tensor_proto(t)
 
 
 def kind_of(case: ConcreteCase) -> str:
@@ -144,7 +165,7 @@ def _tensor(array: np.ndarray, name: str) -> bytes:
 
 def _outputs(files: Files, folder: str, names: Sequence[str], values: Sequence[np.ndarray]) -> None:
     for k, (name, value) in enumerate(zip(names, values, strict=True)):
-        files.write(f"{folder}/output_{k}.pb", _tensor(value, name))
+        files.write(f"{folder}/{output_file(k)}", _tensor(value, name))
 
 
 def write_case(root: Path, case: ConcreteCase, form: str, files: Files | None = None) -> str:
@@ -165,10 +186,10 @@ def write_folder(folder: str | Path, case: ConcreteCase, form: str, files: Files
     os.mkdir(folder)
     os.mkdir(data_dir)
     model = case.model(form)
-    files.write(f"{folder}/model.onnx", model.SerializeToString(deterministic=True))
+    files.write(f"{folder}/{MODEL}", model.SerializeToString(deterministic=True))
     feeds = case.feeds(form)
     for k, inp in enumerate(model.graph.input):
-        files.write(f"{data_dir}/input_{k}.pb", _tensor(feeds[inp.name], inp.name))
+        files.write(f"{data_dir}/{input_file(k)}", _tensor(feeds[inp.name], inp.name))
     tol = tolerance(case)
     if tol is not None:
         assert case.expected is not None

@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from ..types import from_tensor_proto, to_tensor_proto
+from ..generators.layout import DATA_SET, MODEL, input_file, output_file, read_tensor
+from ..types import to_tensor_proto
 from .base import Rejected, Unsupported
 
 EXIT_UNSUPPORTED = 77
@@ -51,12 +52,13 @@ class CommandBackend:
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         with tempfile.TemporaryDirectory(prefix="qdq-case-") as tmp:
             case_dir, out_dir = Path(tmp) / "case", Path(tmp) / "out"
-            data = case_dir / "test_data_set_0"
+            data = case_dir / DATA_SET
             data.mkdir(parents=True)
             out_dir.mkdir()
-            (case_dir / "model.onnx").write_bytes(model.SerializeToString())
+            (case_dir / MODEL).write_bytes(model.SerializeToString())
             for k, inp in enumerate(model.graph.input):
-                (data / f"input_{k}.pb").write_bytes(to_tensor_proto(feeds[inp.name], inp.name).SerializeToString())
+                tensor = to_tensor_proto(feeds[inp.name], inp.name)
+                (data / input_file(k)).write_bytes(tensor.SerializeToString())
             proc = subprocess.run([*self.argv, str(case_dir), str(out_dir)], capture_output=True, text=True,
                                   errors="replace")
             reason = _last_line(proc.stderr) or _last_line(proc.stdout) or f"exit status {proc.returncode}"
@@ -68,12 +70,10 @@ class CommandBackend:
                 raise RuntimeError(f"{self.argv[0]} exited with status {proc.returncode}: {proc.stderr.strip()[-2000:]}")
             outputs = []
             for k in range(len(model.graph.output)):
-                path = out_dir / f"output_{k}.pb"
+                path = out_dir / output_file(k)
                 if not path.exists():
                     raise RuntimeError(f"{self.argv[0]} wrote no {path.name}")
-                tensor = onnx.TensorProto()
-                tensor.ParseFromString(path.read_bytes())
-                outputs.append(from_tensor_proto(tensor))
+                outputs.append(read_tensor(path))
             return outputs
 
     def repro(self, model_code: str, output_names: list[str]) -> str:

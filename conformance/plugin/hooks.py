@@ -16,6 +16,7 @@ from ..backends import registry
 from ..backends.markers import MarkerWatch
 from ..backends.registry import MARKERS
 from ..domain import FAILING, FORMS, CaseStatus, GranularityKind, RunStatus, parse_shard
+from ..generators.layout import MANIFEST
 from ..generators.schema import schema
 from ..resources import cases_dir
 from ..runner import expectations as expectations_mod
@@ -122,7 +123,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if not config.getoption("qdq_backend", None):
         return None
     if config.getoption("qdq_suite"):
-        if file_path.name == "manifest.json":
+        if file_path.name == MANIFEST:
             return SuiteFile.from_parent(parent, path=file_path)
         return None
     if file_path.suffix == ".yaml" and file_path.parent.resolve() == Path(

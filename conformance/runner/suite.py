@@ -21,18 +21,12 @@ from onnx import numpy_helper
 
 from ..domain import CaseStatus
 from ..generators.labels import labels
+from ..generators.layout import DATA_SET, EXPECTED, MANIFEST, MODEL, input_file, output_file, read_tensor
 from ..reference.readings import Reading
 from ..types import from_tensor_proto
 
 #: the manifest layout this reader knows (generators/export.py's MANIFEST_VERSION)
 MANIFEST_VERSION = 2
-DATA_SET = "test_data_set_0"
-
-
-def _tensor(path: Path) -> np.ndarray:
-    t = onnx.TensorProto()
-    t.ParseFromString(path.read_bytes())
-    return from_tensor_proto(t)
 
 
 def _mask(path: Path) -> np.ndarray:
@@ -64,15 +58,15 @@ class SuiteCase:
         return int(comp.split("<=")[1]) if comp.startswith("ulp<=") else 0
 
     def model(self, form: str | None = None) -> onnx.ModelProto:
-        return onnx.load(str(self.folder / "model.onnx"))
+        return onnx.load(str(self.folder / MODEL))
 
     def feeds(self, form: str | None = None) -> dict[str, np.ndarray]:
         model = self.model()
         data = self.folder / DATA_SET
-        return {inp.name: _tensor(data / f"input_{k}.pb") for k, inp in enumerate(model.graph.input)}
+        return {inp.name: read_tensor(data / input_file(k)) for k, inp in enumerate(model.graph.input)}
 
     def _outputs(self, where: Path) -> list[np.ndarray]:
-        return [_tensor(where / f"output_{k}.pb") for k in range(len(self.meta["outputs"]))]
+        return [read_tensor(where / output_file(k)) for k in range(len(self.meta["outputs"]))]
 
     @property
     def expected(self) -> list[np.ndarray] | None:
@@ -80,7 +74,7 @@ class SuiteCase:
         if self.status == CaseStatus.INVALID:
             return None
         if self.status == CaseStatus.IMPLEMENTATION_DEFINED:
-            return self._outputs(self.folder / "expected")
+            return self._outputs(self.folder / EXPECTED)
         return self._outputs(self.folder / DATA_SET)
 
     @property
@@ -136,7 +130,7 @@ def load_suite(root: Path) -> tuple[dict[str, Any], list[SuiteCase]]:
     """The manifest and cases of an exported suite. SuiteError when the manifest is of another layout, or names
     a case folder outside the suite (an absolute path, ``..``, a link leading out): nothing outside ``root`` is
     ever read."""
-    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
     version = manifest.get("manifest_version") if isinstance(manifest, dict) else None
     if version != MANIFEST_VERSION:
         raise SuiteError(f"manifest_version {version!r}, this reader knows {MANIFEST_VERSION}: export the suite "
@@ -160,7 +154,7 @@ def scope(root: Path) -> tuple[bool, tuple[str, ...]]:
     its cases could match, as a ``-k`` run of the corpus does; an entry for a form the suite lacks is never
     stale."""
     try:
-        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
         selection, forms = manifest.get("selection"), manifest.get("forms")
         complete = isinstance(selection, dict) and selection.get("complete") is True
         return complete, tuple(f for f in forms if isinstance(f, str)) if isinstance(forms, list) else ()
