@@ -21,7 +21,7 @@ from .backends.names import BUILTIN_NAMES
 from .backends.quark import DEFAULT_QUARK_VERSION, BuildError, build
 from .backends.registry import unavailable
 from .checker import cli as checker_cli
-from .domain import ALL_TIERS, BOTH, FORMS, Tier, forms_of, tiers_of
+from .domain import ALL_TIERS, BOTH, FORMS, Form, Tier, forms_of, tiers_of
 from .errors import SpecViolation
 from .fuzz import cli as fuzz_cli
 from .generators.cache import load_file_cached
@@ -225,7 +225,7 @@ def _cmd_compliance(args: argparse.Namespace) -> int:
             kept_only.append(kept)
             continue
         else:
-            form = args.form or COMPLIANCE_FORMS.get(name, "runtime")
+            form = args.form or COMPLIANCE_FORMS.get(name, Form.RUNTIME.value)
             cmd = [sys.executable, "-m", "pytest", f"--backend={name}", *RUN_FLAGS, *cache_flags(), "--tb=no",
                    "--no-header", f"--form={form}", f"--results={path}", "-o", "console_output_style=count"]
             cmd += ["--workers", str(args.workers)]
@@ -286,7 +286,7 @@ def _add_generate_arguments(p: argparse.ArgumentParser) -> None:
                    "generate, whose cases (those its manifest.json lists) are replaced; anything else is refused")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="worker processes (default: one per core)")
-    p.add_argument("--form", choices=(*FORMS, BOTH), default="runtime",
+    p.add_argument("--form", choices=(*FORMS, BOTH), default=Form.RUNTIME.value,
                    help="graph form: inputs fed at run time, scale / zero point as initializers, or both "
                         "(default: %(default)s)")
     _add_corpus_options(p)

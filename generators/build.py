@@ -12,6 +12,7 @@ import numpy as np
 
 from qdq_conformance import opspecs
 from qdq_conformance.compare import compare
+from qdq_conformance.domain import CaseStatus
 from qdq_conformance.errors import SpecViolation
 from qdq_conformance.reference import evaluate
 from qdq_conformance.reference.readings import Reading
@@ -192,12 +193,12 @@ def _oracle(b: Build, base_id: str, inputs: list[tuple[str, np.ndarray | None]],
     try:
         outputs = evaluate(spec.domain, spec.name, spec.version, [a for _, a in inputs], attrs)
     except SpecViolation as e:
-        if status != "invalid":
+        if status != CaseStatus.INVALID:
             raise b.tpl.error("status", f"{base_id}: the oracle rejects this {status} case: {e}") from None
         if e.rule != data["rule"]:
             raise b.tpl.error("rule", f"{base_id}: the model breaks {e.rule}, not {data['rule']}: {e}") from None
         return None
-    if status == "invalid":
+    if status == CaseStatus.INVALID:
         raise b.tpl.error("rule", f"{base_id}: the oracle accepts this model, so it is not invalid by "
                           f"{data['rule']}") from None
     if "expected" in data:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qdq_conformance import opspecs
+from qdq_conformance.domain import CaseStatus
 from qdq_conformance.reference.arith import to_float64
 from qdq_conformance.types import TYPES, ElementType
 
@@ -177,7 +178,7 @@ def coverage(cases: Sequence[ConcreteCase]) -> list[VersionCoverage]:
     """Coverage of every operator version the oracle knows (invalid cases do not count)."""
     by_version: dict[str, list[ConcreteCase]] = defaultdict(list)
     for c in cases:
-        if c.status != "invalid":
+        if c.status != CaseStatus.INVALID:
             by_version[f"{c.domain}::{c.op}-{c.version}"].append(c)
     result = []
     for spec in opspecs.all_specs():

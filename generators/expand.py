@@ -14,6 +14,7 @@ from typing import Any
 
 from qdq_conformance import opspecs
 from qdq_conformance.ambiguities import catalogue
+from qdq_conformance.domain import CaseStatus
 from qdq_conformance.types import TYPES, ElementType, by_name
 
 from .build import Build, Skip, build
@@ -95,7 +96,7 @@ def expand(tpl: Template) -> list[ConcreteCase]:
     """Every concrete case of one template (raises CaseFileError for a malformed or inconsistent one)."""
     data = tpl.data
     status = data["status"]
-    if status == "implementation-defined":
+    if status == CaseStatus.IMPLEMENTATION_DEFINED:
         if "ambiguity" not in data:
             raise tpl.error("ambiguity", "an implementation-defined case must name its ambiguity-catalogue entry")
         if data["ambiguity"] not in catalogue():
@@ -103,7 +104,7 @@ def expand(tpl: Template) -> list[ConcreteCase]:
                             f"(known: {', '.join(catalogue())})")
     elif "ambiguity" in data:
         raise tpl.error("ambiguity", f"only implementation-defined cases name an ambiguity (status is {status})")
-    if (status == "invalid") != ("rule" in data):
+    if (status == CaseStatus.INVALID) != ("rule" in data):
         raise tpl.error("rule", "an invalid case must name the rule it breaks, and only an invalid case does")
     op = data["operator"]
     kind = "DQL" if op == "DynamicQuantizeLinear" else "DQ" if "Dequantize" in op else "Q"
@@ -129,7 +130,7 @@ def _candidates(tpl: Template, kind: str) -> Iterator[Build]:
     check_cases(tpl, math.prod(len(v) if isinstance(v, list) else 1 for v in attrs.values()))
     for version in _versions(tpl):
         spec = opspecs.get(tpl.domain, data["operator"], version)
-        if data["status"] != "invalid" and any(k not in spec.attributes for k in attrs):
+        if data["status"] != CaseStatus.INVALID and any(k not in spec.attributes for k in attrs):
             continue  # (every attribute set has the same keys)
         for combo in _combos(tpl, spec):
             if kind == "DQL":

@@ -13,7 +13,7 @@ import onnx
 from onnx import helper
 
 from qdq_conformance import opspecs
-from qdq_conformance.domain import FORMS, Form
+from qdq_conformance.domain import FORMS, CaseStatus, Form
 from qdq_conformance.modelbuild import CONTRIB_AI_ONNX_OPSET
 from qdq_conformance.reference.graph import QUANT_OPS, tensor_proto
 from qdq_conformance.types import by_dtype
@@ -56,7 +56,7 @@ class GraphCase:
     output_names: list[str]
     expected: list[np.ndarray]
     variant: dict[str, Any] = field(default_factory=dict)
-    status: str = "normative"
+    status: str = CaseStatus.NORMATIVE.value
     tier: str = "default"
     ulp: int = 0
     readings: list[Any] = field(default_factory=list)

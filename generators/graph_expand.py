@@ -28,6 +28,7 @@ from onnx import helper
 
 from qdq_conformance import opspecs
 from qdq_conformance.compare import compare
+from qdq_conformance.domain import CaseStatus, Form
 from qdq_conformance.errors import CaseFileError, SpecViolation
 from qdq_conformance.reference.graph import (
     CONSTANT_INPUTS,
@@ -186,8 +187,8 @@ def _is_normative(tpl: Template, case_id: str, nodes: list[GraphNode], model: on
             args.pop()
         ints = {k: v for k, v in n.attrs.items() if isinstance(v, int)}
         found = catalogue_readings(spec.domain, spec.name, spec.version, args, ints, s.outputs, None)
-        status, entry, _ = decide("normative", None, found, s.outputs)
-        if status != "normative":
+        status, entry, _ = decide(CaseStatus.NORMATIVE.value, None, found, s.outputs)
+        if status != CaseStatus.NORMATIVE:
             raise _node_error(tpl, n, f"{case_id}: its answer depends on the ambiguity-catalogue entry {entry} "
                               "(a graph case is normative: choose values the spec decides)")
 
@@ -214,10 +215,10 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
                      opset=opset, nodes=nodes, inputs=arrays["inputs"], params=arrays["params"],
                      constants=arrays["constants"], output_names=outputs, expected=[], variant=dict(env),
                      tier=data.get("tier", "default"))
-    model = case.build("initializer", outputs=[(o, np.zeros(0, np.float32)) for o in outputs])
+    model = case.build(Form.INITIALIZER.value, outputs=[(o, np.zeros(0, np.float32)) for o in outputs])
     steps: list[Step] = []
     try:
-        case.expected = run_graph(model, case.feeds("initializer"), steps)
+        case.expected = run_graph(model, case.feeds(Form.INITIALIZER.value), steps)
     except SpecViolation as e:
         bad = next((n for n in nodes if n.op == e.op and n.name not in {nodes[s.index].name for s in steps}),
                    nodes[0])

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from qdq_conformance.compare import compare
+from qdq_conformance.domain import CaseStatus
 from qdq_conformance.reference.readings import Reading, kernel_reading, readings
 
 
@@ -49,10 +50,10 @@ def decide(status: str, declared: str | None, found: Sequence[Reading],
     changing = [a for a in dict.fromkeys(r.ambiguity for r in found)
                 if any(changes_answer(r, outputs) for r in found if r.ambiguity == a)]
     entries = ([declared] if declared else []) + [a for a in changing if a != declared]
-    if status == "normative" and changing:
-        status, declared = "implementation-defined", changing[0]
+    if status == CaseStatus.NORMATIVE and changing:
+        status, declared = CaseStatus.IMPLEMENTATION_DEFINED.value, changing[0]
         entries = changing
-    if status != "implementation-defined":
+    if status != CaseStatus.IMPLEMENTATION_DEFINED:
         return status, declared, []
     kept = [r for a in entries for r in found if r.ambiguity == a]
     return status, declared, kept

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import PER_TENSOR_1D
+from ..domain import PER_TENSOR_1D, CaseStatus
 from ..generators.case import ConcreteCase
 from ..generators.expand import expand
 from ..generators.loader import CaseFileError
@@ -121,11 +121,12 @@ def template(d: Description, template_id: str | None = None, description: str | 
         "id": tid,
         "description": description or f"A fuzzed {d.op}-{d.version} case (qdq-conformance fuzz).",
         "spec": {"operator": d.op, "versions": str(d.version), "text": CLAUSES[kind]},
-        "operator": d.op, "domain": d.domain, "versions": [d.version], "family": "random", "status": "normative",
+        "operator": d.op, "domain": d.domain, "versions": [d.version], "family": "random",
+        "status": CaseStatus.NORMATIVE.value,
     }
     ambiguity = declared_ambiguity(d)
     if ambiguity:
-        data["status"], data["ambiguity"] = "implementation-defined", ambiguity
+        data["status"], data["ambiguity"] = CaseStatus.IMPLEMENTATION_DEFINED.value, ambiguity
     if kind == "DQL":
         data["types"] = {"x": d.types[0], "y": d.types[1]}
     else:

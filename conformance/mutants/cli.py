@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..domain import BOTH, FORMS, forms_of
+from ..domain import BOTH, FORMS, CaseStatus, Form, forms_of
 from ..generators.cache import load_file_cached
 from ..generators.corpus import CASES_DIR, case_files
 from ..generators.loader import CaseFileError
@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the verdicts as JSON instead of a table")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="processes judging mutants side by side (default: the usable cores, at most 4)")
-    p.add_argument("--form", choices=(*FORMS, BOTH), default="runtime",
+    p.add_argument("--form", choices=(*FORMS, BOTH), default=Form.RUNTIME.value,
                    help="graph form(s) of each case (default: %(default)s; the mutants change arithmetic, which "
                         "the kernel does alike for fed inputs and initializers)")
     p.add_argument("--list", action="store_true", help="list the mutants (id, kind, shortcut) and exit")
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     kinds = {m.id: m.kind for m in mutants}
     s = summary(verdicts, kinds)
     elapsed = time.monotonic() - t0
-    normative = sum(1 for c in cases if c.status == "normative")
+    normative = sum(1 for c in cases if c.status == CaseStatus.NORMATIVE)
     if args.json:
         print(json.dumps({"summary": {**s, "seconds": round(elapsed, 1), "normative_cases": normative},
                           "verdicts": [{**v.as_dict(), "kind": kinds[v.mutant], "shortcut": REGISTRY[v.mutant].shortcut,

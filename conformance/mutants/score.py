@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..cpu import usable_cores
-from ..domain import FAILING, Form
+from ..domain import FAILING, CaseStatus, Form
 from ..runner.execute import call_backend
 from ..runner.outcome import classify
 from .base import Mutant, MutantBackend
@@ -94,7 +94,7 @@ def score(cases: Iterable[Any], mutants: Sequence[Mutant], *, forms: Sequence[st
     ``jobs`` processes judge mutants side by side (default: the usable cores, at most 4; forked, so they share the
     loaded corpus); ``progress`` is called with each verdict as it arrives.
     """
-    _CASES[:] = [c for c in cases if c.status == "normative"]
+    _CASES[:] = [c for c in cases if c.status == CaseStatus.NORMATIVE]
     _MODELS.clear()
     _MUTANTS.clear()
     _MUTANTS.update((m.id, m) for m in mutants)
