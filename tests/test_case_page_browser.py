@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from qdq_conformance.cli import build_parser
 from qdq_conformance.reports.commands import run_diff
 from qdq_conformance.reports.render import render_files
 
@@ -140,9 +141,8 @@ def test_scoreboard_and_diff_link_the_same_way(tmp_path, chromium):
     bb = write_run(tmp_path / "b.jsonl", recs, backend="b")
     board = render_files([a, bb], tmp_path / "board.html")
     out = tmp_path / "diff.html"
-    ns = type("NS", (), {"files": [str(bb), str(a)], "old": None, "new": None, "output": str(out), "limit": 0,
-                         "exit_zero": True, "report": "run.html"})()
-    assert run_diff(ns) == 0  # type: ignore[arg-type]
+    ns = build_parser().parse_args(["diff", str(bb), str(a), "-o", str(out), "--exit-zero", "--report", "run.html"])
+    assert run_diff(ns) == 0
     with Browser(chromium, width=WIDTH, height=900) as b:
         b.open(board, _link(CASE, "runtime"))
         b.wait_for("document.body.dataset.ready === '1'")

@@ -120,5 +120,7 @@ def test_compliance_markdown_from_saved_results(tmp_path, capsys):
     day = json.loads(a.read_text().splitlines()[0])["started"][:10]  # the row says when the run was
     assert f"| demo | 1.0 | {day} | runtime | 1 | 1 | 1 | 0 | 50.0% |" in text
     assert "| ai.onnx::QuantizeLinear-21 | 1 / 1 / 1 | 3 / 0 / 0 |" in text
-    assert "- Rounds after adding the zero point. More detail. (1 cases)" in text  # short reasons whole
+    findings = (tmp_path / "findings.md").read_text()  # (the findings page, beside the table)
+    assert "- Rounds after adding the zero point. More detail. (1 cases)" in findings  # short reasons whole
+    assert f"Results of {day}" in findings
     assert (tmp_path / "scoreboard.html").exists()
