@@ -45,8 +45,8 @@ from .reference import evaluate
 from .reports import commands as report_commands
 from .reports import compliance
 from .reports.render import render as render_page
+from .results import ResultsError
 from .runner import archive
-from .runner.results import ResultsError
 
 
 def _cmd_specs(args: argparse.Namespace) -> int:

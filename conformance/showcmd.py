@@ -24,8 +24,8 @@ from .plugin.options import RUN_FLAGS
 from .plugin.selection import case_index
 from .reports.casepage import render_text
 from .resources import cases_dir
-from .runner.merge import load_run
-from .runner.results import ResultsError
+from .results import ResultsError
+from .results.merge import load_run
 from .types import TYPES, bit_patterns, by_dtype, by_name, code_of
 
 EXIT = {0: "shown (with --repro: the script written)", 1: "a fresh run of the case did not produce its record",

@@ -2,7 +2,7 @@
 their exit statuses).
 
 Each takes a run as one results file or as the N shard files of one run (``--shard K/N``), merged by
-:mod:`qdq_conformance.runner.merge` (the rules: there). A file that cannot be read, or files that do not form
+:mod:`qdq_conformance.results.merge` (the rules: there). A file that cannot be read, or files that do not form
 the runs asked for, is exit status 2 and one line naming the files, never a traceback.
 """
 
@@ -13,8 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..runner.merge import incomplete, load_run, load_runs
-from ..runner.results import Results, ResultsError, unwritable
+from ..results import Results, ResultsError, unwritable
+from ..results.merge import incomplete, load_run, load_runs
 from . import diff, overview, render
 
 SHARDS = ("Shard files (--shard K/N) of one backend are merged into one run: they must share the backend version "

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from qdq_conformance.domain import FAILING, RunStatus
-from qdq_conformance.runner.merge import load_runs
-from qdq_conformance.runner.results import CaseRecord, Results
+from qdq_conformance.results import CaseRecord, Results
+from qdq_conformance.results.merge import load_runs
 
 from .findings import Finding, group, known_versions
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from qdq_conformance.domain import FAILING, RunStatus
-from qdq_conformance.runner.merge import gap, incomplete, load_run
-from qdq_conformance.runner.results import CaseRecord, Results, is_expected
+from qdq_conformance.results import CaseRecord, Results, is_expected
+from qdq_conformance.results.merge import gap, incomplete, load_run
 
 from .page import environment, pack
 

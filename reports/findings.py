@@ -24,8 +24,8 @@ from functools import lru_cache
 from typing import Any, cast
 
 from qdq_conformance.domain import BOTH, FAILING, FORMS, RunStatus
+from qdq_conformance.results import CaseRecord, expectation_of, is_expected
 from qdq_conformance.rules import RULES
-from qdq_conformance.runner.results import CaseRecord, expectation_of, is_expected
 from qdq_conformance.types import TYPES, ElementType
 
 from .casepage import first_explained

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain import FAILING, RunStatus
-from ..runner.merge import gap, incomplete, shards_text
-from ..runner.results import Results, is_expected, passed_against_entry
+from ..results import Results, is_expected, passed_against_entry
+from ..results.merge import gap, incomplete, shards_text
 from .diff import CATEGORIES, diff_records, selection_text
 from .findings import Finding, group, known_versions, shorten
 

@@ -13,9 +13,9 @@ from typing import Any, cast
 
 from qdq_conformance.domain import FAILING, FAILING_ORDER, JUDGED, CaseStatus, RunStatus
 from qdq_conformance.gcpause import gc_paused
-from qdq_conformance.runner.expectations import needs_attention, summary_lines
-from qdq_conformance.runner.merge import load_run, load_runs, shards_text
-from qdq_conformance.runner.results import CaseRecord, Results, is_expected, passed_against_entry
+from qdq_conformance.results import CaseRecord, Results, is_expected, passed_against_entry
+from qdq_conformance.results.merge import load_run, load_runs, shards_text
+from qdq_conformance.results.tally import needs_attention, summary_lines
 
 from .casepage import page_data
 from .compliance import KEPT, run_date
@@ -68,7 +68,7 @@ _LATER: dict[str, int] = {RunStatus.IMPLEMENTATION_DEFINED: 3, RunStatus.UNSUPPO
 def _rank(rec: CaseRecord, finding: int | None) -> tuple[int, int]:
     """The case list's order: unexpected failures (by finding), unexpected passes, expected failures (by
     finding), implementation-defined, unsupported, passed; the run's order within each (case id, graph form:
-    :mod:`qdq_conformance.runner.merge`)."""
+    :mod:`qdq_conformance.results.merge`)."""
     s = rec["status"]
     if s in FAILING:
         return (2 if is_expected(rec) else 0, finding or 0)
@@ -262,7 +262,7 @@ def render_results_file(path: Path, out: Path) -> Path:
 
 
 def render_files(paths: list[Path], out: Path, baseline: list[Path] | None = None) -> Path:
-    """A report of one run or a scoreboard of several (shard files merged: :mod:`qdq_conformance.runner.merge`);
+    """A report of one run or a scoreboard of several (shard files merged: :mod:`qdq_conformance.results.merge`);
     ``baseline``: an earlier run (a results file or its shard files) the report (one run) compares against."""
     return render(load_runs(paths), out, load_run(baseline) if baseline else None,
                   ", ".join(map(str, baseline or [])))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from qdq_conformance.runner.results import read
+from qdq_conformance.results import read
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ROOT / "tests" / "data" / "runner_cases"

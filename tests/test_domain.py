@@ -1,4 +1,4 @@
-"""The shared vocabulary (conformance/domain.py) and the results-record schema (runner/results.py): the enums are
+"""The shared vocabulary (conformance/domain.py) and the results-record schema (results/): the enums are
 the strings files hold, both kinds of case satisfy the Case protocol, and what a record holds is what the schema
 names."""
 
@@ -29,11 +29,11 @@ from qdq_conformance.generators.export import export
 from qdq_conformance.generators.schema import schema
 from qdq_conformance.opspecs import all_specs
 from qdq_conformance.resources import cases_dir
+from qdq_conformance.results import FIELDS, CaseRecord, is_expected, passed_against_entry
 from qdq_conformance.runner import record
 from qdq_conformance.runner.expectations import Expectation
 from qdq_conformance.runner.outcome import classify
 from qdq_conformance.runner.outputs import RawResult
-from qdq_conformance.runner.results import FIELDS, CaseRecord, is_expected, passed_against_entry
 from qdq_conformance.runner.suite import load_suite
 
 

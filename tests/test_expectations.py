@@ -8,6 +8,7 @@ import re
 import pytest
 
 from qdq_conformance import cpu as cpu_mod
+from qdq_conformance.results.tally import needs_attention, summary_lines
 from qdq_conformance.runner import expectations as expectations_mod
 from qdq_conformance.runner.expectations import (
     ExpectationError,
@@ -15,9 +16,7 @@ from qdq_conformance.runner.expectations import (
     Tracker,
     find,
     load,
-    needs_attention,
     resolve,
-    summary_lines,
     version_key,
 )
 
@@ -294,20 +293,26 @@ def test_stale_entries_held_entries_and_new_failures(tmp_path):
     lines = {x.patterns[0]: x.line for x in e.entries}
     # held-*: one case as recorded, one fixed; fixed-*: every case passes or is unsupported; other-*: another
     # failing status; gone and runtime-only: no case matched.
-    matched = {lines["held-*"]: ["failed", "passed"], lines["fixed-*"]: ["passed", "unsupported"],
-               lines["other-*"]: ["crashed"]}
-    tracker = Tracker(matched=matched)
+    tracker = Tracker()
+    for status, entry, expected in [("failed", "held-*", "failed"), ("passed", "held-*", "failed"),
+                                    ("passed", "fixed-*", "failed"), ("unsupported", "fixed-*", "failed"),
+                                    ("crashed", "other-*", "error")]:
+        tracker.note(f"{entry}1", "runtime", status, expected, lines[entry])
+    # 1 failed as recorded (held-*), 1 crashed where error was recorded, 3 failures no entry covers
+    for status, n in {"failed": 1, "error": 2, "passed": 7, "unsupported": 3}.items():
+        for i in range(n):
+            tracker.note(f"new-{status}-{i}", "runtime", status, None, None)
+    assert tracker.counts == {"failed": 2, "crashed": 1, "error": 2, "passed": 9, "unsupported": 4}
     stale = tracker.stale(e, subset=False, forms={"runtime", "initializer"})
     assert [(x.patterns[0], why) for x, why in stale] == [
         ("fixed-*", "its cases pass or are unsupported now"), ("gone", "matches no collected case"),
         ("runtime-only", "matches no collected case")]
     assert [x.patterns[0] for x, _ in tracker.stale(e, subset=False, forms={"initializer"})] == ["fixed-*", "gone"]
     assert [x.patterns[0] for x, _ in tracker.stale(e, subset=True, forms={"runtime"})] == ["fixed-*"]
-    fixed = Tracker(matched={lines["fixed-*"]: ["passed"]})
+    fixed = Tracker()
+    fixed.note("fixed-1", "runtime", "passed", "failed", lines["fixed-*"])
     assert [x.patterns[0] for x, _ in fixed.stale(e, True, ["runtime"])] == ["fixed-*"]
     assert fixed.stale(e, True, ["runtime"])[0][1] == "all its cases pass now"
-    # 1 failed as recorded (held-*), 1 crashed where error was recorded, 3 failures no entry covers
-    tracker.counts = {"failed": 2, "crashed": 1, "error": 2, "passed": 9, "unsupported": 4}
     tally = tracker.tally(e, stale=3)
     assert tally == {"in_force": 5, "held": 1, "stale": 3, "changed": 1, "new_failures": 4, "unexpected_passes": 2}
     text = summary_lines(e.status(), tally)[1]
@@ -335,7 +340,7 @@ def test_bundled_files_record_their_versions(name):
 def _results_file(path, status, tally):
     import json
 
-    from qdq_conformance.runner.results import header
+    from qdq_conformance.results import header
 
     head = header("x", "2.1.0", {"expectations": status and status.get("path"), "expectations_status": status})
     case = {"type": "case", "id": "q-new-in-2", "form": "runtime", "status": "failed", "operator": "QuantizeLinear",
@@ -352,7 +357,9 @@ def test_report_header_says_which_version_the_expectations_were_recorded_for(tmp
     from qdq_conformance.reports.render import render_files
 
     e = load(_versioned(tmp_path), "2.1.0", "x")
-    tally = Tracker(counts={"failed": 1}, matched={12: ["failed"]}).tally(e, stale=1)
+    tracker = Tracker()
+    tracker.note("q-new-in-2", "runtime", "failed", "failed", 12)
+    tally = tracker.tally(e, stale=1)
     html = render_files([_results_file(tmp_path / "r.jsonl", e.status(), tally)], tmp_path / "r.html").read_text()
     banner = re.search(r'<p class="attention" id="expectations-attention">(.*?)</p>', html, re.S)
     assert banner is not None

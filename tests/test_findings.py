@@ -13,7 +13,7 @@ from qdq_conformance.cli import main
 from qdq_conformance.compare import Mismatch, compare
 from qdq_conformance.reports.findings import group, mask, mismatch_kind, span
 from qdq_conformance.reports.render import render_files, unpack
-from qdq_conformance.runner.results import header
+from qdq_conformance.results import header
 from qdq_conformance.types import TYPES
 
 TRACE = "\n\nTraceback (most recent call last):\n  File \"/x/execute.py\", line 107, in call_backend\n    boom"

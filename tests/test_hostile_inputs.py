@@ -51,7 +51,7 @@ def test_an_expectation_link_must_be_http(tmp_path):
 def _hostile_results(tmp_path: Path) -> Path:
     import json
 
-    from qdq_conformance.runner.results import header
+    from qdq_conformance.results import header
 
     case = {"type": "case", "id": "quantizelinear-21-x", "form": "runtime", "status": "failed",
             "operator": "QuantizeLinear<img src=x onerror=alert(1)>", "version": 21, "domain": "ai.onnx",

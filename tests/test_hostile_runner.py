@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qdq_conformance.cli import main
-from qdq_conformance.runner.results import FIELDS, Number, Obj, ResultsError, Spec, check, header, read, valid
+from qdq_conformance.results import FIELDS, Number, Obj, ResultsError, Spec, check, header, read, valid
 from tests.fake_backends import GARBAGE, HOSTILE
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                          "qdq_conformance.modelbuild", "qdq_conformance.cachedir", "qdq_conformance.progress",
                          "qdq_conformance.gcpause", "qdq_conformance.cpu")),
     ("kernel", ("qdq_conformance.reference",)),
+    ("results", ("qdq_conformance.results",)),
     ("checker", ("qdq_conformance.checker",)),
     ("generators", ("qdq_conformance.generators",)),
     ("runner and backends", ("qdq_conformance.runner", "qdq_conformance.backends", "qdq_conformance.mutants")),

@@ -29,7 +29,7 @@ from onnx import TensorProto
 from qdq_conformance.cli import main
 from qdq_conformance.modelbuild import single_node_model
 from qdq_conformance.plugin.terminal import INTERRUPTED
-from qdq_conformance.runner.results import read
+from qdq_conformance.results import read
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "data" / "runner_cases"

@@ -202,8 +202,8 @@ def test_compliance_keeps_a_column_from_kept_results_when_the_backend_cannot_run
     its row and column from its kept results, dated; a kept file reads as the results file it came from."""
     from qdq_conformance.cli import main
     from qdq_conformance.reports.compliance import render_files
+    from qdq_conformance.results import read
     from qdq_conformance.runner.archive import DROPPED, keep
-    from qdq_conformance.runner.results import read
 
     from .test_reports import _results
 

@@ -16,7 +16,7 @@ import pytest
 
 from qdq_conformance.cli import main
 from qdq_conformance.reports.casepage import marks, param_index, rows, strip_tool_frames
-from qdq_conformance.runner.results import header
+from qdq_conformance.results import header
 
 ROOT = Path(__file__).resolve().parents[1]
 #: a case ONNX Runtime 1.32.0 fails (expected: ort.yaml), 4 of 51 float8 elements (saturate=0 beyond 464)

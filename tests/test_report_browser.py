@@ -20,7 +20,7 @@ import pytest
 
 from qdq_conformance.plugin.sharding import shard_of
 from qdq_conformance.reports.render import render_files
-from qdq_conformance.runner.results import header
+from qdq_conformance.results import header
 
 from .browser import Browser, find_chromium
 

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 from qdq_conformance.cli import main
 from qdq_conformance.reports.render import render_files, unpack
-from qdq_conformance.runner.results import header
+from qdq_conformance.results import header
 
 
 class _Collect(HTMLParser):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from qdq_conformance.cli import main
-from qdq_conformance.runner.results import ResultsError, header, read
+from qdq_conformance.results import ResultsError, header, read
 
 HEAD = json.dumps(header("fake", "1.0"))
 

@@ -1,4 +1,4 @@
-"""A run in shards, merged (qdq_conformance.runner.merge), is the run: the same report, findings and diff as the
+"""A run in shards, merged (qdq_conformance.results.merge), is the run: the same report, findings and diff as the
 run on one machine; shard files that are not one run are refused in one line; a missing shard is shown.
 
 One real selection of cases (ONNX Runtime, DequantizeLinear-23 cases with expected errors and failures, both
@@ -20,7 +20,7 @@ import pytest
 
 from qdq_conformance.cli import main
 from qdq_conformance.reports.render import unpack
-from qdq_conformance.runner.merge import load_run
+from qdq_conformance.results.merge import load_run
 
 SELECTION = "dequantizelinear-23 and (float8-zero-point or int32-extremes or blocked-int4-float-blocked)"
 

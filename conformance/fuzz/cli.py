@@ -15,10 +15,10 @@ from ..backends.names import help_text as backend_names
 from ..cachedir import cache_root
 from ..domain import BOTH, FORMS, TEMPLATE_GRANULARITIES, Form, forms_of
 from ..progress import duration
+from ..results import ResultsError, header
 from ..runner import expectations as expectations_mod
 from ..runner.isolation import BackendStartError
 from ..runner.pool import CasePool
-from ..runner.results import ResultsError, header
 from . import export, known
 from .search import Executor, Search
 

@@ -27,7 +27,7 @@ from ..generators.corpus import load_file
 from ..generators.layout import test_name, write_folder
 from ..reports.findings import FAILING, group, is_expected, signature
 from ..reports.findings import Finding as Group
-from ..runner.results import CaseRecord, ResultsWriter, expectation_of, read
+from ..results import CaseRecord, ResultsWriter, expectation_of, read
 from .describe import literals, template
 from .search import Finding
 
@@ -124,7 +124,7 @@ class Exposed:
 
 def corpus_index(paths: Sequence[Path]) -> dict[tuple[str, ...], Exposed]:
     """The root causes of the failing cases of corpus runs' results files (expected by an expectation or not),
-    each with its first case; raises :class:`qdq_conformance.runner.results.ResultsError` on a file that cannot
+    each with its first case; raises :class:`qdq_conformance.results.ResultsError` on a file that cannot
     be read."""
     out: dict[tuple[str, ...], Exposed] = {}
     for path in paths:

@@ -19,9 +19,9 @@ from ..domain import FAILING, FORMS, CaseStatus, GranularityKind, RunStatus, par
 from ..generators.layout import MANIFEST
 from ..generators.schema import schema
 from ..resources import cases_dir
+from ..results import ResultsWriter, header
 from ..runner import expectations as expectations_mod
 from ..runner.execute import CaseRef
-from ..runner.results import ResultsWriter, header
 from ..runner.suite import scope as suite_scope
 from ..types import TYPES
 from . import fastpath, options, selection, sharding, stopping

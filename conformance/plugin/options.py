@@ -232,7 +232,7 @@ def check(config: pytest.Config) -> None:
         given = config.getoption("qdq_results")
         checks.append((f"--results {given}" if given else f"--report {report} (its results file {results})", results))
     # (imported here: the options module is loaded by every pytest process, a run's checks by runs only)
-    from ..runner.results import unwritable
+    from ..results import unwritable
 
     for what, path in checks:
         why = unwritable(path)

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from ..backends.markers import MarkerWatch
+from ..results import ResultsWriter
+from ..results.tally import Tally
 from ..runner.expectations import Expectations, Tracker
 from ..runner.pool import CasePool
-from ..runner.results import ResultsWriter
 
 
 @dataclass
@@ -33,7 +34,7 @@ class RunState:
     markers: MarkerWatch | None = None  # the backend's message markers, and which ones refusals matched
     stale_markers: list[str] = field(default_factory=list)  # markers a whole run's refusals did not match
     form_counts: dict[str, Counter[str]] = field(default_factory=dict)  # graph form -> cases per status
-    tally: dict[str, int] | None = None  # how the expectations in force held (Tracker.tally), at the end
+    tally: Tally | None = None  # how the expectations in force held (Tracker.tally), at the end
     backend_name: str = ""
     backend_version: str = ""
     deselected: int = 0

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from ..runner.results import ResultsWriter, header
+from ..results import ResultsWriter, header
 from .distributed import is_worker
 from .state import STATE
 

@@ -31,7 +31,7 @@ import pytest
 
 from ..domain import RunStatus
 from ..progress import Progress, duration
-from ..runner import expectations as expectations_mod
+from ..results.tally import needs_attention, summary_lines
 from .state import RunState
 
 #: seconds between two progress lines off a terminal
@@ -305,8 +305,8 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus
                     "Python test): see pytest's list above", {"red": True}))
     out += [(line, {"yellow": True}) for line in mostly_unsupported(state)]
     status = state.header.get("expectations_status") if state.header else None
-    loud = {"yellow": True, "bold": True} if expectations_mod.needs_attention(status) else {}
-    for line in expectations_mod.summary_lines(status, state.tally):  # loud when not recorded for this version
+    loud = {"yellow": True, "bold": True} if needs_attention(status) else {}
+    for line in summary_lines(status, state.tally):  # loud when not recorded for this version
         out.append((line, loud))
     surprises = state.tracker.surprises
     if surprises:

@@ -16,7 +16,7 @@ import gzip
 import json
 from pathlib import Path
 
-from .results import ResultsError
+from ..results import ResultsError
 
 #: Case-record fields a kept results file leaves out (the compliance table and the scoreboard read none of them).
 DROPPED = ("inputs", "expected", "actual", "readings", "spec", "attributes", "repro", "comparison", "duration")

@@ -49,15 +49,15 @@ from ..domain import FAILING, RunStatus
 from ..generators.loader import EXPECTATION_FILE, CaseFileError, line_of, load_yaml
 from ..generators.schema import check_document, expectation_schema
 from ..resources import expectations_dir
+from ..results.records import CaseRecord, seen_status
+from ..results.tally import Tally, applicability_message, seen_by_entry, tally
 
 EXPECTATIONS_DIR = expectations_dir()
 _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)(?:[-_.]?(dev|a|alpha|b|beta|rc|c|post)[-_.]?(\d*))?(?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?",
                       re.IGNORECASE)
 _PHASE = {"dev": 0, "a": 1, "alpha": 1, "b": 2, "beta": 2, "rc": 3, "c": 3, "": 4, "post": 5}
 #: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a run notes every case)
-_PASSED, _IMPLEMENTATION_DEFINED = RunStatus.PASSED.value, RunStatus.IMPLEMENTATION_DEFINED.value
-#: modes of Applicability whose message must stand out (the entries in force were not recorded for this version)
-ATTENTION = frozenset({"newer", "between", "older", "unknown"})
+_PASSED = RunStatus.PASSED.value
 
 
 class ExpectationError(Exception):
@@ -206,32 +206,39 @@ class Expectations:
 @dataclass
 class Tracker:
     """How a run's cases meet the expectations in force, as their results arrive: the cases per status, the
-    statuses the cases of each entry ended in, the surprises (a case that passed against its entry, or failed in
-    another status than it records); at the end the stale entries and the tally."""
+    records the tally reads (status and matching entry: :func:`qdq_conformance.results.tally.tally`), the
+    surprises (a case that passed against its entry, or failed in another status than it records); at the end
+    the stale entries and the tally."""
 
     counts: dict[str, int] = field(default_factory=dict)
-    matched: dict[int, list[str]] = field(default_factory=dict)  # entry line -> statuses of the cases it matched
+    cases: list[CaseRecord] = field(default_factory=list)  # what the tally reads of each case
     surprises: list[str] = field(default_factory=list)  # "id [form]: expected failed, got passed"
+    _plain: dict[str, CaseRecord] = field(default_factory=dict)  # one shared record per status, for no entry
 
     def note(self, case_id: str, form: str, status: str, expected: str | None, line: int | None) -> None:
         """One case's result: ``status`` it ended in; ``expected``, ``line``: its entry's status and line (None:
         no entry)."""
         self.counts[status] = self.counts.get(status, 0) + 1
         if expected and line is not None:
-            # an implementation-defined case that follows a catalogued reading has passed, as far as its entry goes
-            seen = _PASSED if status == _IMPLEMENTATION_DEFINED else status
-            self.matched.setdefault(line, []).append(seen)
+            self.cases.append({"status": status, "expectation": {"status": expected, "line": line}})
+            seen = seen_status(status)
             if seen == _PASSED or (status in FAILING and status != expected):
                 self.surprises.append(f"{case_id} [{form}]: expected {expected}, got {status}")
+        else:
+            plain = self._plain.get(status)
+            if plain is None:
+                plain = self._plain[status] = {"status": status}
+            self.cases.append(plain)
 
     def stale(self, expectations: Expectations, subset: bool, forms: Iterable[str]) -> list[tuple[Entry, str]]:
         """Entries in force none of whose cases ended as recorded or failed otherwise (they pass, or are
         unsupported, now), or (a whole run: ``subset`` false) that matched no case of the graph ``forms`` that
         ran; with why."""
         ran = set(forms)
+        matched = seen_by_entry(self.cases)
         out = []
         for e in expectations.entries:
-            seen = self.matched.get(e.line)
+            seen = matched.get(e.line)
             if seen is None:
                 if not subset and (not e.forms or ran & set(e.forms)):
                     out.append((e, "matches no collected case"))
@@ -241,86 +248,9 @@ class Tracker:
                             "its cases pass or are unsupported now"))
         return out
 
-    def tally(self, expectations: Expectations, stale: int) -> dict[str, int]:
-        """The run against its expectations: entries in force, held (a case ended as recorded), stale, changed
-        (matched, none as recorded, not stale); failing cases that are new (no entry, or an entry recording
-        another status) and cases that passed against an entry."""
-        held = changed = met = passes = 0
-        for e in expectations.entries:
-            seen = self.matched.get(e.line, [])
-            met += sum(1 for s in seen if s == e.status and s in FAILING)
-            passes += seen.count(RunStatus.PASSED)
-            if e.status in seen:
-                held += 1
-            elif any(s in FAILING for s in seen):
-                changed += 1
-        failing = sum(n for s, n in self.counts.items() if s in FAILING)
-        return {"in_force": len(expectations.entries), "held": held, "stale": stale, "changed": changed,
-                "new_failures": failing - met, "unexpected_passes": passes}
-
-
-def applicability_message(a: dict[str, Any]) -> str:
-    """One sentence: which expectations are in force for this run, for which backend version and processor."""
-    cpu = a.get("cpu") or {}
-    if not isinstance(cpu, dict) or not cpu or not a.get("path"):
-        return _version_message(a)
-    features = ", ".join(f"{name} {'yes' if present else 'no'}" for name, present in sorted(cpu.items()))
-    other = a.get("other_cpu") or 0
-    return (f"{_version_message(a)}; this processor: {features}"
-            + (f" ({other} entries recorded for another processor not in force)" if other else ""))
-
-
-def _version_message(a: dict[str, Any]) -> str:
-    backend, running, path = a.get("backend") or "backend", a.get("running"), a.get("path")
-    recorded = ", ".join(a.get("recorded") or []) or "none"
-    n, total, applied, mode = a.get("in_force", 0), a.get("total", 0), a.get("applied"), a.get("mode")
-    if mode == "none" or not path:
-        return f"expectations: none for {backend} {running or ''}".rstrip()
-    if mode == "unversioned":
-        return f"expectations: {path}, {n} entries (the file records no backend version: all apply)"
-    if mode == "exact":
-        return (f"expectations: {path}, {n} of {total} entries in force, recorded for {backend} {applied} "
-                f"(recorded versions: {recorded})")
-    if mode == "newer":
-        return (f"EXPECTATIONS NOT RECORDED FOR {backend} {running}: it is newer than every version {path} "
-                f"records ({recorded}); the {n} entries recorded for the newest, {applied}, are applied")
-    if mode == "between":
-        return (f"EXPECTATIONS NOT RECORDED FOR {backend} {running}: {path} records {recorded}; the {n} entries "
-                f"recorded for the nearest older version, {applied}, are applied")
-    if mode == "older":
-        return (f"EXPECTATIONS NOT RECORDED FOR {backend} {running}: it is older than every version {path} "
-                f"records ({recorded}); "
-                + (f"only the {n} entries recorded for every version apply" if n else
-                   "no entry applies, so every failure is new"))
-    return (f"EXPECTATIONS NOT RECORDED FOR {backend} version {running!r} (not comparable): the {n} entries "
-            f"{path} records for its newest version, {applied}, are applied")
-
-
-def summary_lines(status: dict[str, Any] | None, tally: dict[str, int] | None) -> list[str]:
-    """The expectations part of a run's summary (terminal, report header): which entries were in force for which
-    backend version and, once the run ended, how they held. Reads the results file's records, so a saved run
-    says the same as the live one."""
-    if not status:
-        return []
-    lines = [applicability_message(status)]
-    if tally:  # (read back from a results file: a field it lacks counts 0)
-        tally = {k: tally.get(k) or 0 for k in ("held", "stale", "changed", "in_force", "new_failures",
-                                                "unexpected_passes")}
-    if tally and status.get("mode") != "none" and status.get("path"):
-        parts = [f"{tally['held']} held", f"{tally['stale']} stale"]
-        if tally.get("changed"):
-            parts.append(f"{tally['changed']} ended in another failing status")
-        lines.append(f"of the {tally['in_force']} entries in force: {', '.join(parts)}; "
-                     f"{tally['new_failures']} failing case(s) are new (no entry, or another status), "
-                     f"{tally['unexpected_passes']} case(s) passed against their entry")
-    elif tally:
-        lines.append(f"{tally['new_failures']} failing case(s), none covered by an expectation")
-    return lines
-
-
-def needs_attention(status: dict[str, Any] | None) -> bool:
-    """The entries in force were not recorded for the running version (or none are): say it loudly."""
-    return status is not None and status.get("mode") in ATTENTION
+    def tally(self, expectations: Expectations, stale: int) -> Tally:
+        """The run against its expectations (:func:`qdq_conformance.results.tally.tally`, over the cases noted)."""
+        return tally(self.cases, len(expectations.entries), stale)
 
 
 def _versions(value: Any, where: str) -> tuple[str, ...]:

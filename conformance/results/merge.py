@@ -35,9 +35,12 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from ..domain import FAILING, parse_shard
+from ..domain import parse_shard
 from ..gcpause import gc_paused
-from .results import READ, CaseRecord, Results, ResultsError, expectation_of, is_expected, is_failing, read
+from .files import read
+from .records import READ, CaseRecord, Results
+from .schema import ResultsError
+from .tally import Tally, tally
 
 #: header fields the shards of one run should share; a difference is a warning shown with the shards
 _SHOULD_MATCH = ("onnx_version", "suite_version", "forms", "tier", "suite", "expectations", "strict_expectations")
@@ -251,23 +254,10 @@ def _summary(parts: list[_Part], cases: list[CaseRecord]) -> dict[str, Any] | No
     return out
 
 
-def _seen(c: CaseRecord) -> str:
-    # (as the run counts it: an implementation-defined case that follows a catalogued reading has passed, as far
-    # as its expectation entry goes)
-    return "passed" if c["status"] == "implementation-defined" else c["status"]
-
-
-def _expectations(parts: list[_Part], cases: list[CaseRecord]) -> tuple[list[Any], dict[str, Any] | None]:
+def _expectations(parts: list[_Part], cases: list[CaseRecord]) -> tuple[list[Any], Tally | None]:
     """The stale entries and the tally of the whole run: an entry is stale when every shard that matched it (or
     every shard: one that matches none) lists it stale; the rest counted over the cases of all shards, as the run
-    counts them (the tally in qdq_conformance.runner.expectations)."""
-    matched: dict[int, set[str]] = {}
-    status: dict[int, str] = {}
-    for c in cases:
-        e = c.get("expectation")
-        if e and isinstance(e.get("line"), int):
-            matched.setdefault(e["line"], set()).add(_seen(c))
-            status[e["line"]] = str(e.get("status"))
+    counts them (:func:`qdq_conformance.results.tally.tally`)."""
     lists = [{e.get("line"): e for e in (p.summary or {}).get("stale_expectations") or []} for p in parts]
     shard_matched = [{(c.get("expectation") or {}).get("line") for c in p.cases} for p in parts]
     candidates = {line: e for lst in lists for line, e in lst.items()}
@@ -276,9 +266,5 @@ def _expectations(parts: list[_Part], cases: list[CaseRecord]) -> tuple[list[Any
     tallies = [(p.summary or {}).get("expectations") for p in parts]
     if any(not isinstance(t, dict) for t in tallies):
         return stale, None
-    held = sum(1 for line, seen in matched.items() if status[line] in seen)
-    changed = sum(1 for line, seen in matched.items() if status[line] not in seen and seen & FAILING)
-    first = tallies[0] or {}
-    return stale, {"in_force": first.get("in_force"), "held": held, "stale": len(stale), "changed": changed,
-                   "new_failures": sum(1 for c in cases if is_failing(c) and not is_expected(c)),
-                   "unexpected_passes": sum(1 for c in cases if expectation_of(c) and _seen(c) == "passed")}
+    in_force = (tallies[0] or {}).get("in_force")
+    return stale, tally(cases, in_force if isinstance(in_force, int) else None, len(stale))

@@ -1,0 +1,193 @@
+"""The results file's schema: which JSON types each field of each record type may hold (:data:`FIELDS`), and
+the validators that hold a record to it (:func:`valid`, the fast pass; :func:`check`, which says where a record
+goes wrong). A record that breaks it is an error naming its line and field, never a traceback in a reader."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Union
+
+
+class ResultsError(Exception):
+    """A results file that cannot be read: the message names the file (and line) and the problem."""
+
+
+FORMAT_PREFIX = "onnx-qdq-conformance-results/"
+
+
+@dataclass(frozen=True)
+class Obj:
+    """A JSON object whose fields follow ``FIELDS[kind]``."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class Each:
+    """A JSON list (``container`` list) or object (dict) whose every element or value follows ``spec``."""
+
+    container: type[list[Any]] | type[dict[str, Any]]
+    spec: Spec
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class Number:
+    """A JSON number a float can hold (a report formats it as one)."""
+
+
+Spec = Union[tuple[type, ...], Obj, Each, Number]  # noqa: UP007 - a runtime alias (Python 3.10)
+_TEXT, _INT, _NUMBER = (str,), (int,), Number()
+_FLOAT_MAX = 2.0**1023
+_PREVIEW, _TEXTS = Obj("preview"), Each(list, _TEXT, nullable=False)
+#: What the reports, the diff and the compliance table read of each record type, and the JSON types each field may
+#: hold (null always may, unless an Each says otherwise for its elements): a record that breaks it is an error
+#: naming its line and field, where the reader's code would have failed with a traceback.
+FIELDS: dict[str, dict[str, Spec]] = {
+    "header": {"backend": _TEXT, "backend_version": _TEXT, "started": _TEXT, "expectations": _TEXT,
+               "expectations_status": Obj("expectations_status")},
+    "case": {**dict.fromkeys(("form", "message", "operator", "domain", "family", "granularity", "behaviour",
+                              "reading", "case_status", "ambiguity", "repro", "comparison", "rule", "defect",
+                              "defect_why", "template"), _TEXT),
+             "version": (int, str), "duration": _NUMBER, "types": Each(dict, _TEXT), "spec": (dict,),
+             "expectation": Obj("expectation"), "mismatches": Each(list, Obj("mismatch"), nullable=False),
+             "inputs": Each(dict, _PREVIEW), "expected": Each(list, _PREVIEW), "actual": Each(list, _PREVIEW),
+             "readings": Each(dict, Each(list, _PREVIEW)), "attributes": (dict,)},
+    "summary": {"expectations": Obj("tally"), "duration_s": _NUMBER, "counts": (dict,),
+                "stale_expectations": Each(list, Obj("stale"), nullable=False), "stale_markers": _TEXTS},
+    "expectation": {"status": _TEXT, "reason": _TEXT, "line": _INT},
+    "expectations_status": {"backend": _TEXT, "running": _TEXT, "path": _TEXT, "recorded": _TEXTS, "in_force": _INT,
+                            "total": _INT, "applied": _TEXT, "mode": _TEXT, "cpu": Each(dict, (bool,)),
+                            "other_cpu": _INT},
+    "tally": dict.fromkeys(("in_force", "held", "stale", "changed", "new_failures", "unexpected_passes"), _INT),
+    "stale": {"line": _INT},
+    "preview": {"type": _TEXT, "shape": Each(list, _INT, nullable=False), "values": _TEXTS,
+                "codes": Each(list, _INT, nullable=False), "truncated": (bool,)},
+    "mismatch": {"output": _INT, "reason": _TEXT, "count": _INT, "total": _INT, "first_indices": (list,),
+                 "labels": (list,), "max_ulp": _INT, "explained": (list,)},
+}
+_NAMES = {dict: "an object", list: "a list", str: "text", int: "a whole number", float: "a number",
+          bool: "true or false", type(None): "null"}
+
+
+def json_type(value: Any) -> str:
+    return _NAMES.get(type(value), type(value).__name__)
+
+
+def valid(value: Any, spec: Spec) -> bool:
+    """Whether ``value`` (not null) follows ``spec``: the fast pass over every record (:func:`check` says where
+    a record that fails it goes wrong)."""
+    return _validator(spec)(value)
+
+
+Validator = Callable[[Any], bool]
+_VALIDATORS: dict[Spec, Validator] = {}
+
+
+def _validator(spec: Spec) -> Validator:
+    """``spec`` as one function, made once: a report reads tens of thousands of records, and deciding what each
+    part of a spec is, part by part and record by record, was most of the time the check took."""
+    fn = _VALIDATORS.get(spec)
+    if fn is None:
+        fn = _VALIDATORS[spec] = _make(spec)
+    return fn
+
+
+def _make(spec: Spec) -> Validator:
+    if type(spec) is tuple:
+        kinds = spec
+        return lambda value: isinstance(value, kinds)
+    if type(spec) is Number:
+        return lambda value: isinstance(value, float) or (isinstance(value, int) and abs(value) < _FLOAT_MAX)
+    if type(spec) is Obj:
+        return _make_obj(spec)
+    assert isinstance(spec, Each)
+    return _make_each(spec)
+
+
+def _make_obj(spec: Obj) -> Validator:
+    """An object's validator: fields of plain JSON types tested in place, the others by their validators."""
+    plain = [(key, sub) for key, sub in FIELDS[spec.kind].items() if type(sub) is tuple]
+    nested = [(key, _validator(sub)) for key, sub in FIELDS[spec.kind].items() if type(sub) is not tuple]
+
+    def obj(value: Any) -> bool:
+        if not isinstance(value, dict):
+            return False
+        get = value.get
+        for key, kinds in plain:
+            item = get(key)
+            if item is not None and not isinstance(item, kinds):
+                return False
+        for key, sub in nested:
+            item = get(key)
+            if item is not None and not sub(item):
+                return False
+        return True
+    return obj
+
+
+def _make_each(spec: Each) -> Validator:
+    """A list's or a map's validator: every item (null only where ``nullable``) follows the inner spec."""
+    container, inner, nullable = spec.container, spec.spec, spec.nullable
+    if type(inner) is tuple:
+        kinds = (*inner, type(None)) if nullable else inner
+        # the JSON types that pass, to test a list's element types at C speed (set(map(type, ...)))
+        passing = frozenset(t for t in (dict, list, str, int, float, bool, type(None)) if issubclass(t, kinds))
+
+        def each_of(value: Any) -> bool:
+            if not isinstance(value, container):
+                return False
+            items = value.values() if isinstance(value, dict) else value
+            return passing.issuperset(map(type, items)) or all(isinstance(item, kinds) for item in items)
+        return each_of
+    sub = _validator(inner)
+
+    def each(value: Any) -> bool:
+        if not isinstance(value, container):
+            return False
+        for item in value.values() if isinstance(value, dict) else value:
+            if item is None:
+                if not nullable:
+                    return False
+            elif not sub(item):
+                return False
+        return True
+    return each
+
+
+def check(value: Any, spec: Spec, where: str) -> None:
+    """Raise ResultsError naming ``where`` and what is wrong when ``value`` (not null) does not follow ``spec``."""
+    if isinstance(spec, tuple):
+        if not isinstance(value, spec):
+            raise ResultsError(f"{where} must be {' or '.join(_NAMES[t] for t in spec)}, not {json_type(value)}")
+    elif isinstance(spec, Number):
+        if not valid(value, spec):
+            raise ResultsError(f"{where} must be a number a float can hold, not {json_type(value)}"
+                               + (" of that size" if isinstance(value, int) else ""))
+    elif isinstance(spec, Obj):
+        if not isinstance(value, dict):
+            raise ResultsError(f"{where} must be an object, not {json_type(value)}")
+        for key, sub in FIELDS[spec.kind].items():
+            item = value.get(key)
+            if item is not None:
+                check(item, sub, f"{where}.{key}")
+    else:
+        if not isinstance(value, spec.container):
+            raise ResultsError(f"{where} must be {_NAMES[spec.container]}, not {json_type(value)}")
+        for k, item in value.items() if isinstance(value, dict) else enumerate(value):
+            if item is not None:
+                check(item, spec.spec, f"{where}[{json.dumps(k)}]")
+            elif not spec.nullable:
+                raise ResultsError(f"{where}[{json.dumps(k)}] must not be null")
+
+
+def check_record(obj: dict[str, Any], kind: str, where: str) -> None:
+    if _validator(Obj(kind))(obj):
+        return
+    for key, spec in FIELDS[kind].items():
+        value = obj.get(key)
+        if value is not None and not valid(value, spec):
+            check(value, spec, f"{where}: {key}")
+            raise ResultsError(f"{where}: {key} is not what a results file holds")  # (check found it first)

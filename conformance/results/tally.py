@@ -1,0 +1,125 @@
+"""The expectations tally, computed from case records (one function, for the live run and for a run merged from
+shards), and the expectations part of a run's summary (terminal, report header), read from the records of a
+results file, so a saved run says the same as the live one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, TypedDict
+
+from ..domain import FAILING
+from .records import CaseRecord, expectation_of, is_expected, is_failing, seen_status
+
+#: modes of the expectations' applicability whose message must stand out (the entries in force were not recorded
+#: for this version)
+ATTENTION = frozenset({"newer", "between", "older", "unknown"})
+_PASSED = "passed"
+
+
+class Tally(TypedDict):
+    """A summary's ``expectations``: the run against the expectation entries in force."""
+
+    in_force: int | None
+    held: int
+    stale: int
+    changed: int
+    new_failures: int
+    unexpected_passes: int
+
+
+def seen_by_entry(cases: Iterable[CaseRecord]) -> dict[int, list[str]]:
+    """Entry line -> the statuses (:func:`seen_status`) the cases it matched ended in, in case order."""
+    matched: dict[int, list[str]] = {}
+    for c in cases:
+        line = expectation_of(c).get("line")
+        if isinstance(line, int):
+            matched.setdefault(line, []).append(seen_status(c["status"]))
+    return matched
+
+
+def tally(cases: Iterable[CaseRecord], in_force: int | None, stale: int) -> Tally:
+    """The run against its expectations: entries in force, held (a case ended as recorded), stale, changed
+    (matched, none as recorded, not stale); failing cases that are new (no entry, or an entry recording another
+    status) and cases that passed against an entry."""
+    entry_status: dict[int, str] = {}
+    seen: dict[int, set[str]] = {}
+    new_failures = unexpected_passes = 0
+    for c in cases:
+        e = expectation_of(c)
+        status = seen_status(c["status"])
+        line = e.get("line")
+        if isinstance(line, int):
+            seen.setdefault(line, set()).add(status)
+            entry_status[line] = str(e.get("status"))
+        if e and status == _PASSED:
+            unexpected_passes += 1
+        if is_failing(c) and not is_expected(c):
+            new_failures += 1
+    held = sum(1 for line, s in seen.items() if entry_status[line] in s)
+    changed = sum(1 for line, s in seen.items() if entry_status[line] not in s and s & FAILING)
+    return {"in_force": in_force, "held": held, "stale": stale, "changed": changed, "new_failures": new_failures,
+            "unexpected_passes": unexpected_passes}
+
+
+def applicability_message(a: dict[str, Any]) -> str:
+    """One sentence: which expectations are in force for this run, for which backend version and processor."""
+    cpu = a.get("cpu") or {}
+    if not isinstance(cpu, dict) or not cpu or not a.get("path"):
+        return _version_message(a)
+    features = ", ".join(f"{name} {'yes' if present else 'no'}" for name, present in sorted(cpu.items()))
+    other = a.get("other_cpu") or 0
+    return (f"{_version_message(a)}; this processor: {features}"
+            + (f" ({other} entries recorded for another processor not in force)" if other else ""))
+
+
+def _version_message(a: dict[str, Any]) -> str:
+    backend, running, path = a.get("backend") or "backend", a.get("running"), a.get("path")
+    recorded = ", ".join(a.get("recorded") or []) or "none"
+    n, total, applied, mode = a.get("in_force", 0), a.get("total", 0), a.get("applied"), a.get("mode")
+    if mode == "none" or not path:
+        return f"expectations: none for {backend} {running or ''}".rstrip()
+    if mode == "unversioned":
+        return f"expectations: {path}, {n} entries (the file records no backend version: all apply)"
+    if mode == "exact":
+        return (f"expectations: {path}, {n} of {total} entries in force, recorded for {backend} {applied} "
+                f"(recorded versions: {recorded})")
+    if mode == "newer":
+        return (f"EXPECTATIONS NOT RECORDED FOR {backend} {running}: it is newer than every version {path} "
+                f"records ({recorded}); the {n} entries recorded for the newest, {applied}, are applied")
+    if mode == "between":
+        return (f"EXPECTATIONS NOT RECORDED FOR {backend} {running}: {path} records {recorded}; the {n} entries "
+                f"recorded for the nearest older version, {applied}, are applied")
+    if mode == "older":
+        return (f"EXPECTATIONS NOT RECORDED FOR {backend} {running}: it is older than every version {path} "
+                f"records ({recorded}); "
+                + (f"only the {n} entries recorded for every version apply" if n else
+                   "no entry applies, so every failure is new"))
+    return (f"EXPECTATIONS NOT RECORDED FOR {backend} version {running!r} (not comparable): the {n} entries "
+            f"{path} records for its newest version, {applied}, are applied")
+
+
+def summary_lines(status: dict[str, Any] | None, tally: Mapping[str, object] | None) -> list[str]:
+    """The expectations part of a run's summary (terminal, report header): which entries were in force for which
+    backend version and, once the run ended, how they held. Reads the results file's records, so a saved run
+    says the same as the live one."""
+    if not status:
+        return []
+    lines = [applicability_message(status)]
+    # (read back from a results file: a field it lacks counts 0)
+    counts = {k: tally.get(k) or 0 for k in ("held", "stale", "changed", "in_force", "new_failures",
+                                             "unexpected_passes")} if tally else None
+    if counts and status.get("mode") != "none" and status.get("path"):
+        parts = [f"{counts['held']} held", f"{counts['stale']} stale"]
+        if counts.get("changed"):
+            parts.append(f"{counts['changed']} ended in another failing status")
+        lines.append(f"of the {counts['in_force']} entries in force: {', '.join(parts)}; "
+                     f"{counts['new_failures']} failing case(s) are new (no entry, or another status), "
+                     f"{counts['unexpected_passes']} case(s) passed against their entry")
+    elif counts:
+        lines.append(f"{counts['new_failures']} failing case(s), none covered by an expectation")
+    return lines
+
+
+def needs_attention(status: dict[str, Any] | None) -> bool:
+    """The entries in force were not recorded for the running version (or none are): say it loudly."""
+    return status is not None and status.get("mode") in ATTENTION
