@@ -136,7 +136,7 @@ def mismatch_kind(rec: CaseRecord) -> str:
         k = m.get("output") or 0
         e = expected[k] if k < len(expected) else None
         a = actual[k] if k < len(actual) else None
-        t = TYPES.get((e or {}).get("type") or "")
+        t = TYPES.get(e.get("type") or "") if e else None
         if not e or not a or t is None:
             kinds.add("other values")
             continue

@@ -16,6 +16,7 @@ from ..domain import FAILING, Case, RunStatus
 from ..errors import CaseFileError
 from ..generators.cache import load_file_cached
 from ..generators.corpus import claim_ids
+from ..results.records import CaseRecord, case_record
 from ..runner.execute import CaseRef, FileRef, ObjRef
 from ..runner.outcome import Outcome
 from ..runner.suite import load_suite
@@ -125,15 +126,15 @@ CLAIMED_IDS = pytest.StashKey[dict[str, tuple[str, int]]]()
 LOAD_FORM = "load"
 
 
-def load_error_record(path: Path, error: Exception, backend: tuple[str, str]) -> dict[str, Any]:
+def load_error_record(path: Path, error: Exception, backend: tuple[str, str]) -> CaseRecord:
     """A case file that could not be loaded, as a results-file record: an ``error`` whose id names the file and
     whose message is the one-line error (file, line, key, problem), so the report lists it among the cases."""
-    return {"type": "case", "id": f"case-file:{path.name}", "form": LOAD_FORM, "status": "error",
-            "message": str(error), "file": str(path), "line": getattr(error, "line", None),
-            "backend": backend[0], "backend_version": backend[1], "duration": 0.0,
-            "domain": "case-file", "operator": path.name, "version": LOAD_FORM, "case_status": "load-error",
-            "family": None, "granularity": None, "types": {}, "attributes": {}, "ambiguity": None, "rule": None,
-            "comparison": None, "spec": None, "expectation": None}
+    rec = case_record(f"case-file:{path.name}", LOAD_FORM, "error", str(error), backend)
+    rec.update({"file": str(path), "line": getattr(error, "line", None), "duration": 0.0,
+                "domain": "case-file", "operator": path.name, "version": LOAD_FORM, "case_status": "load-error",
+                "family": None, "granularity": None, "types": {}, "attributes": {}, "ambiguity": None, "rule": None,
+                "comparison": None, "spec": None, "expectation": None})
+    return rec
 
 
 class LoadErrorItem(pytest.Item):

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 from .files import FLUSH_EVERY, ResultsWriter, header, read, unwritable
 from .records import (
+    MESSAGE_LIMIT,
     READ,
     CaseRecord,
     ExpectationRecord,
+    MismatchRecord,
+    PreviewRecord,
     Results,
+    case_record,
     expectation_of,
     is_expected,
     is_failing,
@@ -26,6 +30,6 @@ from .records import (
 )
 from .schema import FIELDS, FORMAT_PREFIX, Each, Number, Obj, ResultsError, Spec, check, valid
 
-__all__ = ["FIELDS", "FLUSH_EVERY", "FORMAT_PREFIX", "READ", "CaseRecord", "Each", "ExpectationRecord", "Number",
-           "Obj", "Results", "ResultsError", "ResultsWriter", "Spec", "check", "expectation_of", "header",
+__all__ = ["FIELDS", "FLUSH_EVERY", "FORMAT_PREFIX", "MESSAGE_LIMIT", "READ", "CaseRecord", "Each", "ExpectationRecord", "MismatchRecord", "Number", "PreviewRecord",
+           "Obj", "Results", "ResultsError", "ResultsWriter", "Spec", "case_record", "check", "expectation_of", "header",
            "is_expected", "is_failing", "passed_against_entry", "read", "seen_status", "unwritable", "valid"]

@@ -19,6 +19,29 @@ class ExpectationRecord(TypedDict, total=False):
     line: int
 
 
+class MismatchRecord(TypedDict, total=False):
+    """One output's mismatch in a case record's ``mismatches``."""
+
+    output: int
+    reason: str
+    count: int
+    total: int
+    first_indices: list[list[int]]  # the first (up to 5) indices that differ
+    max_ulp: int | None
+    labels: list[str]  # the boundary each first index's x element sits on
+    explained: list[list[Any]]  # [flat index, label] of each differing element of the preview
+
+
+class PreviewRecord(TypedDict):
+    """The first values of an array, and their bit patterns (``inputs``, ``expected``, ``actual``, ``readings``)."""
+
+    type: str
+    shape: list[int]
+    values: list[str]
+    codes: list[int]
+    truncated: bool
+
+
 class CaseRecord(TypedDict, total=False):
     """One ``"type": "case"`` line: one case in one graph form on one backend (``record.build`` writes it).
 
@@ -37,28 +60,42 @@ class CaseRecord(TypedDict, total=False):
     backend_version: str
     operator: str
     domain: str
-    version: int
-    family: str
-    granularity: str
+    version: int | str  # the operator version; "load" in a case file's load-error record
+    family: str | None
+    granularity: str | None
     attributes: dict[str, Any]
     ambiguity: str | None
     rule: str | None
-    comparison: str  # exact, ulp<=N, must-reject
+    comparison: str | None  # exact, ulp<=N, must-reject
     case_status: str  # a CaseStatus value: what the corpus says of the case
     types: dict[str, str | None]  # formal input / output name -> element type
-    spec: dict[str, Any]  # the clause: operator, versions, text
+    spec: dict[str, Any] | None  # the clause: operator, versions, text
     behaviour: str | None  # implementation-defined: what the backend did
     reading: str | None  # implementation-defined: "entry:reading" the backend follows
     expectation: ExpectationRecord | None
-    mismatches: list[dict[str, Any]]  # per output: reason, count, total, first_indices, labels, max_ulp
-    inputs: dict[str, dict[str, Any] | None]  # previews: type, shape, values, codes, truncated
-    expected: list[dict[str, Any] | None]
-    actual: list[dict[str, Any] | None]
-    readings: dict[str, list[dict[str, Any] | None] | None]
+    mismatches: list[MismatchRecord]  # per output: reason, count, total, first_indices, labels, max_ulp
+    inputs: dict[str, PreviewRecord | None]  # previews: type, shape, values, codes, truncated
+    expected: list[PreviewRecord | None]
+    actual: list[PreviewRecord | None]
+    readings: dict[str, list[PreviewRecord | None] | None]
     repro: str
     defect: str | None  # a failing graph case: "rewrite" (node by node the backend is right) or "node"
     defect_why: str | None  # what the node-by-node run showed
     template: str  # a graph case: its template, "file#id"
+    file: str  # a case file that could not be loaded: its path
+    line: int | None  # ... and the line of the problem
+
+
+#: characters of a case's message a record keeps
+MESSAGE_LIMIT = 2000
+
+
+def case_record(case_id: str, form: str, status: str, message: str, backend: tuple[str, str]) -> CaseRecord:
+    """A ``"type": "case"`` record with the fields every record has (the one constructor: the runner's record of
+    a case, of a case that could not be read, of a case file that could not be loaded all start here); the rest
+    of :class:`CaseRecord`'s fields are added to it by who knows them."""
+    return {"type": "case", "id": case_id, "form": form, "status": status, "message": message[:MESSAGE_LIMIT],
+            "backend": backend[0], "backend_version": backend[1]}
 
 
 #: the key :func:`read` adds to the header it returns: what it found of each file read (a file's own is replaced)

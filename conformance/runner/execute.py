@@ -23,6 +23,7 @@ import onnx
 from ..backends.base import Backend, NotApplicable, Rejected, Unsupported
 from ..domain import FAILING, Case, RunStatus
 from ..generators.cache import load_file_cached
+from ..results.records import case_record
 from . import record as record_mod
 from .attribution import attribute
 from .expectations import Expectation, Expectations
@@ -225,6 +226,5 @@ def run_case(backend: Backend, ref: CaseRef, form: str, sources: Sources, expect
                                    case.feeds(form), None)
         except Exception:  # not even the case could be read: the record says which one, and why
             case_id = ref.case_id if isinstance(ref, FileRef) else getattr(ref.case, "id", "?")
-            rec = {"type": "case", "id": case_id, "form": form, "status": outcome.status, "message": message[:2000],
-                   "backend": backend.name, "backend_version": backend.version}
+            rec = case_record(case_id, form, outcome.status, message, (backend.name, backend.version))
         return CaseResult(outcome.status, message, record_mod.encode(rec), None, outcome)

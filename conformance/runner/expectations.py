@@ -49,7 +49,7 @@ from ..domain import FAILING, RunStatus
 from ..generators.loader import EXPECTATION_FILE, CaseFileError, line_of, load_yaml
 from ..generators.schema import check_document, expectation_schema
 from ..resources import expectations_dir
-from ..results.records import CaseRecord, seen_status
+from ..results.records import CaseRecord, ExpectationRecord, seen_status
 from ..results.tally import Tally, applicability_message, seen_by_entry, tally
 
 EXPECTATIONS_DIR = expectations_dir()
@@ -89,7 +89,7 @@ class Expectation:
     link: str | None
     line: int
 
-    def as_record(self) -> dict[str, Any]:
+    def as_record(self) -> ExpectationRecord:
         """The ``expectation`` field of a results record."""
         return {"status": self.status, "reason": self.reason, "link": self.link, "line": self.line}
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..compare import Mismatch, compare
 from ..domain import CaseStatus, RunStatus
+from ..results.records import MismatchRecord
 from .outputs import Opaque, RawResult, describe, expected_outputs
 
 
@@ -44,14 +45,11 @@ class Outcome:
     def __post_init__(self) -> None:
         self.status = RunStatus(self.status).value
 
-    def summary(self) -> dict[str, Any]:
-        return {
-            "mismatches": [
-                {"output": k, "reason": m.reason, "count": m.count, "total": m.total,
+    def mismatch_records(self) -> list[MismatchRecord]:
+        """The record's ``mismatches``: per output, why, how many elements of how many, where the first are."""
+        return [{"output": k, "reason": m.reason, "count": m.count, "total": m.total,
                  "first_indices": [list(i) for i in m.indices[:5]], "max_ulp": m.max_ulp}
-                for k, m in self.mismatches
-            ],
-        }
+                for k, m in self.mismatches]
 
 
 def explain(mismatches: Sequence[tuple[int, Mismatch]]) -> str:

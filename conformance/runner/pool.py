@@ -24,6 +24,7 @@ import time
 from collections import deque
 from typing import Any
 
+from ..results.records import case_record
 from . import record as record_mod
 from .execute import CaseRef, CaseResult, FileRef, Sources, finish
 from .expectations import Expectations, for_file
@@ -191,8 +192,7 @@ class CasePool:
         except Exception as e:  # (the case file changed since collection, say): the record says which case
             message = f"{raw.kind}: {raw.message} (and it could not be recorded in full: {type(e).__name__}: {e})"
             case_id = ref.case_id if isinstance(ref, FileRef) else getattr(ref.case, "id", "?")
-            rec = {"type": "case", "id": case_id, "form": form, "status": raw.kind, "message": message[:2000],
-                   "backend": backend[0], "backend_version": backend[1]}
+            rec = case_record(case_id, form, raw.kind, message, backend)
             return CaseResult(raw.kind, message, record_mod.encode(rec), None, Outcome(raw.kind, message))
 
     def close(self, wait_s: float = 2.0) -> None:

@@ -12,6 +12,7 @@ import onnx
 
 from ..compare import differs
 from ..domain import FAILING, Case, CaseStatus, RunStatus
+from ..results.records import CaseRecord, PreviewRecord, case_record
 from ..types import by_dtype, code_of, texts
 from .expectations import Expectation
 from .outcome import Outcome
@@ -22,7 +23,7 @@ from .repro import model_code, values_of
 PREVIEW = 64
 
 
-def preview(a: Any, limit: int = PREVIEW) -> dict[str, Any] | None:
+def preview(a: Any, limit: int = PREVIEW) -> PreviewRecord | None:
     """The first ``limit`` values of an array and their bit patterns (None for what is not an array: the
     message says what came back instead)."""
     if not isinstance(a, np.ndarray):
@@ -40,17 +41,17 @@ def preview(a: Any, limit: int = PREVIEW) -> dict[str, Any] | None:
 
 def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, backend: tuple[str, str],
           model: onnx.ModelProto | None, feeds: dict[str, np.ndarray],
-          repro: Callable[[str, list[str]], str] | None) -> dict[str, Any]:
+          repro: Callable[[str, list[str]], str] | None) -> CaseRecord:
     """The record of ``case`` in ``form`` on ``backend`` (name, version); ``repro(model_code, output_names)`` is
     the backend's own repro script, or None to give the model code alone; ``model``: the case's model in ``form``
     (None: built when the record needs it)."""
     meta = case.metadata()
-    rec: dict[str, Any] = {
-        "type": "case", "id": case.id, "form": form, "status": outcome.status,
-        "duration": round(outcome.seconds, 6), "message": outcome.message[:2000],
-        "backend": backend[0], "backend_version": backend[1],
-        **{k: meta[k] for k in ("operator", "domain", "version", "family", "granularity", "attributes",
-                                "ambiguity", "rule", "comparison")},
+    rec = case_record(case.id, form, outcome.status, outcome.message, backend)
+    rec.update({
+        "duration": round(outcome.seconds, 6),
+        "operator": meta["operator"], "domain": meta["domain"], "version": meta["version"],
+        "family": meta["family"], "granularity": meta["granularity"], "attributes": meta["attributes"],
+        "ambiguity": meta["ambiguity"], "rule": meta["rule"], "comparison": meta["comparison"],
         "case_status": meta["status"],
         "types": {io["formal"]: io["element_type"] for io in meta["inputs"]}
         | {"y": meta["outputs"][0]["element_type"] if meta["outputs"] else None},
@@ -58,8 +59,8 @@ def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, ba
         "behaviour": outcome.behaviour,
         "reading": outcome.reading,
         "expectation": None if entry is None else entry.as_record(),
-        **outcome.summary(),
-    }
+        "mismatches": outcome.mismatch_records(),
+    })
     if meta.get("graph"):  # a graph case: its template (file#id), which findings and the compliance table name
         rec["template"] = meta["template"]
     _label_mismatches(case, rec, outcome.actual)
@@ -83,7 +84,7 @@ def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, ba
     return rec
 
 
-def _label_mismatches(case: Case, rec: dict[str, Any], actual: list[Any] | None) -> None:
+def _label_mismatches(case: Case, rec: CaseRecord, actual: list[Any] | None) -> None:
     """Each mismatch's first indices get the boundary their x element sits on (``labels``, aligned); and every
     element of the output's preview that differs (by the verdict's comparison, :func:`compare.differs`) its own
     (``explained``: [flat index, label] pairs), the report's case table's explanation column."""
@@ -117,6 +118,6 @@ def _ulp(comparison: object) -> int:
     return int(text.split("<=", 1)[1]) if text.startswith("ulp<=") and text.split("<=", 1)[1].isdigit() else 0
 
 
-def encode(rec: dict[str, Any]) -> str:
+def encode(rec: CaseRecord) -> str:
     """The record as one results-file line (without the newline)."""
     return json.dumps(rec, sort_keys=True, check_circular=False)  # a record is a tree of plain values
