@@ -168,3 +168,19 @@ def test_diff_gate_fails_on_an_empty_or_unfinished_new_run(tmp_path, capsys):
     capsys.readouterr()
     assert main(["diff", str(old), str(finished)]) == 0
     assert "INCOMPLETE" not in capsys.readouterr().out
+
+
+def test_the_schema_is_derived_from_the_record_types():
+    """FIELDS is not kept beside the typed records: a field added to a record type is checked by the reader."""
+    from typing import get_type_hints
+
+    from qdq_conformance.results import FIELDS, CaseRecord, Each, ExpectationRecord, Obj, PreviewRecord
+
+    assert set(FIELDS["case"]) == set(get_type_hints(CaseRecord)) - {"type", "id", "status", "backend",
+                                                                     "backend_version", "file", "line"}
+    assert set(FIELDS["expectation"]) == set(get_type_hints(ExpectationRecord))
+    assert set(FIELDS["preview"]) == set(get_type_hints(PreviewRecord))
+    assert FIELDS["case"]["expectation"] == Obj("expectation")
+    assert FIELDS["case"]["mismatches"] == Each(list, Obj("mismatch"), nullable=False)  # list[MismatchRecord]
+    assert FIELDS["case"]["expected"] == Each(list, Obj("preview"))  # list[PreviewRecord | None]
+    assert FIELDS["case"]["version"] == (int, str)

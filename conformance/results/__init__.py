@@ -18,6 +18,7 @@ from .records import (
     READ,
     CaseRecord,
     ExpectationRecord,
+    ExpectationsStatus,
     MismatchRecord,
     PreviewRecord,
     Results,
@@ -30,6 +31,6 @@ from .records import (
 )
 from .schema import FIELDS, FORMAT_PREFIX, Each, Number, Obj, ResultsError, Spec, check, valid
 
-__all__ = ["FIELDS", "FLUSH_EVERY", "FORMAT_PREFIX", "MESSAGE_LIMIT", "READ", "CaseRecord", "Each", "ExpectationRecord", "MismatchRecord", "Number", "PreviewRecord",
+__all__ = ["FIELDS", "FLUSH_EVERY", "FORMAT_PREFIX", "MESSAGE_LIMIT", "READ", "CaseRecord", "Each", "ExpectationRecord", "ExpectationsStatus", "MismatchRecord", "Number", "PreviewRecord",
            "Obj", "Results", "ResultsError", "ResultsWriter", "Spec", "case_record", "check", "expectation_of", "header",
            "is_expected", "is_failing", "passed_against_entry", "read", "seen_status", "unwritable", "valid"]

@@ -19,6 +19,23 @@ class ExpectationRecord(TypedDict, total=False):
     line: int
 
 
+class ExpectationsStatus(TypedDict, total=False):
+    """The header's ``expectations_status``: which expectation entries are in force for the running backend
+    version and processor (``runner.expectations.Applicability``), and the sentence that says it."""
+
+    backend: str
+    running: str | None  # the backend version that ran
+    recorded: list[str]  # the versions the file records, oldest first
+    applied: str | None  # the recorded version whose entries are in force
+    mode: str  # exact, newer, between, older, unknown, unversioned, none (no file)
+    in_force: int
+    total: int
+    path: str | None
+    cpu: dict[str, bool]  # the features the file's entries name: present on this processor?
+    other_cpu: int  # entries recorded for another processor (not in force)
+    message: str
+
+
 class MismatchRecord(TypedDict, total=False):
     """One output's mismatch in a case record's ``mismatches``."""
 

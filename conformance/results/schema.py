@@ -5,9 +5,12 @@ goes wrong). A record that breaks it is an error naming its line and field, neve
 from __future__ import annotations
 
 import json
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from .records import CaseRecord, ExpectationRecord, ExpectationsStatus, MismatchRecord, PreviewRecord
 
 
 class ResultsError(Exception):
@@ -42,47 +45,72 @@ Spec = Union[tuple[type, ...], Obj, Each, Number]  # noqa: UP007 - a runtime ali
 _TEXT, _INT, _NUMBER = (str,), (int,), Number()
 _FLOAT_MAX = 2.0**1023
 _PREVIEW, _TEXTS = Obj("preview"), Each(list, _TEXT, nullable=False)
+#: the fields of a case record no view reads (the reader checks ``type``, ``id`` and ``status`` itself)
+_NOT_READ = frozenset({"type", "id", "status", "backend", "backend_version", "file", "line"})
+#: the record types that are objects of their own in a results file, and their kind
+_KINDS: dict[object, str] = {ExpectationRecord: "expectation", PreviewRecord: "preview", MismatchRecord: "mismatch",
+                             ExpectationsStatus: "expectations_status"}
+
+
+def _spec_of(hint: object) -> tuple[Spec, bool]:
+    """The spec of a field's type hint, and whether null may stand for it."""
+    if hint is Any:
+        return (object,), True
+    args = get_args(hint)
+    if get_origin(hint) in (Union, types.UnionType):
+        kinds = [a for a in args if a is not type(None)]
+        nullable = len(kinds) < len(args)
+        if len(kinds) == 1:
+            return _spec_of(kinds[0])[0], nullable
+        return tuple(k for k in kinds if isinstance(k, type)), nullable
+    if hint in _KINDS:
+        return Obj(_KINDS[hint]), False
+    origin = get_origin(hint)
+    if origin in (list, dict):
+        inner, nullable = _spec_of(args[-1])
+        if inner == (object,):  # (list[Any], dict[str, Any]: any JSON value)
+            return (origin,), False
+        return Each(origin, inner, nullable), False
+    if hint is float:
+        return _NUMBER, False
+    return ((hint,) if isinstance(hint, type) else (object,)), False
+
+
+def _fields_of(record: type, leave_out: frozenset[str] = frozenset()) -> dict[str, Spec]:
+    """A typed record's fields as specs: ``FIELDS`` is derived from the record types, not kept beside them."""
+    return {name: _spec_of(hint)[0] for name, hint in get_type_hints(record).items() if name not in leave_out}
+
+
 #: What the reports, the diff and the compliance table read of each record type, and the JSON types each field may
 #: hold (null always may, unless an Each says otherwise for its elements): a record that breaks it is an error
-#: naming its line and field, where the reader's code would have failed with a traceback.
+#: naming its line and field, where the reader's code would have failed with a traceback. The case record and the
+#: objects in it and the header's ``expectations_status`` are derived from their types (records.py); the rest of
+#: the header's and the summary's fields are listed here.
 FIELDS: dict[str, dict[str, Spec]] = {
     "header": {"backend": _TEXT, "backend_version": _TEXT, "started": _TEXT, "expectations": _TEXT,
                "expectations_status": Obj("expectations_status")},
-    "case": {**dict.fromkeys(("form", "message", "operator", "domain", "family", "granularity", "behaviour",
-                              "reading", "case_status", "ambiguity", "repro", "comparison", "rule", "defect",
-                              "defect_why", "template"), _TEXT),
-             "version": (int, str), "duration": _NUMBER, "types": Each(dict, _TEXT), "spec": (dict,),
-             "expectation": Obj("expectation"), "mismatches": Each(list, Obj("mismatch"), nullable=False),
-             "inputs": Each(dict, _PREVIEW), "expected": Each(list, _PREVIEW), "actual": Each(list, _PREVIEW),
-             "readings": Each(dict, Each(list, _PREVIEW)), "attributes": (dict,)},
+    "case": _fields_of(CaseRecord, _NOT_READ),
     "summary": {"expectations": Obj("tally"), "duration_s": _NUMBER, "counts": (dict,),
                 "stale_expectations": Each(list, Obj("stale"), nullable=False), "stale_markers": _TEXTS},
-    "expectation": {"status": _TEXT, "reason": _TEXT, "line": _INT},
-    "expectations_status": {"backend": _TEXT, "running": _TEXT, "path": _TEXT, "recorded": _TEXTS, "in_force": _INT,
-                            "total": _INT, "applied": _TEXT, "mode": _TEXT, "cpu": Each(dict, (bool,)),
-                            "other_cpu": _INT},
+    **{kind: _fields_of(record) for record, kind in _KINDS.items() if isinstance(record, type)},
     "tally": dict.fromkeys(("in_force", "held", "stale", "changed", "new_failures", "unexpected_passes"), _INT),
     "stale": {"line": _INT},
-    "preview": {"type": _TEXT, "shape": Each(list, _INT, nullable=False), "values": _TEXTS,
-                "codes": Each(list, _INT, nullable=False), "truncated": (bool,)},
-    "mismatch": {"output": _INT, "reason": _TEXT, "count": _INT, "total": _INT, "first_indices": (list,),
-                 "labels": (list,), "max_ulp": _INT, "explained": (list,)},
 }
 _NAMES = {dict: "an object", list: "a list", str: "text", int: "a whole number", float: "a number",
           bool: "true or false", type(None): "null"}
 
 
-def json_type(value: Any) -> str:
+def json_type(value: object) -> str:
     return _NAMES.get(type(value), type(value).__name__)
 
 
-def valid(value: Any, spec: Spec) -> bool:
+def valid(value: object, spec: Spec) -> bool:
     """Whether ``value`` (not null) follows ``spec``: the fast pass over every record (:func:`check` says where
     a record that fails it goes wrong)."""
     return _validator(spec)(value)
 
 
-Validator = Callable[[Any], bool]
+Validator = Callable[[object], bool]
 _VALIDATORS: dict[Spec, Validator] = {}
 
 
@@ -112,7 +140,7 @@ def _make_obj(spec: Obj) -> Validator:
     plain = [(key, sub) for key, sub in FIELDS[spec.kind].items() if type(sub) is tuple]
     nested = [(key, _validator(sub)) for key, sub in FIELDS[spec.kind].items() if type(sub) is not tuple]
 
-    def obj(value: Any) -> bool:
+    def obj(value: object) -> bool:
         if not isinstance(value, dict):
             return False
         get = value.get
@@ -136,7 +164,7 @@ def _make_each(spec: Each) -> Validator:
         # the JSON types that pass, to test a list's element types at C speed (set(map(type, ...)))
         passing = frozenset(t for t in (dict, list, str, int, float, bool, type(None)) if issubclass(t, kinds))
 
-        def each_of(value: Any) -> bool:
+        def each_of(value: object) -> bool:
             if not isinstance(value, container):
                 return False
             items = value.values() if isinstance(value, dict) else value
@@ -144,7 +172,7 @@ def _make_each(spec: Each) -> Validator:
         return each_of
     sub = _validator(inner)
 
-    def each(value: Any) -> bool:
+    def each(value: object) -> bool:
         if not isinstance(value, container):
             return False
         for item in value.values() if isinstance(value, dict) else value:
@@ -157,7 +185,7 @@ def _make_each(spec: Each) -> Validator:
     return each
 
 
-def check(value: Any, spec: Spec, where: str) -> None:
+def check(value: object, spec: Spec, where: str) -> None:
     """Raise ResultsError naming ``where`` and what is wrong when ``value`` (not null) does not follow ``spec``."""
     if isinstance(spec, tuple):
         if not isinstance(value, spec):
@@ -183,7 +211,7 @@ def check(value: Any, spec: Spec, where: str) -> None:
                 raise ResultsError(f"{where}[{json.dumps(k)}] must not be null")
 
 
-def check_record(obj: dict[str, Any], kind: str, where: str) -> None:
+def check_record(obj: dict[str, object], kind: str, where: str) -> None:
     if _validator(Obj(kind))(obj):
         return
     for key, spec in FIELDS[kind].items():

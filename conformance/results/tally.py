@@ -5,10 +5,10 @@ results file, so a saved run says the same as the live one."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from ..domain import FAILING
-from .records import CaseRecord, expectation_of, is_expected, is_failing, seen_status
+from .records import CaseRecord, ExpectationsStatus, expectation_of, is_expected, is_failing, seen_status
 
 #: modes of the expectations' applicability whose message must stand out (the entries in force were not recorded
 #: for this version)
@@ -61,7 +61,7 @@ def tally(cases: Iterable[CaseRecord], in_force: int | None, stale: int) -> Tall
             "unexpected_passes": unexpected_passes}
 
 
-def applicability_message(a: dict[str, Any]) -> str:
+def applicability_message(a: ExpectationsStatus) -> str:
     """One sentence: which expectations are in force for this run, for which backend version and processor."""
     cpu = a.get("cpu") or {}
     if not isinstance(cpu, dict) or not cpu or not a.get("path"):
@@ -72,7 +72,7 @@ def applicability_message(a: dict[str, Any]) -> str:
             + (f" ({other} entries recorded for another processor not in force)" if other else ""))
 
 
-def _version_message(a: dict[str, Any]) -> str:
+def _version_message(a: ExpectationsStatus) -> str:
     backend, running, path = a.get("backend") or "backend", a.get("running"), a.get("path")
     recorded = ", ".join(a.get("recorded") or []) or "none"
     n, total, applied, mode = a.get("in_force", 0), a.get("total", 0), a.get("applied"), a.get("mode")
@@ -98,7 +98,7 @@ def _version_message(a: dict[str, Any]) -> str:
             f"{path} records for its newest version, {applied}, are applied")
 
 
-def summary_lines(status: dict[str, Any] | None, tally: Mapping[str, object] | None) -> list[str]:
+def summary_lines(status: ExpectationsStatus | None, tally: Mapping[str, object] | None) -> list[str]:
     """The expectations part of a run's summary (terminal, report header): which entries were in force for which
     backend version and, once the run ended, how they held. Reads the results file's records, so a saved run
     says the same as the live one."""
@@ -120,6 +120,6 @@ def summary_lines(status: dict[str, Any] | None, tally: Mapping[str, object] | N
     return lines
 
 
-def needs_attention(status: dict[str, Any] | None) -> bool:
+def needs_attention(status: ExpectationsStatus | None) -> bool:
     """The entries in force were not recorded for the running version (or none are): say it loudly."""
     return status is not None and status.get("mode") in ATTENTION

@@ -49,7 +49,7 @@ from ..domain import FAILING, RunStatus
 from ..generators.loader import EXPECTATION_FILE, CaseFileError, line_of, load_yaml
 from ..generators.schema import check_document, expectation_schema
 from ..resources import expectations_dir
-from ..results.records import CaseRecord, ExpectationRecord, seen_status
+from ..results.records import CaseRecord, ExpectationRecord, ExpectationsStatus, seen_status
 from ..results.tally import Tally, applicability_message, seen_by_entry, tally
 
 EXPECTATIONS_DIR = expectations_dir()
@@ -145,9 +145,9 @@ class Applicability:
     cpu: tuple[tuple[str, bool], ...] = ()  # the features the file's entries name: present on this processor?
     other_cpu: int = 0  # entries recorded for another processor (not in force)
 
-    def as_dict(self) -> dict[str, Any]:
-        """The results file's ``expectations_status`` header record (what :func:`summary_lines` reads)."""
-        plain = {"backend": self.backend, "running": self.running, "recorded": list(self.recorded),
+    def as_dict(self) -> ExpectationsStatus:
+        """The results file's ``expectations_status`` header record (what ``results.tally.summary_lines`` reads)."""
+        plain: ExpectationsStatus = {"backend": self.backend, "running": self.running, "recorded": list(self.recorded),
                  "applied": self.applied, "mode": self.mode, "in_force": self.in_force, "total": self.total,
                  "path": self.path, "cpu": dict(self.cpu), "other_cpu": self.other_cpu}
         return {**plain, "message": applicability_message(plain)}
@@ -189,7 +189,7 @@ class Expectations:
                 alternatives.append(f"(?P<e{k}>{e._globs.pattern})")
         return exact, re.compile("|".join(alternatives)) if alternatives else None
 
-    def status(self, backend: str = "", running: str | None = None) -> dict[str, Any]:
+    def status(self, backend: str = "", running: str | None = None) -> ExpectationsStatus:
         """The ``expectations_status`` record (an empty set of expectations: mode ``none``)."""
         a = self.applicability or Applicability(backend, running, (), None, "none", 0, 0, None)
         return a.as_dict()
