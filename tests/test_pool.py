@@ -54,7 +54,9 @@ def _summary(got: CaseResult | RawResult) -> tuple[str, str | None]:
 def test_prefetched_run_loses_only_the_cases_that_crashed_or_hung(plan, window, chunk):
     """Workers answer a few cases per message, so a worker that dies mid-batch takes finished results with it:
     its beacon names the case it died on, and the others are run again by the replacement."""
-    pool = CasePool(FAKE, {}, timeout=3, size=2, window=window, chunk=chunk)
+    # (8 s, not 3: the one hanging case costs it once, and a replacement worker started after a crash while the
+    # other pytest-xdist worker keeps both cores busy took more than 3 s before its first case finished)
+    pool = CasePool(FAKE, {}, timeout=8, size=2, window=window, chunk=chunk)
     try:
         pool.start()
         pool.plan(plan)
