@@ -25,8 +25,40 @@ class Clause:
     text: str
 
 
+class FromTemplate:
+    """What a case made from a template of a case file says of its source, for single-node and graph cases alike:
+    the template's key, what its cases share, and the case's own metadata (computed once)."""
+
+    file: str
+    template: str
+    line: int
+    description: str
+
+    def spec_text(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _metadata(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def template_key(self) -> str:
+        return f"{Path(self.file).name}#{self.template}"
+
+    def template_metadata(self) -> dict[str, Any]:
+        """What every case of the template shares: description, the spec clause, where it is defined."""
+        return {"description": self.description,
+                "spec": self.spec_text(),
+                "source": {"file": Path(self.file).name, "line": self.line, "template": self.template}}
+
+    def metadata(self) -> dict[str, Any]:
+        """This case for non-Python consumers (JSON-ready); shared text lives under its template key."""
+        cached = self.__dict__.get("_metadata")
+        if cached is None:
+            cached = self.__dict__["_metadata"] = self._metadata()
+        return cached
+
+
 @dataclass
-class ConcreteCase:
+class ConcreteCase(FromTemplate):
     id: str
     template: str
     file: str
@@ -101,22 +133,6 @@ class ConcreteCase:
     def spec_text(self) -> dict[str, Any]:
         """The spec clause the case checks."""
         return {"operator": self.clause.operator, "versions": self.clause.versions, "text": self.clause.text}
-
-    def template_key(self) -> str:
-        return f"{Path(self.file).name}#{self.template}"
-
-    def template_metadata(self) -> dict[str, Any]:
-        """What every case of the template shares: description, the spec clause, where it is defined."""
-        return {"description": self.description,
-                "spec": self.spec_text(),
-                "source": {"file": Path(self.file).name, "line": self.line, "template": self.template}}
-
-    def metadata(self) -> dict[str, Any]:
-        """This case for non-Python consumers (JSON-ready); shared text lives under its template key."""
-        cached = self.__dict__.get("_metadata")
-        if cached is None:
-            cached = self.__dict__["_metadata"] = self._metadata()
-        return cached
 
     def _metadata(self) -> dict[str, Any]:
         spec = opspecs.get(self.domain, self.op, self.version)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,7 @@ from qdq_conformance.modelbuild import CONTRIB_AI_ONNX_OPSET
 from qdq_conformance.reference.graph import QUANT_OPS, tensor_proto
 from qdq_conformance.types import by_dtype
 
-from .case import Clause
+from .case import Clause, FromTemplate
 
 #: a graph case's ``operator`` in records and manifests, and its ``granularity``
 GRAPH = "graph"
@@ -40,7 +39,7 @@ class GraphNode:
 
 
 @dataclass
-class GraphCase:
+class GraphCase(FromTemplate):
     id: str
     template: str
     file: str
@@ -153,19 +152,6 @@ class GraphCase:
         first = self.clauses[0]
         return {"operator": first.operator, "versions": first.versions, "text": first.text,
                 "clauses": [{"operator": c.operator, "versions": c.versions, "text": c.text} for c in self.clauses]}
-
-    def template_key(self) -> str:
-        return f"{Path(self.file).name}#{self.template}"
-
-    def template_metadata(self) -> dict[str, Any]:
-        return {"description": self.description, "spec": self.spec_text(),
-                "source": {"file": Path(self.file).name, "line": self.line, "template": self.template}}
-
-    def metadata(self) -> dict[str, Any]:
-        cached = self.__dict__.get("_metadata")
-        if cached is None:
-            cached = self.__dict__["_metadata"] = self._metadata()
-        return cached
 
     def _metadata(self) -> dict[str, Any]:
         every = [*self.inputs, *self.params]
