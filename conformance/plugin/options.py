@@ -90,10 +90,12 @@ def add_to_argparse(parser: argparse.ArgumentParser) -> None:
 #: report; nothing in a corpus run is a Python assert, so pytest need not rewrite the plugin's modules (about a
 #: second per process); stale expectations are listed in the run's own summary, so the per-item warnings capture
 #: is not needed either; nor is Hypothesis's plugin (installed with the test extra), whose end-of-run summary walks
-#: every report. pytest's cache plugin stays on (``--lf``, ``--sw``), its cache under the project's cache directory
-#: (:func:`cache_flags`).
+#: every report; nor pytest-benchmark's (also in the test extra), which has nothing to time here and warns on
+#: stderr, after the run's last line, when the run is started from inside a pytest-xdist worker. pytest's cache
+#: plugin stays on (``--lf``, ``--sw``), its cache under the project's cache directory (:func:`cache_flags`).
 RUN_FLAGS: tuple[str, ...] = ("-q", "--capture=no", "-p", "no:logging", "-p", "no:warnings",
-                              "-p", "no:hypothesispytest", "--assert=plain", "-r", "fEX", "--tb=no")
+                              "-p", "no:hypothesispytest", "-p", "no:benchmark", "--assert=plain", "-r", "fEX",
+                              "--tb=no")
 
 
 def cache_flags() -> list[str]:
