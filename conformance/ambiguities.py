@@ -1,13 +1,63 @@
-"""The ambiguity catalogue (``conformance/data/ambiguities.yaml``), loaded as data."""
+"""The ambiguity catalogue (``conformance/data/ambiguities.yaml``), loaded as data, and a reading of one of
+its entries: :class:`Reading` (a reading's answer for one case) and its key ``entry:reading``, formatted by
+:func:`reading_key` and read back by :meth:`ReadingKey.parse`, the one place either is done (the results
+records' ``reading`` and ``readings``, the manifest, the messages and the reports all use them)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
+import numpy as np
 import yaml
 
 from .resources import data_dir
+
+#: between an entry's id and a reading's name in a key (a reading's name may hold one itself: the kernel's
+#: combinations of two entries' readings are named ``reading+other-entry:other-reading``)
+SEPARATOR = ":"
+
+
+def reading_key(ambiguity: str, name: str) -> str:
+    """The key ``entry:reading`` of reading ``name`` of catalogue entry ``ambiguity``."""
+    return f"{ambiguity}{SEPARATOR}{name}"
+
+
+class ReadingKey(NamedTuple):
+    """A reading named by its key: the catalogue entry and the reading's name."""
+
+    ambiguity: str
+    name: str
+
+    def __str__(self) -> str:
+        return reading_key(self.ambiguity, self.name)
+
+    @classmethod
+    def parse(cls, key: str) -> ReadingKey:
+        """The entry and name of key ``entry:reading`` (split at the first separator: an entry's id holds
+        none, a combined reading's name may); ValueError when either part is missing."""
+        ambiguity, sep, name = key.partition(SEPARATOR)
+        if not sep or not ambiguity or not name:
+            raise ValueError(f"not a reading key (entry{SEPARATOR}reading): {key!r}")
+        return cls(ambiguity, name)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One catalogued reading's answer for one case (``reference.readings`` computes them)."""
+
+    ambiguity: str
+    name: str
+    #: the outputs under this reading; None: under it the model is rejected (invalid, or it fails)
+    outputs: tuple[np.ndarray, ...] | None
+    #: per output, the mask of the elements the reading constrains (None: all of them)
+    judged: tuple[np.ndarray | None, ...] | None = None
+
+    @property
+    def key(self) -> str:
+        """``entry:reading``."""
+        return reading_key(self.ambiguity, self.name)
 
 
 @dataclass(frozen=True)
@@ -35,6 +85,9 @@ def catalogue() -> dict[str, Ambiguity]:
             raise ValueError(f"ambiguities.yaml entry {i}: keys must be exactly {sorted(_FIELDS)}")
         if e["id"] in out:
             raise ValueError(f"ambiguities.yaml: duplicate id {e['id']!r}")
+        if SEPARATOR in str(e["id"]):
+            raise ValueError(f"ambiguities.yaml entry {e['id']}: an id holds no {SEPARATOR!r} (a reading's "
+                             f"key is entry{SEPARATOR}reading)")
         if not isinstance(e["readings"], dict) or e["kernel_reading"] not in e["readings"]:
             raise ValueError(f"ambiguities.yaml entry {e['id']}: readings must map names to texts, and "
                              f"kernel_reading must name one of them")
@@ -73,7 +126,7 @@ def markdown() -> str:
     for a in entries:
         lines += ["", f"## {a.id}", "", f"Operators: {', '.join(a.operators)}.", "", f"> {a.spec}", "",
                   f"**Question.** {a.question}", "", "| reading | what it does |", "| --- | --- |"]
-        lines += [f"| `{a.id}:{name}`{' (**kernel**)' if name == a.kernel_reading else ''} | {_cell(text)} |"
-                  for name, text in a.readings.items()]
+        lines += [f"| `{reading_key(a.id, name)}`{' (**kernel**)' if name == a.kernel_reading else ''} | "
+                  f"{_cell(text)} |" for name, text in a.readings.items()]
         lines += ["", f"The kernel: {a.kernel}."]
     return "\n".join(lines) + "\n"

@@ -1,4 +1,13 @@
-"""Comparing a backend's output with the oracle's: bit for bit, NaN by class, optional ULP bound for floats."""
+"""Comparing a backend's output with the oracle's: bit for bit, NaN by class, optional ULP bound for floats.
+
+The one comparison: the verdict (``runner.outcome``, which the fuzzer's and the mutant zoo's verdicts are),
+the oracle's self-checks (``generators``), a reading that changes the answer (``generators.status``), the
+records' explained elements, and the marks of the report's case page, ``show`` and ``findings`` (from a
+record's previews: :func:`differing_codes`) all decide with :func:`compare` / :func:`differs`. A case's rule
+is written as text (``exact``, ``ulp<=N``, ``must-reject``) by :func:`rule_text`, read back by
+:func:`rule_ulp`. (``show --repro`` writes a script that runs without this package: its check is this
+comparison written out again, and tests/test_compare_agreement.py holds the two to the same verdicts.)
+"""
 
 from __future__ import annotations
 
@@ -88,6 +97,41 @@ def differs(expected: np.ndarray, actual: np.ndarray, ulp: int = 0) -> np.ndarra
         if ulp > 0 and t.bits >= 16:
             same |= ulp_distance(expected, actual) <= ulp
     return ~same
+
+
+def differing_codes(expected_type: str, expected_codes: Sequence[int], actual_type: str,
+                    actual_codes: Sequence[int], ulp: int = 0) -> list[int]:
+    """The flat indices at which the elements of two previews (type name and bit codes, as a results file
+    keeps them) differ under :func:`differs`, over the elements both hold. Codes of a type that is not one of
+    the registry's, or of two different types, are compared as codes (a structural mismatch says the rest)."""
+    n = min(len(expected_codes), len(actual_codes))
+    if expected_type == actual_type:
+        try:
+            e = from_codes(expected_type, list(expected_codes[:n]))
+            a = from_codes(actual_type, list(actual_codes[:n]))
+        except (KeyError, ValueError, IndexError, TypeError, OverflowError):
+            pass
+        else:
+            return [int(j) for j in np.flatnonzero(differs(e, a, ulp))]
+    return [j for j in range(n) if expected_codes[j] != actual_codes[j]]
+
+
+#: the rule of a case that must be rejected (no outputs to compare)
+MUST_REJECT = "must-reject"
+EXACT = "exact"
+_ULP_RULE = "ulp<="
+
+
+def rule_text(ulp: int, must_reject: bool = False) -> str:
+    """A case's comparison rule as records and manifests write it: ``exact``, ``ulp<=N``, ``must-reject``."""
+    return MUST_REJECT if must_reject else f"{_ULP_RULE}{ulp}" if ulp > 0 else EXACT
+
+
+def rule_ulp(text: object) -> int:
+    """N of the rule ``ulp<=N``; 0 (exact) for any other text, None included."""
+    rule = str(text or "")
+    n = rule[len(_ULP_RULE):]
+    return int(n) if rule.startswith(_ULP_RULE) and n.isdigit() else 0
 
 
 def from_codes(type_name: str, codes: list[int]) -> np.ndarray:

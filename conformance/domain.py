@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import numpy as np
     import onnx
 
+    from .ambiguities import Reading
+
 
 class StrEnum(str, Enum):
     """A ``str`` enum that formats as its value (``enum.StrEnum`` from Python 3.11, here for 3.10 too)."""
@@ -153,7 +155,7 @@ class Case(Protocol):
     ``status`` is a :class:`CaseStatus` value; ``expected`` the oracle's outputs (None for an invalid case);
     ``ulp`` the comparison's tolerance in units in the last place (0: exact); ``metadata()`` the JSON-ready
     description a record copies its fields from; ``readings`` an implementation-defined case's catalogued
-    readings (``reference.readings.Reading``; empty when the case carries none)."""
+    readings (:class:`~qdq_conformance.ambiguities.Reading`; empty when the case carries none)."""
 
     @property
     def id(self) -> str: ...
@@ -168,7 +170,7 @@ class Case(Protocol):
     def expected(self) -> list[np.ndarray] | None: ...
 
     @property
-    def readings(self) -> Sequence[Any]: ...
+    def readings(self) -> Sequence[Reading]: ...
 
     def model(self, form: str = ...) -> onnx.ModelProto: ...
 

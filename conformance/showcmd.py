@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from .compare import rule_ulp
 from .domain import BOTH, FORMS, Tier, tiers_of
 from .generators.cache import load_file_cached
 from .plugin.options import RUN_FLAGS
@@ -151,10 +152,7 @@ def repro_script(rec: dict[str, Any], folder: str | None = None) -> str:
     if expected is None:  # (a case no longer in the corpus: the record's preview, its first elements)
         expected = [(p["type"], p["shape"], p["codes"]) for p in rec.get("expected") or [] if p]
     types = {t for t, _, _ in expected}
-    ulp = 0
-    comparison = str(rec.get("comparison") or "")
-    if comparison.startswith("ulp<="):
-        ulp = int(comparison.split("<=")[1])
+    ulp = rule_ulp(rec.get("comparison"))
     header = (f"# {rec['id']} [{rec.get('form')}] on {rec.get('backend')} {rec.get('backend_version')}, written by "
               f"`qdq-conformance show --repro`.\n# Runs the backend, then compares its outputs with the spec's "
               f"(bit patterns; any NaN matches any NaN; ULP bound {ulp}); exit status 1 when they differ.\n"

@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 
 from qdq_conformance import opspecs
+from qdq_conformance.ambiguities import Reading
 from qdq_conformance.compare import compare
 from qdq_conformance.domain import CaseStatus
 from qdq_conformance.errors import SpecViolation
 from qdq_conformance.reference import evaluate
-from qdq_conformance.reference.readings import Reading
 from qdq_conformance.types import TYPES, ElementType, by_dtype, by_name
 
 from .boundaries import SCALE_RECIPES, TARGETS, place, scale_values

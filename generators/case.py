@@ -11,6 +11,8 @@ import onnx
 from onnx import TensorProto
 
 from qdq_conformance import opspecs
+from qdq_conformance.ambiguities import Reading
+from qdq_conformance.compare import rule_text
 from qdq_conformance.domain import FORMS, CaseStatus, Form
 from qdq_conformance.modelbuild import single_node_model
 from qdq_conformance.types import by_dtype, by_proto
@@ -79,7 +81,7 @@ class ConcreteCase(FromTemplate):
     types: dict[str, str] = field(default_factory=dict)
     ambiguity: str | None = None
     #: implementation-defined: every catalogued reading's answer (the kernel's included), named
-    readings: list[Any] = field(default_factory=list)
+    readings: list[Reading] = field(default_factory=list)
     rule: str | None = None
     ulp: int = 0
     ulp_why: str | None = None
@@ -89,9 +91,7 @@ class ConcreteCase(FromTemplate):
 
     @property
     def comparison(self) -> str:
-        if self.status == CaseStatus.INVALID:
-            return "must-reject"
-        return f"ulp<={self.ulp}" if self.ulp else "exact"
+        return rule_text(self.ulp, must_reject=self.status == CaseStatus.INVALID)
 
     def model(self, form: str = Form.RUNTIME) -> onnx.ModelProto:
         """The single-node model; ``initializer`` makes every input but x an initializer (every input, x too,
@@ -147,7 +147,7 @@ class ConcreteCase(FromTemplate):
             "variant": dict(sorted(self.detail.items())),
             "status": self.status,
             "ambiguity": self.ambiguity,
-            "readings": [f"{r.ambiguity}:{r.name}" for r in self.readings],
+            "readings": [r.key for r in self.readings],
             "rule": self.rule,
             "comparison": self.comparison,
             "ulp_why": self.ulp_why,

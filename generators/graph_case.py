@@ -12,6 +12,8 @@ import onnx
 from onnx import helper
 
 from qdq_conformance import opspecs
+from qdq_conformance.ambiguities import Reading
+from qdq_conformance.compare import rule_text
 from qdq_conformance.domain import FORMS, CaseStatus, Form
 from qdq_conformance.modelbuild import CONTRIB_AI_ONNX_OPSET
 from qdq_conformance.reference.graph import QUANT_OPS, tensor_proto
@@ -58,7 +60,7 @@ class GraphCase(FromTemplate):
     status: str = CaseStatus.NORMATIVE.value
     tier: str = "default"
     ulp: int = 0
-    readings: list[Any] = field(default_factory=list)
+    readings: list[Reading] = field(default_factory=list)
     rule: str | None = None
     ambiguity: str | None = None
     is_graph: bool = True
@@ -66,7 +68,7 @@ class GraphCase(FromTemplate):
     # what the runner and the reports read of every case
     @property
     def comparison(self) -> str:
-        return "exact"
+        return rule_text(self.ulp)
 
     @property
     def clause(self) -> Clause:
@@ -159,7 +161,7 @@ class GraphCase(FromTemplate):
             "id": self.id, "template": self.template_key(), "operator": GRAPH, "domain": opspecs.AI_ONNX,
             "version": self.opset, "family": self.family, "granularity": GRAPH,
             "variant": dict(sorted(self.variant.items())), "status": self.status, "ambiguity": None,
-            "readings": [], "rule": None, "comparison": "exact", "ulp_why": None, "tier": self.tier,
+            "readings": [], "rule": None, "comparison": self.comparison, "ulp_why": None, "tier": self.tier,
             "attributes": {}, "graph": {"nodes": [{"op": n.op, "domain": n.domain or opspecs.AI_ONNX,
                                                    "name": n.name, "inputs": n.inputs, "outputs": n.outputs}
                                                   for n in self.nodes],

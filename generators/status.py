@@ -16,9 +16,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from qdq_conformance.ambiguities import Reading
 from qdq_conformance.compare import compare
 from qdq_conformance.domain import CaseStatus
-from qdq_conformance.reference.readings import Reading, kernel_reading, readings
+from qdq_conformance.reference.readings import kernel_reading, readings
 
 
 def changes_answer(r: Reading, outputs: Sequence[np.ndarray]) -> bool:

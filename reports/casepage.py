@@ -13,11 +13,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from qdq_conformance.compare import differs, from_codes
+from qdq_conformance.compare import differing_codes, from_codes, rule_ulp
 from qdq_conformance.resources import package_dir
 from qdq_conformance.types import TYPES, texts
 
-_ULP = re.compile(r"ulp<=(\d+)")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+')
 _TRACEBACK = "Traceback (most recent call last):"
 #: where this tool's own code lives: its frames are left out of a backend's traceback
@@ -25,8 +24,8 @@ _OWN = (str(package_dir("qdq_conformance")), "/qdq_conformance/")
 
 
 def ulp_of(rec: dict[str, Any]) -> int:
-    m = _ULP.fullmatch(str(rec.get("comparison") or ""))
-    return int(m.group(1)) if m else 0
+    """The ULP bound of the record's comparison rule (0: exact)."""
+    return rule_ulp(rec.get("comparison"))
 
 
 def _array(p: dict[str, Any] | None) -> Any:
@@ -50,16 +49,12 @@ def retext(p: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def marks(rec: dict[str, Any]) -> list[list[int]]:
     """Per output, the previewed elements (flat indices) that differ, by the verdict's comparison."""
-    out: list[list[int]] = []
     ulp = ulp_of(rec)
+    out: list[list[int]] = []
     for e, a in zip(rec.get("expected") or [], rec.get("actual") or [], strict=False):
-        ea, aa = _array(e), _array(a)
-        if ea is None or aa is None or ea.dtype != aa.dtype:
-            out.append([j for j, (x, y) in enumerate(zip((e or {}).get("codes") or [], (a or {}).get("codes") or [],
-                                                         strict=False)) if x != y])
-            continue
-        n = min(ea.size, aa.size)
-        out.append([int(j) for j in differs(ea[:n], aa[:n], ulp).nonzero()[0]])
+        e, a = e or {}, a or {}
+        out.append(differing_codes(str(e.get("type")), e.get("codes") or [], str(a.get("type")),
+                                   a.get("codes") or [], ulp))
     return out
 
 

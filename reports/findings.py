@@ -28,7 +28,7 @@ from qdq_conformance.results import CaseRecord, expectation_of, is_expected
 from qdq_conformance.rules import RULES
 from qdq_conformance.types import TYPES, ElementType
 
-from .casepage import first_explained
+from .casepage import first_explained, marks
 
 #: formal input / output names in the order findings list their types
 _ROLES = ("x", "x_scale", "y_scale", "scale", "x_zero_point", "y_zero_point", "zero_point", "y")
@@ -130,6 +130,7 @@ def mismatch_kind(rec: CaseRecord) -> str:
         return ""
     kinds: set[str] = set()
     expected, actual = rec.get("expected") or [], rec.get("actual") or []
+    differing = marks(cast(dict[str, Any], rec))  # (by the verdict's comparison: NaN by class, ULP bound)
     for m in rec.get("mismatches") or ():
         if m.get("reason") != "values differ":
             continue
@@ -141,13 +142,12 @@ def mismatch_kind(rec: CaseRecord) -> str:
             kinds.add("other values")
             continue
         ev, av = e.get("values") or (), a.get("values") or ()
-        for j, (ec, ac) in enumerate(zip(e.get("codes") or (), a.get("codes") or (), strict=False)):
-            if ec != ac:  # (a preview may be cut shorter than the other)
-                x = _number(ev[j]) if j < len(ev) else None
-                y = _number(av[j]) if j < len(av) else None
-                kinds.add("other values" if x is None or y is None else _element_kind(t, x, y))
-                if _KIND_ORDER[0] in kinds:
-                    return _KIND_ORDER[0]
+        for j in differing[k] if k < len(differing) else ():  # (over the elements both previews hold)
+            x = _number(ev[j]) if j < len(ev) else None
+            y = _number(av[j]) if j < len(av) else None
+            kinds.add("other values" if x is None or y is None else _element_kind(t, x, y))
+            if _KIND_ORDER[0] in kinds:
+                return _KIND_ORDER[0]
         if not kinds:  # the differing elements are beyond the preview
             kinds.add("other values")
     return next((k for k in _KIND_ORDER if k in kinds), "")

@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, cast
 
+from qdq_conformance.ambiguities import ReadingKey
 from qdq_conformance.domain import FAILING, FAILING_ORDER, JUDGED, CaseStatus, RunStatus
 from qdq_conformance.gcpause import gc_paused
 from qdq_conformance.results import CaseRecord, Results, is_expected, passed_against_entry
@@ -123,8 +124,10 @@ def followed(c: CaseRecord) -> tuple[str, str] | None:
         return None
     reading = c.get("reading")
     if reading:
-        amb, _, name = reading.partition(":")
-        return amb, name
+        try:
+            return ReadingKey.parse(reading)
+        except ValueError:  # (a record written by hand, or by another tool: its text, under no entry)
+            return c.get("ambiguity") or "?", str(reading)
     amb = c.get("ambiguity") or "?"
     if c["status"] in FAILING:
         return amb, "none of the catalogued readings"

@@ -74,7 +74,7 @@ def test_witness(m):
     assert _differ(kernel, mutated), f"{m.id}: no effect on its witness ({w.note})"
     assert not isinstance(kernel, str), kernel
     found = readings(w.domain, w.op, w.version, list(w.inputs), dict(w.attrs), kernel)
-    changing = {f"{r.ambiguity}:{r.name}": r for r in found if changes_answer(r, kernel)}
+    changing = {r.key: r for r in found if changes_answer(r, kernel)}
     if m.kind == "defect":
         assert not changing, f"{m.id}: its witness is implementation-defined ({sorted(changing)})"
     else:

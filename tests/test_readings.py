@@ -10,10 +10,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from qdq_conformance.ambiguities import catalogue
+from qdq_conformance.ambiguities import Reading, catalogue
 from qdq_conformance.generators.status import catalogue_readings, decide
 from qdq_conformance.reference import evaluate
-from qdq_conformance.reference.readings import COMPUTED, NOT_COMPUTED, Reading, readings
+from qdq_conformance.reference.readings import COMPUTED, NOT_COMPUTED, readings
 from qdq_conformance.runner.outcome import classify
 from qdq_conformance.runner.outputs import RawResult
 

@@ -18,10 +18,10 @@ Readings the catalogue describes but does not define precisely enough to compute
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
+from ..ambiguities import Reading, reading_key
 from ..ambiguities import catalogue as _catalogue
 from ..compare import compare
 from ..opspecs import AI_ONNX, MS, QUARK, get
@@ -33,17 +33,6 @@ from .dynamic import dynamic_quantize
 from .ops import SPEC, plan_dequantize_linear, plan_quantize_linear
 from .quantize import quantize
 from .reading_divisions import DIVISIONS, F32, INT32, NARROW, U8, Node, Outputs, division_entry, q_int
-
-
-@dataclass(frozen=True)
-class Reading:
-    """One catalogued reading's answer for one node."""
-
-    ambiguity: str
-    name: str
-    outputs: Outputs | None  # None: under this reading the model is rejected (invalid, or it fails)
-    judged: tuple[np.ndarray | None, ...] | None = None  # per output: mask of the constrained elements (None: all)
-
 
 #: (entry, reading) pairs the catalogue names but does not define precisely enough to compute.
 NOT_COMPUTED = {
@@ -141,7 +130,7 @@ def _dq_combinations(n: Node) -> list[Reading]:
     for amb, differences in (("float-zero-point", _fzp_differences(n)), ("int32-zero-point", _int32_differences(n))):
         for d_name, d in (differences or {}).items():
             for p_name, outs in (_dq_products(n, d) or {}).items():
-                out.append(Reading("dq-precision", f"{p_name}+{amb}:{d_name}", outs))
+                out.append(Reading("dq-precision", f"{p_name}+{reading_key(amb, d_name)}", outs))
     return out
 
 
@@ -335,7 +324,7 @@ def _combinations(n: Node) -> list[Reading]:
                     if a_name == _catalogue()[a_amb].kernel_reading:
                         continue
                     judged = (~np.isnan(q),) + (None,) * (len(outs) - 1) if a_name == "any" else None
-                    out.append(Reading(d_amb, f"{d_name}+{a_amb}:{a_name}", outs, judged))
+                    out.append(Reading(d_amb, f"{d_name}+{reading_key(a_amb, a_name)}", outs, judged))
     return out
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ambiguities import Reading
 from ..compare import Mismatch, compare
 from ..domain import CaseStatus, RunStatus
 from ..results.records import MismatchRecord
@@ -85,10 +86,10 @@ def _check_outputs(expected: Sequence[np.ndarray], raw: RawResult, ulp: int,
 
 
 def classify(raw: RawResult, *, case_status: str, expected: list[np.ndarray] | None, ulp: int = 0,
-             readings: Sequence[Any] = (), names: Sequence[str] = ()) -> Outcome:
+             readings: Sequence[Reading] = (), names: Sequence[str] = ()) -> Outcome:
     """The outcome of one case: ``case_status`` is the case's :class:`CaseStatus` (normative,
     implementation-defined or invalid);
-    ``readings``: an implementation-defined case's catalogued readings (``reference.readings.Reading``);
+    ``readings``: an implementation-defined case's catalogued readings;
     ``names``: the model's output names (for the messages)."""
     if raw.kind in (RunStatus.CRASHED, RunStatus.TIMEOUT):
         return Outcome(raw.kind, raw.message, seconds=raw.seconds)
@@ -114,11 +115,12 @@ def classify(raw: RawResult, *, case_status: str, expected: list[np.ndarray] | N
     return Outcome(RunStatus.PASSED, "", actual=raw.outputs, seconds=raw.seconds)
 
 
-def _names(readings: Sequence[Any]) -> str:
-    return ", ".join(f"{r.ambiguity}:{r.name}" for r in readings)
+def _names(readings: Sequence[Reading]) -> str:
+    return ", ".join(r.key for r in readings)
 
 
-def _judge(raw: RawResult, readings: Sequence[Any], ulp: int, seconds: float, names: Sequence[str] = ()) -> Outcome:
+def _judge(raw: RawResult, readings: Sequence[Reading], ulp: int, seconds: float,
+           names: Sequence[str] = ()) -> Outcome:
     """An implementation-defined case against its catalogued readings: the first reading the backend's answer
     matches (the kernel's first) is the one it follows; none matching is a failure (a rejection: an error). A
     case that carries no reading cannot be judged: an error of the case, never a pass."""
@@ -130,21 +132,21 @@ def _judge(raw: RawResult, readings: Sequence[Any], ulp: int, seconds: float, na
     if raw.kind != "ok":
         rejecting = [r for r in readings if r.outputs is None]
         if rejecting:
-            name = f"{rejecting[0].ambiguity}:{rejecting[0].name}"
+            name = rejecting[0].key
             return Outcome(RunStatus.IMPLEMENTATION_DEFINED, f"follows {name} ({raw.kind}: {raw.message})"[:2000], seconds,
                            behaviour=f"follows {name}: {raw.kind}", reading=name)
         return Outcome(RunStatus.ERROR, f"{raw.kind}: {raw.message}; no catalogued reading rejects this model (readings: "
                        f"{_names(readings)})", seconds)
     for r in readings:
         if r.outputs is not None and not _check_outputs(r.outputs, raw, ulp, r.judged):
-            name = f"{r.ambiguity}:{r.name}"
+            name = r.key
             free = r.judged is not None and any(m is not None and not m.all() for m in r.judged)
             note = " (the elements this reading leaves free are not judged)" if free else ""
             return Outcome(RunStatus.IMPLEMENTATION_DEFINED, f"follows {name}{note}", seconds, actual=raw.outputs,
                            behaviour=f"follows {name}", reading=name)
-    kernel = next(r for r in readings if r.outputs is not None) if any(r.outputs is not None for r in readings) \
-        else None
-    mismatches = [] if kernel is None else _check_outputs(kernel.outputs, raw, ulp, kernel.judged, names)
-    vs = "" if kernel is None else f"; against {kernel.ambiguity}:{kernel.name} (the kernel's): " + explain(mismatches)
+    kernel = next((r for r in readings if r.outputs is not None), None)
+    mismatches = [] if kernel is None or kernel.outputs is None else \
+        _check_outputs(kernel.outputs, raw, ulp, kernel.judged, names)
+    vs = "" if kernel is None else f"; against {kernel.key} (the kernel's): " + explain(mismatches)
     return Outcome(RunStatus.FAILED, f"matches none of the catalogued readings ({_names(readings)}){vs}", seconds,
                    actual=raw.outputs, mismatches=mismatches, behaviour="follows no catalogued reading")

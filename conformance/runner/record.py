@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..compare import differs
+from ..compare import differs, rule_ulp
 from ..domain import FAILING, Case, CaseStatus, RunStatus
 from ..results.records import CaseRecord, PreviewRecord, case_record
 from ..types import by_dtype, code_of, texts
@@ -73,7 +73,7 @@ def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, ba
         rec["expected"] = [preview(e) for e in (case.expected or [])]
         rec["actual"] = [preview(a) for a in (outcome.actual or [])]
         if outcome.status in FAILING and case.readings:  # what each catalogued reading gives
-            rec["readings"] = {f"{r.ambiguity}:{r.name}": None if r.outputs is None else [preview(o) for o in r.outputs]
+            rec["readings"] = {r.key: None if r.outputs is None else [preview(o) for o in r.outputs]
                                for r in case.readings}
         if outcome.status in FAILING or (outcome.mismatches and implementation_defined):
             code = model_code(model, values)
@@ -91,7 +91,7 @@ def _label_mismatches(case: Case, rec: CaseRecord, actual: list[Any] | None) -> 
     x_labels = getattr(case, "x_labels", None)
     if x_labels is None:
         return
-    ulp = _ulp(rec.get("comparison"))
+    ulp = rule_ulp(rec.get("comparison"))
     for m in rec.get("mismatches") or ():
         try:  # labels are a help for the reader, never a reason to lose the record
             if m.get("first_indices"):
@@ -110,12 +110,6 @@ def _label_mismatches(case: Case, rec: CaseRecord, actual: list[Any] | None) -> 
                     m["explained"] = [[int(j), text] for j, text in zip(bad, labels, strict=False)]
         except Exception:
             continue
-
-
-def _ulp(comparison: object) -> int:
-    """N of a comparison rule ``ulp<=N`` (0: exact)."""
-    text = str(comparison or "")
-    return int(text.split("<=", 1)[1]) if text.startswith("ulp<=") and text.split("<=", 1)[1].isdigit() else 0
 
 
 def encode(rec: CaseRecord) -> str:

@@ -19,10 +19,11 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from ..ambiguities import Reading
+from ..compare import rule_ulp
 from ..domain import CaseStatus
 from ..generators.labels import labels
 from ..generators.layout import DATA_SET, EXPECTED, MANIFEST, MODEL, input_file, output_file, read_tensor
-from ..reference.readings import Reading
 from ..types import from_tensor_proto
 
 #: the manifest layout this reader knows (generators/export.py's MANIFEST_VERSION)
@@ -54,8 +55,7 @@ class SuiteCase:
 
     @property
     def ulp(self) -> int:
-        comp = self.meta.get("comparison") or "exact"
-        return int(comp.split("<=")[1]) if comp.startswith("ulp<=") else 0
+        return rule_ulp(self.meta.get("comparison"))
 
     def model(self, form: str | None = None) -> onnx.ModelProto:
         return onnx.load(str(self.folder / MODEL))
