@@ -113,10 +113,14 @@ def markdown() -> str:
         "<!-- Rendered from conformance/data/ambiguities.yaml by `qdq-conformance ambiguities --markdown`;",
         "     edit the catalogue, not this page (tests/test_ambiguities.py checks they agree). -->",
         "",
-        "Each entry quotes the spec sentence, asks the question the text leaves open and names the readings an",
-        "implementation may follow. A case whose answer changes under another reading is *implementation-defined*:",
-        "it carries every reading's outputs, and a backend passes it by following one of them (the results record",
-        "names which). The reference kernel's own reading is marked **kernel**; it is a choice, not the truth.",
+        "Each entry quotes the spec sentence, asks the question the text leaves open and names the "
+        "readings an",
+        "implementation may follow. A case whose answer changes under another reading is "
+        "*implementation-defined*:",
+        "it carries every reading's outputs, and a backend passes it by following one of them (the results "
+        "record",
+        "names which). The reference kernel's own reading is marked **kernel**; it is a choice, not the "
+        "truth.",
         "",
         "| entry | operators | question |",
         "| --- | --- | --- |",

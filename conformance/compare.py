@@ -32,7 +32,8 @@ class Mismatch:
     def __str__(self) -> str:
         s = self.reason
         if self.count:
-            s += f": {self.count} of {self.total} elements differ, first at {format_indices(self.indices[:5])}"
+            s += (f": {self.count} of {self.total} elements differ, first at "
+                  f"{format_indices(self.indices[:5])}")
         if self.max_ulp is not None:
             s += f", max ULP distance {self.max_ulp}"
         return s
@@ -88,14 +89,17 @@ def compare(expected: np.ndarray, actual: np.ndarray, ulp: int = 0) -> Mismatch 
 
 def differs(expected: np.ndarray, actual: np.ndarray, ulp: int = 0) -> np.ndarray:
     """Element by element, whether ``actual`` differs from ``expected`` (same type and shape) under the rule
-    :func:`compare` applies: bit patterns, any NaN matching any NaN, and for 16- and 32-bit floats up to ``ulp``
-    units in the last place. The report's case page marks its rows with it, so its marks are the verdict's."""
+    :func:`compare` applies: bit patterns, any NaN matching any NaN (and nothing else), and for 16- and 32-bit
+    floats two finite values up to ``ulp`` units in the last place apart (an infinity or a NaN is never within
+    a bound of anything but itself: the code after the largest finite value is infinity, the next ones NaNs).
+    The report's case page marks its rows with it, so its marks are the verdict's."""
     t = by_dtype(expected.dtype)
     same = code_of(expected) == code_of(actual)
     if t.is_float:
-        same |= np.isnan(expected.astype(np.float32)) & np.isnan(actual.astype(np.float32))
+        e32, a32 = expected.astype(np.float32), actual.astype(np.float32)
+        same |= np.isnan(e32) & np.isnan(a32)
         if ulp > 0 and t.bits >= 16:
-            same |= ulp_distance(expected, actual) <= ulp
+            same |= np.isfinite(e32) & np.isfinite(a32) & (ulp_distance(expected, actual) <= ulp)
     return ~same
 
 
@@ -135,7 +139,8 @@ def rule_ulp(text: object) -> int:
 
 
 def from_codes(type_name: str, codes: list[int]) -> np.ndarray:
-    """The array of ``type_name`` elements whose bit patterns are ``codes`` (a results file's previews keep them)."""
+    """The array of ``type_name`` elements whose bit patterns are ``codes`` (a results file's previews keep
+    them)."""
     t = by_name(type_name)
     c = np.asarray(codes, dtype=np.uint32)
     if t.bits <= 16:
@@ -151,10 +156,11 @@ def _type_name(dtype: np.dtype) -> str:
 
 
 def relative_tolerance(expected: Sequence[np.ndarray], ulp: int) -> tuple[float, float]:
-    """The smallest (rtol, atol) under which ``|actual - e| <= atol + rtol * |e|`` (numpy's ``isclose``, which
-    ONNX's backend-test runner applies with the ``rtol`` and ``atol`` of a test folder's ``data.json``) accepts
-    every value within ``ulp`` units in the last place of each finite expected float element: rtol from the
-    non-zero elements, atol from the zeros. (0.0, 0.0) when ``ulp`` is 0 (exact) or no element is such a float.
+    """The smallest (rtol, atol) under which ``|actual - e| <= atol + rtol * |e|`` (numpy's ``isclose``,
+    which ONNX's backend-test runner applies with the ``rtol`` and ``atol`` of a test folder's ``data.json``)
+    accepts every value within ``ulp`` units in the last place of each finite expected float element: rtol
+    from the non-zero elements, atol from the zeros. (0.0, 0.0) when ``ulp`` is 0 (exact) or no element is
+    such a float.
     A relative tolerance accepts more than the bound near the top of a binade: this function gives the
     tightest one that rejects nothing the bound allows, not an equivalent of it."""
     rtol = atol = 0.0
@@ -185,4 +191,5 @@ def relative_tolerance(expected: Sequence[np.ndarray], ulp: int) -> tuple[float,
             if nonzero.any():
                 rtol = max(rtol, float((distance[nonzero] / np.abs(e64[nonzero])).max()))
     # (one float64 step up each: isclose's own rounding of rtol * |e| must not reject what the bound allows)
-    return float(np.nextafter(rtol, np.inf)) if rtol else 0.0, float(np.nextafter(atol, np.inf)) if atol else 0.0
+    return (float(np.nextafter(rtol, np.inf)) if rtol else 0.0,
+            float(np.nextafter(atol, np.inf)) if atol else 0.0)

@@ -7,6 +7,7 @@ from functools import cache
 from string import Template
 from typing import Any
 
+from qdq_conformance.compare import rule_ulp
 from qdq_conformance.resources import suite_templates_dir
 
 README = "README.md"
@@ -29,7 +30,7 @@ def readme(manifest: dict[str, Any]) -> str:
         ("" if sel.get("complete") else " (a part of the corpus)")
     kinds = manifest.get("kinds") or {}
     counts = f"{manifest.get('case_count', 0)}: " + ", ".join(f"{v.get('cases', 0)} {k}" for k, v in kinds.items())
-    bounded = sum(1 for c in manifest.get("cases", []) if str(c.get("comparison", "")).startswith("ulp<="))
+    bounded = sum(1 for c in manifest.get("cases", []) if rule_ulp(c.get("comparison")) > 0)
     ulp_note = (f"{bounded} case(s) have a ULP bound." if bounded else
                 "every normative case is exact (no ULP bound): every data.json holds rtol 0 and atol 0.")
     made = manifest.get("generated_with") or {}

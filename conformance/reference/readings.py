@@ -196,7 +196,7 @@ def _dql_nan(n: Node) -> dict[str, Outputs] | None:
     if not numbers.any():
         # NaN ignored, nothing but zeros (or nothing) is left: the range is 0, and dql-zero's question arises for
         # what remains (ONNX Runtime ignores NaN, then guards the zero range with a scale of 1)
-        found[f"ignored+dql-zero:{_GUARD_ONE}"] = _dql_y(n.x, *_DQL_GUARD)
+        found[f"ignored+{reading_key('dql-zero', _GUARD_ONE)}"] = _dql_y(n.x, *_DQL_GUARD)
     return found
 
 
