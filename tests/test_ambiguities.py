@@ -5,7 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from qdq_conformance.ambiguities import catalogue
+import numpy as np
+import pytest
+
+from qdq_conformance.ambiguities import Reading, ReadingKey, catalogue, reading_key
+from qdq_conformance.mutants import REGISTRY, names
+from qdq_conformance.reports.render import followed
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,3 +42,30 @@ def test_spec_notes_page_is_the_rendered_catalogue():
     page = Path(__file__).resolve().parents[1] / SPEC_NOTES
     assert page.read_text(encoding="utf-8") == markdown(), "run: qdq-conformance ambiguities --markdown > " + SPEC_NOTES
     assert all(f"\n## {entry}\n" in page.read_text(encoding="utf-8") for entry in catalogue())
+
+
+def test_a_reading_key_is_formatted_and_read_back_in_one_place():
+    """``entry:reading``; a combined reading's name holds another entry's key, so a key splits at its first
+    ``:`` (no entry id holds one)."""
+    r = Reading("dq-precision", f"float32+{reading_key('int32-zero-point', 'ignored')}", (np.zeros(1),))
+    assert r.key == "dq-precision:float32+int32-zero-point:ignored"
+    assert ReadingKey.parse(r.key) == ("dq-precision", r.name) and str(ReadingKey.parse(r.key)) == r.key
+    assert all(":" not in a for a in catalogue())
+    for bad in ("dq-precision", ":float32", "dq-precision:", ""):
+        with pytest.raises(ValueError, match="not a reading key"):
+            ReadingKey.parse(bad)
+
+
+def test_every_mutant_reading_is_a_catalogued_one():
+    names()  # (every mutant module imported: the registry full)
+    for m in REGISTRY.values():
+        if m.reading:
+            entry, name = ReadingKey.parse(m.reading)
+            assert name in catalogue()[entry].readings, m.id
+
+
+def test_the_readings_table_reads_keys_and_survives_a_bad_one():
+    rec = {"case_status": "implementation-defined", "status": "implementation-defined", "ambiguity": "dql-nan"}
+    assert followed({**rec, "reading": "dql-nan:ignored+dql-zero:guard-one"}) == ("dql-nan",
+                                                                                   "ignored+dql-zero:guard-one")
+    assert followed({**rec, "reading": "no key"}) == ("dql-nan", "no key")  # type: ignore[arg-type]

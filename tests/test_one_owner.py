@@ -79,7 +79,8 @@ _ENTRY_PREFIXES = tuple(f"{a}:" for a in catalogue())
 
 def _reading_keys(node: ast.AST) -> str | None:
     """What in ``node`` formats or splits a reading's key by hand, or None."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(_ENTRY_PREFIXES):
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+            node.value.startswith(_ENTRY_PREFIXES):
         return f"a reading key written out ({node.value!r})"
     if isinstance(node, ast.JoinedStr):
         parts = node.values
