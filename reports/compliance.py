@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from qdq_conformance.domain import FAILING, RunStatus
-from qdq_conformance.results import CaseRecord, Results
+from qdq_conformance.results import CaseRecord, Header, Results
 from qdq_conformance.results.merge import load_runs
 
 from .findings import Finding, group, known_versions
@@ -185,10 +185,10 @@ def _template(rec: CaseRecord) -> str:
 
 
 #: The header key :func:`load_marked` sets on a run read from a kept results file: the file it came from.
-KEPT = "kept_results"
+KEPT: Final = "kept_results"
 
 
-def run_date(head: dict[str, Any]) -> str:
+def run_date(head: Header) -> str:
     """The day a run started (its header's ``started``), marked when it comes from kept results."""
     day = str(head.get("started") or "?")[:10]
     return f"{day} (kept)" if head.get(KEPT) else day

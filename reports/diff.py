@@ -19,10 +19,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from qdq_conformance.domain import FAILING, RunStatus
-from qdq_conformance.results import CaseRecord, Results, is_expected
+from qdq_conformance.results import CaseRecord, Header, Results, Summary, is_expected
 from qdq_conformance.results.merge import gap, incomplete, load_run
 
 from .page import environment, pack
@@ -45,8 +44,8 @@ class Change:
 
 @dataclass
 class Diff:
-    old_head: dict[str, Any]
-    new_head: dict[str, Any]
+    old_head: Header
+    new_head: Header
     changes: list[Change] = field(default_factory=list)
     unchanged: int = 0
     new_cases: int = 0
@@ -106,14 +105,14 @@ class Diff:
         return [(a, b, n) for (a, b), n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-def selection_text(head: dict[str, Any]) -> str:
+def selection_text(head: Header) -> str:
     """What selected a run's cases (``-k X, --form runtime``), "" for the whole corpus (a merged run's shards
     are no selection)."""
     sel = dict(head.get("selection") or {})
     if head.get("shards"):
         sel.pop("--shard", None)
-    elif head.get("shard") and "--shard" not in sel:  # (written before the header recorded the selection)
-        sel["--shard"] = head["shard"]
+    elif (shard := head.get("shard")) and "--shard" not in sel:  # (written before the header recorded it)
+        sel["--shard"] = shard
     return ", ".join(k if v is True else f"{k} {' '.join(v) if isinstance(v, list) else v}"
                      for k, v in sel.items() if v)
 
@@ -161,7 +160,7 @@ def diff_records(old: Results, new: Results) -> Diff:
     return result
 
 
-def _stopped(summary: dict[str, Any] | None) -> str:
+def _stopped(summary: Summary | None) -> str:
     """How a run ended early, from its summary line ("" when it ended normally or left no summary)."""
     if not summary:
         return ""
@@ -176,7 +175,7 @@ def diff_files(old: Path, new: Path) -> Diff:
     return diff_records(load_run([old]), load_run([new]))
 
 
-def _run_name(head: dict[str, Any]) -> str:
+def _run_name(head: Header) -> str:
     shards = head.get("shards")
     merged = f", {len(shards['given'])} of {shards['n']} shards" if shards else ""
     missing = f", INCOMPLETE: {gap(head)}" if gap(head) else ""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain import FAILING, RunStatus
-from ..results import Results, is_expected, passed_against_entry
+from ..results import Header, Results, is_expected, passed_against_entry
 from ..results.merge import gap, incomplete, shards_text
 from .diff import CATEGORIES, diff_records, selection_text
 from .findings import Finding, group, known_versions, shorten
@@ -136,7 +136,7 @@ def _entry_text(f: Finding, limit: int = 160) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
-def render_text(head: dict[str, Any], ov: Overview, limit: int = 50, repro: bool = False) -> str:
+def render_text(head: Header, ov: Overview, limit: int = 50, repro: bool = False) -> str:
     """``qdq-conformance findings``: verdict, then each finding in a few lines."""
     lines = [f"{head.get('backend', '?')} {head.get('backend_version', '?')} (onnx {head.get('onnx_version', '?')})",
              *(f"INCOMPLETE: {line}" for line in ov.incomplete), ov.verdict()[1], ov.stats()]
@@ -167,16 +167,17 @@ def render_text(head: dict[str, Any], ov: Overview, limit: int = 50, repro: bool
     return "\n".join(lines)
 
 
-def to_json(head: dict[str, Any], ov: Overview) -> dict[str, Any]:
+def to_json(head: Header, ov: Overview) -> dict[str, object]:
     kind, text = ov.verdict()
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "backend": head.get("backend"), "backend_version": head.get("backend_version"),
         "verdict": {"kind": kind, "text": text, "stats": ov.stats()},
         "counts": dict(ov.counts), "failing": ov.failing, "expected_failing": ov.expected_failing,
         "new_failing": ov.new_failing, "incomplete": ov.incomplete,
         "findings": [f.to_json(ov.known) for f in ov.findings]}
-    if head.get("shards"):
-        out["shards"] = {**head["shards"], "complete": not ov.gap}
+    shards = head.get("shards")
+    if shards:
+        out["shards"] = {**shards, "complete": not ov.gap}
     out["subset"] = ov.subset or None
     if ov.since:
         out["since"] = {"baseline": ov.since.baseline, "counts": ov.since.counts,

@@ -14,7 +14,7 @@ from typing import Any, cast
 from qdq_conformance.ambiguities import ReadingKey
 from qdq_conformance.domain import FAILING, FAILING_ORDER, JUDGED, CaseStatus, RunStatus
 from qdq_conformance.gcpause import gc_paused
-from qdq_conformance.results import CaseRecord, Results, is_expected, passed_against_entry
+from qdq_conformance.results import CaseRecord, Header, Results, is_expected, passed_against_entry
 from qdq_conformance.results.merge import load_run, load_runs, shards_text
 from qdq_conformance.results.tally import needs_attention, summary_lines
 
@@ -85,7 +85,7 @@ def packed_cases(cases: list[CaseRecord], findings: list[Finding]) -> str:
     return pack([_compact(c, f) for c, f in keyed])
 
 
-def summarize(head: dict[str, Any], cases: list[CaseRecord]) -> dict[str, Any]:
+def summarize(head: Header, cases: list[CaseRecord]) -> dict[str, object]:
     counts = Counter(c["status"] for c in cases)
     per_version: dict[str, Counter] = defaultdict(Counter)
     matrix: dict[tuple[str, str], Counter] = defaultdict(Counter)
@@ -163,10 +163,10 @@ def safe_link(link: object) -> str | None:
     return link if isinstance(link, str) and re.fullmatch(r"https?://[^\s\"'<>]+", link) else None
 
 
-def expectations_table(cases: list[CaseRecord]) -> list[dict[str, Any]]:
+def expectations_table(cases: list[CaseRecord]) -> list[dict[str, object]]:
     """One row per expectation entry that matched a case (met / unexpected counts), plus one row for failing
     cases no entry covers; rows with unexpected results first."""
-    rows: dict[Any, dict[str, Any]] = {}
+    rows: dict[int | None, dict[str, Any]] = {}
     for c in cases:
         e = c.get("expectation")
         if e:
@@ -187,7 +187,7 @@ def expectations_table(cases: list[CaseRecord]) -> list[dict[str, Any]]:
     return sorted(rows.values(), key=lambda r: (-r["unexpected"], r["line"] if r["line"] is not None else -1))
 
 
-def finding_rows(ov: Overview, findings: list[Finding] | None = None) -> list[dict[str, Any]]:
+def finding_rows(ov: Overview, findings: list[Finding] | None = None) -> list[dict[str, object]]:
     """The findings table's rows (the report's and the scoreboard's); ``findings``: others than the run's (the
     baseline's findings that are gone)."""
     appeared = {f.key for f in ov.since.appeared} if ov.since else set()
@@ -229,7 +229,7 @@ def _page(results: list[Results], baseline: Results | None, baseline_name: str) 
     return env.get_template("scoreboard.html.j2").render(**scoreboard(results), order=ORDER, failing=FAILING)
 
 
-def scoreboard(results: list[Results]) -> dict[str, Any]:
+def scoreboard(results: list[Results]) -> dict[str, object]:
     backends = [f"{h.get('backend')} {h.get('backend_version')}"
                 + (f" (kept results of {run_date(h)[:10]})" if h.get(KEPT) else "")
                 for h, _, _ in results]
@@ -237,13 +237,14 @@ def scoreboard(results: list[Results]) -> dict[str, Any]:
     for k, (_, cases, _) in enumerate(results):
         for c in cases:
             table[f"{c['id']} [{c.get('form')}]"][k] = c["status"]
-    rows = []
+    keyed = []
     for cid, statuses in table.items():
         values = [statuses.get(k, "-") for k in range(len(results))]
         # A backend that did not run a case (unsupported, or absent) neither agrees nor disagrees.
         judged = {v for v in values if v not in (_UNSUPPORTED, "-")}
-        rows.append({"id": cid, "statuses": values, "disagree": len(judged) > 1})
-    rows.sort(key=lambda r: (not r["disagree"], r["id"]))
+        keyed.append((len(judged) <= 1, cid, values))
+    keyed.sort(key=lambda r: r[:2])
+    rows = [{"id": cid, "statuses": values, "disagree": not agree} for agree, cid, values in keyed]
     sums = [summarize(h, cases) for h, cases, _ in results]
     per_backend = [readings_table(cases) for _, cases, _ in results]
     readings = {a: [dict(t.get(a, [])) for t in per_backend] for a in sorted({a for t in per_backend for a in t})}
@@ -251,7 +252,7 @@ def scoreboard(results: list[Results]) -> dict[str, Any]:
     overviews = [overview(r) for r in results]
     return {"backends": backends, "data": pack(rows), "totals": [s["counts"] for s in sums],
             "expected": [s["expected"] for s in sums], "readings": readings, "readings_expected": expected_readings,
-            "disagreements": sum(r["disagree"] for r in rows), "total": len(rows),
+            "disagreements": sum(not agree for agree, _, _ in keyed), "total": len(rows),
             "incomplete": [line for ov in overviews for line in ov.incomplete],
             "per_backend": [{"name": name, "verdict": ov.verdict(), "stats": ov.stats(), "failing": ov.failing,
                              "count": len(ov.findings), "findings": pack(finding_rows(ov))}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TypedDict
 
 from .base import Backend, require
 from .builtin import OnnxBackendModule, OnnxReferenceBackend, OracleBackend, OrtBackend
@@ -37,52 +37,56 @@ from .tract_backend import MARKERS as TRACT_MARKERS
 from .tract_backend import TractBackend
 from .tvm_backend import TvmBackend
 
+#: A backend's options by name (``ort_provider``, ``ort_optimization``, ...): command-line values, text or
+#: unset.
+BackendOptions = Mapping[str, "str | None"]
 
-def _ort(options: Mapping[str, Any]) -> Backend:
+
+def _ort(options: BackendOptions) -> Backend:
     return OrtBackend(provider=options.get("ort_provider") or "CPUExecutionProvider",
                       optimization=options.get("ort_optimization") or "all",
                       threads=int(options.get("ort_threads") or 1))
 
 
-def _onnx_reference(options: Mapping[str, Any]) -> Backend:
+def _onnx_reference(options: BackendOptions) -> Backend:
     return OnnxReferenceBackend()
 
 
-def _oracle(options: Mapping[str, Any]) -> Backend:
+def _oracle(options: BackendOptions) -> Backend:
     return OracleBackend()
 
 
-def _openvino(options: Mapping[str, Any]) -> Backend:
+def _openvino(options: BackendOptions) -> Backend:
     require("openvino", "pip install 'onnx-qdq-conformance[openvino]'")  # (an optional dependency)
     return OpenVinoBackend(device=options.get("openvino_device") or "CPU")
 
 
-def _quark(options: Mapping[str, Any]) -> Backend:
+def _quark(options: BackendOptions) -> Backend:
     return QuarkBackend()
 
 
-def _iree(options: Mapping[str, Any]) -> Backend:
+def _iree(options: BackendOptions) -> Backend:
     for half in ("iree.compiler", "iree.runtime"):  # (an optional dependency: both halves must be installed)
         require(half, "pip install 'onnx-qdq-conformance[iree]'")
     return IreeBackend()
 
 
-def _tvm(options: Mapping[str, Any]) -> Backend:
+def _tvm(options: BackendOptions) -> Backend:
     require("tvm", "Apache TVM: pip install 'onnx-qdq-conformance[tvm]'")  # (an optional dependency)
     return TvmBackend()
 
 
-def _tract(options: Mapping[str, Any]) -> Backend:
+def _tract(options: BackendOptions) -> Backend:
     require("tract", "pip install 'onnx-qdq-conformance[tract]'")  # (an optional dependency)
     return TractBackend()
 
 
-def _tinygrad(options: Mapping[str, Any]) -> Backend:
+def _tinygrad(options: BackendOptions) -> Backend:
     require("tinygrad", "pip install 'onnx-qdq-conformance[tinygrad]'")  # (an optional dependency; and clang)
     return TinygradBackend()
 
 
-BUILTIN: dict[str, Callable[[Mapping[str, Any]], Backend]] = {
+BUILTIN: dict[str, Callable[[BackendOptions], Backend]] = {
     "ort": _ort,
     "onnx-reference": _onnx_reference,
     "reference": _oracle,
@@ -103,7 +107,13 @@ MARKERS: dict[str, MarkerSet] = {
 }
 
 
-def settings(spec: str, options: Mapping[str, Any] | None = None) -> dict[str, str]:
+class RunSettings(TypedDict, total=False):
+    """How a backend runs a model, as a results header records it."""
+
+    optimization: str
+
+
+def settings(spec: str, options: BackendOptions | None = None) -> RunSettings:
     """How backend ``spec`` runs a model, for a results header and the report: the graph optimization it applies
     (graph cases are judged as deployed: ONNX Runtime at its default level unless --ort-optimization says
     otherwise, OpenVINO as ``compile_model`` compiles)."""
@@ -123,7 +133,7 @@ def known_names() -> list[str]:
     return names
 
 
-def create(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
+def create(spec: str, options: BackendOptions | None = None) -> Backend:
     """The backend named ``spec``: ValueError naming the known backends when there is none of that name,
     :class:`BackendUnavailable` (or whatever its factory raises) when it cannot be created here. The runner creates
     it in a worker process (``runner.isolation``): either ends the run before its first case as a usage error."""

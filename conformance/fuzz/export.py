@@ -27,7 +27,7 @@ from ..generators.corpus import load_file
 from ..generators.layout import test_name, write_folder
 from ..reports.findings import FAILING, group, is_expected, signature
 from ..reports.findings import Finding as Group
-from ..results import CaseRecord, ResultsWriter, expectation_of, read
+from ..results import CaseRecord, Header, ResultsWriter, Summary, expectation_of, read
 from .describe import literals, template
 from .search import Finding
 
@@ -192,7 +192,7 @@ def rejudge(out: Path, corpus: dict[tuple[str, ...], Exposed]) -> tuple[list[dic
     return rows, data["summary"]
 
 
-def write_results(path: Path, head: dict[str, Any], records: Iterable[str], summary: dict[str, Any]) -> int:
+def write_results(path: Path, head: Header, records: Iterable[str], summary: Summary) -> int:
     writer = ResultsWriter(path)
     counts: dict[str, int] = {}
     for line in records:

@@ -19,7 +19,7 @@ from ..domain import FAILING, FORMS, CaseStatus, GranularityKind, RunStatus, par
 from ..generators.layout import MANIFEST
 from ..generators.schema import schema
 from ..resources import cases_dir
-from ..results import ResultsWriter, header
+from ..results import ResultsWriter, Summary, header
 from ..runner import expectations as expectations_mod
 from ..runner.execute import CaseRef
 from ..runner.suite import scope as suite_scope
@@ -290,13 +290,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.all_unsupported = True  # (the summary says so in capitals: terminal.py)
         if not state.allow_all_unsupported:
             session.exitstatus = exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
-    summary = {"counts": dict(sorted(state.tracker.counts.items())), "surprises": state.tracker.surprises[:1000],
-               "stale_expectations": [{"line": e.line, "cases": e.patterns} for e, _ in stale],
-               "stale_markers": state.stale_markers,
-               "expectations": state.tally,
-               "exitstatus": int(exitstatus), **({"all_unsupported": True} if state.all_unsupported else {}),
-               "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "duration_s": round(time.time() - state.started, 1)}
+    summary: Summary = {"counts": dict(sorted(state.tracker.counts.items())),
+                        "surprises": state.tracker.surprises[:1000],
+                        "stale_expectations": [{"line": e.line, "cases": e.patterns} for e, _ in stale],
+                        "stale_markers": state.stale_markers,
+                        "expectations": state.tally,
+                        "exitstatus": int(exitstatus),
+                        **({"all_unsupported": True} if state.all_unsupported else {}),
+                        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        "duration_s": round(time.time() - state.started, 1)}
     if state.results is not None and state.header is not None:
         state.results.close(summary, state.header)
     _render_report(session, state)

@@ -160,7 +160,7 @@ def _dest(opt: Option) -> str:
     return "qdq_" + opt.flags[0].lstrip("-").replace("-", "_")
 
 
-def backend_options(config: pytest.Config) -> dict[str, Any]:
+def backend_options(config: pytest.Config) -> dict[str, str | None]:
     return {"ort_provider": config.getoption("qdq_ort_provider"),
             "ort_optimization": config.getoption("qdq_ort_optimization")}
 

@@ -195,10 +195,10 @@ def marker_names(case: Case, form: str) -> list[str]:
 
 
 
-def recorded(config: pytest.Config) -> dict[str, Any]:
+def recorded(config: pytest.Config) -> dict[str, str | list[str] | bool]:
     """What selected the run's cases, for the results header (empty: the whole corpus in both forms): -k, -m,
     --shard, --form (one form), --lf / --sw / --deselect and node ids on the command line."""
-    out: dict[str, Any] = {}
+    out: dict[str, str | list[str] | bool] = {}
     for flag, name in (("-k", "keyword"), ("-m", "markexpr"), ("--shard", "qdq_shard"), ("--deselect", "deselect")):
         value = config.getoption(name, None)
         if value:

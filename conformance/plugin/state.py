@@ -5,13 +5,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
 from ..backends.markers import MarkerWatch
-from ..results import ResultsWriter
-from ..results.tally import Tally
+from ..results import Header, ResultsWriter, Tally
 from ..runner.expectations import Expectations, Tracker
 from ..runner.pool import CasePool
 
@@ -19,7 +17,7 @@ from ..runner.pool import CasePool
 @dataclass
 class RunState:
     backend_spec: str
-    backend_options: dict[str, Any]
+    backend_options: dict[str, str | None]
     timeout: float
     strict: bool
     expectations: Expectations
@@ -28,7 +26,7 @@ class RunState:
     allow_all_unsupported: bool = False  # a run in which every case was unsupported exits 0 (else 5)
     pool: CasePool | None = None
     results: ResultsWriter | None = None
-    header: dict[str, Any] | None = None
+    header: Header | None = None
     tracker: Tracker = field(default_factory=Tracker)  # the cases per status, and how they met the expectations
     stale: list[str] = field(default_factory=list)  # stale expectations, as sentences
     markers: MarkerWatch | None = None  # the backend's message markers, and which ones refusals matched

@@ -19,9 +19,17 @@ from .records import (
     CaseRecord,
     ExpectationRecord,
     ExpectationsStatus,
+    FileRead,
+    Header,
+    JSONValue,
     MismatchRecord,
     PreviewRecord,
     Results,
+    ShardFile,
+    Shards,
+    StaleEntry,
+    Summary,
+    Tally,
     case_record,
     expectation_of,
     is_expected,
@@ -31,6 +39,10 @@ from .records import (
 )
 from .schema import FIELDS, FORMAT_PREFIX, Each, Number, Obj, ResultsError, Spec, check, valid
 
-__all__ = ["FIELDS", "FLUSH_EVERY", "FORMAT_PREFIX", "MESSAGE_LIMIT", "READ", "CaseRecord", "Each", "ExpectationRecord", "ExpectationsStatus", "MismatchRecord", "Number", "PreviewRecord",
-           "Obj", "Results", "ResultsError", "ResultsWriter", "Spec", "case_record", "check", "expectation_of", "header",
-           "is_expected", "is_failing", "passed_against_entry", "read", "seen_status", "unwritable", "valid"]
+__all__ = [
+    "FIELDS", "FLUSH_EVERY", "FORMAT_PREFIX", "MESSAGE_LIMIT", "READ", "CaseRecord", "Each",
+    "ExpectationRecord", "ExpectationsStatus", "FileRead", "Header", "JSONValue", "MismatchRecord", "Number",
+    "Obj", "PreviewRecord", "Results", "ResultsError", "ResultsWriter", "ShardFile", "Shards", "Spec",
+    "StaleEntry", "Summary", "Tally", "case_record", "check", "expectation_of", "header", "is_expected",
+    "is_failing", "passed_against_entry", "read", "seen_status", "unwritable", "valid",
+]

@@ -19,13 +19,13 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import TextIO, cast
 
 import onnx
 
 from .. import __version__
 from ..gcpause import gc_paused
-from .records import READ, CaseRecord, Results
+from .records import READ, CaseRecord, Header, Results, Summary
 from .schema import FORMAT_PREFIX, ResultsError, check_record, json_type
 
 #: seconds between flushes of a results file (flushing after every case would cost the pytest process a system
@@ -33,7 +33,7 @@ from .schema import FORMAT_PREFIX, ResultsError, check_record, json_type
 FLUSH_EVERY = 0.25
 
 
-def header(backend: str, backend_version: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def header(backend: str, backend_version: str, extra: Header | None = None) -> Header:
     return {
         "type": "header",
         "format": "onnx-qdq-conformance-results/1",
@@ -81,9 +81,9 @@ class ResultsWriter:
         self._header_written = False
         self._flushed = 0.0
         self.count = 0
-        self.summary_extra: dict[str, Any] = {}  # added to the summary line (how an interrupted run ended)
+        self.summary_extra: Summary = {}  # added to the summary line (how an interrupted run ended)
 
-    def write_line(self, line: str, head: dict[str, Any]) -> None:
+    def write_line(self, line: str, head: Header) -> None:
         """One case record, already JSON-encoded (the backend's worker encodes it)."""
         assert self._fh is not None
         if not self._header_written:
@@ -96,7 +96,7 @@ class ResultsWriter:
             self._flushed = now
         self.count += 1
 
-    def close(self, summary: dict[str, Any], head: dict[str, Any]) -> None:
+    def close(self, summary: Summary, head: Header) -> None:
         if self._fh is None:
             return
         if not self._header_written:
@@ -136,9 +136,9 @@ def read(path: Path, check_fields: bool = True) -> Results:
 
 
 def _parse(path: Path, raw_lines: list[bytes], check_fields: bool) -> Results:
-    head: dict[str, Any] = {}
+    head: Header = {}
     cases: list[CaseRecord] = []
-    summary = None
+    summary: Summary | None = None
     malformed: list[int] = []  # numbers of the lines skipped
     for n, raw in enumerate(raw_lines, 1):
         try:
@@ -153,7 +153,7 @@ def _parse(path: Path, raw_lines: list[bytes], check_fields: bool) -> Results:
             if not isinstance(fmt, str) or not fmt.startswith(FORMAT_PREFIX):
                 raise ResultsError(f"{path}:1: not a results file (line 1 is not a {FORMAT_PREFIX}* header)")
             check_record(obj, "header", f"{path}:1")
-            head = obj
+            head = cast(Header, obj)
             continue
         if not isinstance(obj, dict):
             raise ResultsError(f"{path}:{n}: a record must be a JSON object")
@@ -166,7 +166,7 @@ def _parse(path: Path, raw_lines: list[bytes], check_fields: bool) -> Results:
             cases.append(cast(CaseRecord, obj))
         elif kind == "summary":
             check_record(obj, "summary", f"{path}:{n}")
-            summary = obj
+            summary = cast(Summary, obj)
         elif kind == "header":
             raise ResultsError(f"{path}:{n}: a second header (two results files concatenated?)")
         else:

@@ -33,14 +33,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from ..domain import parse_shard
 from ..gcpause import gc_paused
 from .files import read
-from .records import READ, CaseRecord, Results
+from .records import READ, CaseRecord, Header, Results, Shards, StaleEntry, Summary, Tally
 from .schema import ResultsError
-from .tally import Tally, tally
+from .tally import tally
 
 #: header fields the shards of one run should share; a difference is a warning shown with the shards
 _SHOULD_MATCH = ("onnx_version", "suite_version", "forms", "tier", "suite", "expectations", "strict_expectations")
@@ -51,9 +51,9 @@ _LOAD_FORM = "load"
 @dataclass(frozen=True)
 class _Part:
     path: Path
-    head: dict[str, Any]
+    head: Header
     cases: list[CaseRecord]
-    summary: dict[str, Any] | None
+    summary: Summary | None
     k: int
     n: int
 
@@ -62,7 +62,7 @@ class _Part:
         return f"{self.path} ({self.k}/{self.n})"
 
 
-def _shard(path: Path, head: dict[str, Any]) -> tuple[int, int] | None:
+def _shard(path: Path, head: Header) -> tuple[int, int] | None:
     value = head.get("shard")
     if value is None:
         return None
@@ -77,7 +77,7 @@ def _canonical(run: Results) -> Results:
     return head, sorted(cases, key=lambda c: (c["id"], c.get("form") or "")), summary
 
 
-def _name(head: dict[str, Any]) -> str:
+def _name(head: Header) -> str:
     return f"{head.get('backend', '?')} {head.get('backend_version', '?')}"
 
 
@@ -120,9 +120,9 @@ def load_run(paths: Sequence[Path], check_fields: bool = True) -> Results:
     return runs[0]
 
 
-def gap(head: dict[str, Any]) -> str:
+def gap(head: Header) -> str:
     """What a merged run lacks ("shard 2 of 3 is missing"), or "" (a whole run, or every shard given)."""
-    shards = head.get("shards") or {}
+    shards = head.get("shards") or cast(Shards, {})
     missing, n = shards.get("missing") or [], shards.get("n")
     if not missing:
         return ""
@@ -158,7 +158,7 @@ def incomplete(run: Results) -> list[str]:
     return lines
 
 
-def shards_text(head: dict[str, Any]) -> str:
+def shards_text(head: Header) -> str:
     """One line on the shard files of a merged run ("" for a whole run)."""
     shards = head.get("shards")
     if not shards:
@@ -186,7 +186,8 @@ def _merge(parts: list[_Part]) -> Results:
         if a.k == b.k:
             raise ResultsError(f"{a.path} and {b.path}: shard {a.k}/{a.n} given twice")
     cases = _union(parts)
-    head = {**first.head, "started": min(str(p.head.get("started") or "") for p in parts), "shard": None,
+    started = min(str(p.head.get("started") or "") for p in parts)
+    head: Header = {**first.head, "started": started, "shard": None,
             READ: [f for p in parts for f in p.head.get(READ) or []],
             "shards": {"n": first.n,
                        "given": [{"k": p.k, "file": str(p.path), "started": p.head.get("started"),
@@ -226,25 +227,26 @@ def _differences(parts: list[_Part]) -> list[str]:
     return out
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return "null" if value is None else str(value)
 
 
-def _summary(parts: list[_Part], cases: list[CaseRecord]) -> dict[str, Any] | None:
+def _summary(parts: list[_Part], cases: list[CaseRecord]) -> Summary | None:
     if any(p.summary is None for p in parts):
         return None  # a shard did not finish: nor did the run
     sums = [p.summary for p in parts if p.summary is not None]
     counts = Counter(c["status"] for c in cases)
-    out: dict[str, Any] = {
+    out: Summary = {
         "type": "summary", "counts": dict(sorted(counts.items())),
         "duration_s": max(float(s.get("duration_s") or 0) for s in sums),
         "finished": max(str(s.get("finished") or "") for s in sums),
-        "exitstatus": max((int(s["exitstatus"]) for s in sums if isinstance(s.get("exitstatus"), int)), default=None),
+        "exitstatus": max((int(e) for s in sums if isinstance(e := s.get("exitstatus"), int)), default=None),
         "surprises": [x for s in sums for x in (s.get("surprises") or [])][:1000]}
     for p in parts:
         s = p.summary or {}
         if s.get("interrupted") and "interrupted" not in out:
-            out.update(interrupted=True, signal=f"{s.get('signal') or 'signal'} in shard {p.k}/{p.n}")
+            out["interrupted"] = True
+            out["signal"] = f"{s.get('signal') or 'signal'} in shard {p.k}/{p.n}"
         if s.get("error") and "error" not in out:
             out["error"] = f"shard {p.k}/{p.n}: {s['error']}"
     stale, tally = _expectations(parts, cases)
@@ -254,7 +256,7 @@ def _summary(parts: list[_Part], cases: list[CaseRecord]) -> dict[str, Any] | No
     return out
 
 
-def _expectations(parts: list[_Part], cases: list[CaseRecord]) -> tuple[list[Any], Tally | None]:
+def _expectations(parts: list[_Part], cases: list[CaseRecord]) -> tuple[list[StaleEntry], Tally | None]:
     """The stale entries and the tally of the whole run: an entry is stale when every shard that matched it (or
     every shard: one that matches none) lists it stale; the rest counted over the cases of all shards, as the run
     counts them (:func:`qdq_conformance.results.tally.tally`)."""
@@ -266,5 +268,5 @@ def _expectations(parts: list[_Part], cases: list[CaseRecord]) -> tuple[list[Any
     tallies = [(p.summary or {}).get("expectations") for p in parts]
     if any(not isinstance(t, dict) for t in tallies):
         return stale, None
-    in_force = (tallies[0] or {}).get("in_force")
+    in_force = tallies[0].get("in_force") if tallies[0] else None
     return stale, tally(cases, in_force if isinstance(in_force, int) else None, len(stale))

@@ -5,7 +5,7 @@ case that follows a catalogued reading has passed, as far as its entry goes; dec
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, Final, TypedDict, Union
 
 from ..domain import FAILING, RunStatus
 
@@ -116,10 +116,109 @@ def case_record(case_id: str, form: str, status: str, message: str, backend: tup
 
 
 #: the key :func:`read` adds to the header it returns: what it found of each file read (a file's own is replaced)
-READ = "read"
+READ: Final = "read"
+
+#: A JSON value whose shape the results file leaves open (what a fuzz run adds to its header and summary).
+JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]  # noqa: UP007
+
+
+class FileRead(TypedDict):
+    """What ``read`` found of one file (the header's ``read``): whether it has its summary line, how many
+    lines it skipped as malformed and the first of them."""
+
+    file: str
+    summary: bool
+    malformed: int
+    first_malformed: int | None
+
+
+class ShardFile(TypedDict):
+    """One shard file of a merged run (the header's ``shards.given``)."""
+
+    k: int
+    file: str
+    started: str | None
+    duration_s: float | None
+    cases: int
+
+
+class Shards(TypedDict):
+    """The header of a run merged from shard files: N, the files given, the shards missing, the warnings."""
+
+    n: int
+    given: list[ShardFile]
+    missing: list[int]
+    warnings: list[str]
+
+
+class Header(TypedDict, total=False):
+    """Line 1 of a results file (``results.header`` writes it; ``read`` adds ``read``, a merge ``shards``)."""
+
+    type: str  # "header"
+    format: str  # FORMAT_PREFIX and the format's version
+    backend: str
+    backend_version: str
+    onnx_version: str
+    suite_version: str
+    python: str
+    platform: str
+    started: str  # UTC, ISO 8601
+    expectations: str | None  # the expectations file in force
+    expectations_status: ExpectationsStatus
+    strict_expectations: bool
+    forms: str | list[str] | None  # the graph form(s) run
+    tier: str | None
+    suite: str | None  # an exported suite's folder (a run of ``--suite``)
+    shard: str | None  # K/N
+    selection: dict[str, str | list[str] | bool]  # what selected the cases (-k, -m, --shard, ...)
+    optimization: str  # how the backend runs a model (``backends.registry.settings``)
+    fuzz: dict[str, JSONValue]  # a fuzz run's seed, forms, operators and versions
+    reconstructed: str  # a kept run rebuilt from other files: from what
+    kept_results: str  # a run a report read from a kept results file: that file (reports.compliance.KEPT)
+    onnx: str  # (the onnx version, as the first results files named it)
+    read: list[FileRead]  # (:data:`READ`)
+    shards: Shards | None
+
+
+class StaleEntry(TypedDict, total=False):
+    """An expectation entry that matched no case's result (the summary's ``stale_expectations``)."""
+
+    line: int
+    cases: list[str]
+
+
+class Tally(TypedDict):
+    """A summary's ``expectations``: the run against the expectation entries in force."""
+
+    in_force: int | None
+    held: int
+    stale: int
+    changed: int
+    new_failures: int
+    unexpected_passes: int
+
+
+class Summary(TypedDict, total=False):
+    """The last line of a finished run's results file."""
+
+    type: str  # "summary"
+    counts: dict[str, int]  # status -> cases
+    surprises: list[str]  # "id [form]: expected failed, got passed"
+    stale_expectations: list[StaleEntry]
+    stale_markers: list[str]
+    expectations: Tally | None
+    exitstatus: int | None
+    all_unsupported: bool
+    finished: str
+    duration_s: float
+    interrupted: bool  # a signal stopped the run ...
+    signal: str  # ... this one
+    error: str  # the backend could not be created
+    fuzz: dict[str, JSONValue]  # a fuzz run's statistics
+
 
 #: (header, case records, summary or None): a results file as :func:`read` returns it
-Results = tuple[dict[str, Any], list[CaseRecord], "dict[str, Any] | None"]
+Results = tuple[Header, list[CaseRecord], Union[Summary, None]]  # noqa: UP007 - a runtime alias (Python 3.10)
 
 
 #: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and reports test every record)

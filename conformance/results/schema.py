@@ -10,7 +10,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from .records import CaseRecord, ExpectationRecord, ExpectationsStatus, MismatchRecord, PreviewRecord
+from .records import (
+    CaseRecord,
+    ExpectationRecord,
+    ExpectationsStatus,
+    Header,
+    MismatchRecord,
+    PreviewRecord,
+    StaleEntry,
+    Summary,
+    Tally,
+)
 
 
 class ResultsError(Exception):
@@ -49,7 +59,10 @@ _PREVIEW, _TEXTS = Obj("preview"), Each(list, _TEXT, nullable=False)
 _NOT_READ = frozenset({"type", "id", "status", "backend", "backend_version", "file", "line"})
 #: the record types that are objects of their own in a results file, and their kind
 _KINDS: dict[object, str] = {ExpectationRecord: "expectation", PreviewRecord: "preview", MismatchRecord: "mismatch",
-                             ExpectationsStatus: "expectations_status"}
+                             ExpectationsStatus: "expectations_status", Tally: "tally", StaleEntry: "stale"}
+#: the fields of a header and a summary the views read (and so the reader checks)
+_HEADER_READ = frozenset({"backend", "backend_version", "started", "expectations", "expectations_status"})
+_SUMMARY_READ = frozenset({"expectations", "duration_s", "counts", "stale_expectations", "stale_markers"})
 
 
 def _spec_of(hint: object) -> tuple[Spec, bool]:
@@ -76,25 +89,24 @@ def _spec_of(hint: object) -> tuple[Spec, bool]:
     return ((hint,) if isinstance(hint, type) else (object,)), False
 
 
-def _fields_of(record: type, leave_out: frozenset[str] = frozenset()) -> dict[str, Spec]:
-    """A typed record's fields as specs: ``FIELDS`` is derived from the record types, not kept beside them."""
-    return {name: _spec_of(hint)[0] for name, hint in get_type_hints(record).items() if name not in leave_out}
+def _fields_of(record: type, leave_out: frozenset[str] = frozenset(),
+               only: frozenset[str] | None = None) -> dict[str, Spec]:
+    """A typed record's fields (those ``only`` names, when given) as specs: ``FIELDS`` is derived from the
+    record types, not kept beside them."""
+    return {name: _spec_of(hint)[0] for name, hint in get_type_hints(record).items()
+            if name not in leave_out and (only is None or name in only)}
 
 
-#: What the reports, the diff and the compliance table read of each record type, and the JSON types each field may
-#: hold (null always may, unless an Each says otherwise for its elements): a record that breaks it is an error
-#: naming its line and field, where the reader's code would have failed with a traceback. The case record and the
-#: objects in it and the header's ``expectations_status`` are derived from their types (records.py); the rest of
-#: the header's and the summary's fields are listed here.
+#: What the reports, the diff and the compliance table read of each record type, and the JSON types each field
+#: may hold (null always may, unless an Each says otherwise for its elements): a record that breaks it is an
+#: error naming its line and field, where the reader's code would have failed with a traceback. Derived from
+#: the record types (records.py): the case record, the fields of the header and the summary the views read,
+#: and the objects in them.
 FIELDS: dict[str, dict[str, Spec]] = {
-    "header": {"backend": _TEXT, "backend_version": _TEXT, "started": _TEXT, "expectations": _TEXT,
-               "expectations_status": Obj("expectations_status")},
+    "header": _fields_of(Header, only=_HEADER_READ),
     "case": _fields_of(CaseRecord, _NOT_READ),
-    "summary": {"expectations": Obj("tally"), "duration_s": _NUMBER, "counts": (dict,),
-                "stale_expectations": Each(list, Obj("stale"), nullable=False), "stale_markers": _TEXTS},
+    "summary": _fields_of(Summary, only=_SUMMARY_READ),
     **{kind: _fields_of(record) for record, kind in _KINDS.items() if isinstance(record, type)},
-    "tally": dict.fromkeys(("in_force", "held", "stale", "changed", "new_failures", "unexpected_passes"), _INT),
-    "stale": {"line": _INT},
 }
 _NAMES = {dict: "an object", list: "a list", str: "text", int: "a whole number", float: "a number",
           bool: "true or false", type(None): "null"}

@@ -5,26 +5,22 @@ results file, so a saved run says the same as the live one."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TypedDict
 
 from ..domain import FAILING
-from .records import CaseRecord, ExpectationsStatus, expectation_of, is_expected, is_failing, seen_status
+from .records import (
+    CaseRecord,
+    ExpectationsStatus,
+    Tally,
+    expectation_of,
+    is_expected,
+    is_failing,
+    seen_status,
+)
 
 #: modes of the expectations' applicability whose message must stand out (the entries in force were not recorded
 #: for this version)
 ATTENTION = frozenset({"newer", "between", "older", "unknown"})
 _PASSED = "passed"
-
-
-class Tally(TypedDict):
-    """A summary's ``expectations``: the run against the expectation entries in force."""
-
-    in_force: int | None
-    held: int
-    stale: int
-    changed: int
-    new_failures: int
-    unexpected_passes: int
 
 
 def seen_by_entry(cases: Iterable[CaseRecord]) -> dict[int, list[str]]:

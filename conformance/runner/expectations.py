@@ -49,8 +49,8 @@ from ..domain import FAILING, RunStatus
 from ..generators.loader import EXPECTATION_FILE, CaseFileError, line_of, load_yaml
 from ..generators.schema import check_document, expectation_schema
 from ..resources import expectations_dir
-from ..results.records import CaseRecord, ExpectationRecord, ExpectationsStatus, seen_status
-from ..results.tally import Tally, applicability_message, seen_by_entry, tally
+from ..results.records import CaseRecord, ExpectationRecord, ExpectationsStatus, Tally, seen_status
+from ..results.tally import applicability_message, seen_by_entry, tally
 
 EXPECTATIONS_DIR = expectations_dir()
 _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)(?:[-_.]?(dev|a|alpha|b|beta|rc|c|post)[-_.]?(\d*))?(?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?",

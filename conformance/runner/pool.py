@@ -22,7 +22,6 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
-from typing import Any
 
 from ..results.records import case_record
 from . import record as record_mod
@@ -37,7 +36,7 @@ Ticket = int
 
 
 class CasePool:
-    def __init__(self, spec: str, options: dict[str, Any], timeout: float, size: int = 1,
+    def __init__(self, spec: str, options: dict[str, str | None], timeout: float, size: int = 1,
                  expectations_path: str | None = None, window: int = 24, chunk: int = 8,
                  create_timeout: float | None = None) -> None:
         self.workers = [IsolatedBackend(spec, options, timeout, expectations_path, create_timeout)
