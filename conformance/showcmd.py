@@ -13,7 +13,6 @@ import contextlib
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -25,7 +24,7 @@ from .plugin.options import RUN_FLAGS
 from .plugin.selection import case_index
 from .reports.casepage import render_text
 from .resources import cases_dir
-from .results import ResultsError
+from .results import CaseRecord, ResultsError
 from .results.merge import load_run
 from .types import TYPES, bit_patterns, by_dtype, by_name, code_of
 
@@ -53,8 +52,7 @@ def run(args: argparse.Namespace) -> int:
         except ResultsError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        records: list[dict[str, Any]] = [dict(c) for c in cases
-                                          if c["id"] == args.case and (c.get("form") or "") in forms]
+        records = [c.copy() for c in cases if c["id"] == args.case and (c.get("form") or "") in forms]
         if not records:
             near = sorted({c["id"] for c in cases if args.case in c["id"]})[:5]
             print(f"error: no case {args.case} ({'/'.join(forms)}) in {', '.join(args.results)}"
@@ -79,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         rec = next((r for r in records if r.get("repro")), records[0])
         path = Path(args.repro)
         try:
-            path.write_text(repro_script(dict(rec), args.cases), encoding="utf-8")
+            path.write_text(repro_script(rec, args.cases), encoding="utf-8")
         except (OSError, ValueError) as e:
             print(f"error: --repro {path}: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
             return 2
@@ -98,7 +96,7 @@ def find_case(case_id: str, folder: str | None = None) -> tuple[Path, int] | Non
 
 
 def fresh(case_id: str, backend: str, form: str, expectations: str | None, folder: str | None
-          ) -> list[dict[str, Any]] | None:
+          ) -> list[CaseRecord] | None:
     """The records of a run of ``case_id`` alone (pytest's output on stderr: stdout is the case's)."""
     with tempfile.TemporaryDirectory(prefix="qdq-show-") as tmp:
         out = Path(tmp) / "show.jsonl"
@@ -117,10 +115,10 @@ def fresh(case_id: str, backend: str, form: str, expectations: str | None, folde
         except ResultsError as e:
             print(f"error: {e}", file=sys.stderr)
             return None
-        return [dict(c) for c in cases]
+        return [c.copy() for c in cases]
 
 
-def _full_expected(rec: dict[str, Any], folder: str | None) -> list[tuple[str, list[int], list[int]]] | None:
+def _full_expected(rec: CaseRecord, folder: str | None) -> list[tuple[str, list[int], list[int]]] | None:
     """The spec's outputs of the case in full (type, shape, codes), from the corpus; None when not found there."""
     where = find_case(rec["id"], folder)
     if where is None:
@@ -140,7 +138,7 @@ def _nan_codes(types: set[str]) -> dict[str, list[int]]:
             for t in narrow}
 
 
-def repro_script(rec: dict[str, Any], folder: str | None = None) -> str:
+def repro_script(rec: CaseRecord, folder: str | None = None) -> str:
     """A script that runs the backend on the case (the record's repro) and asserts its outputs, bit for bit (any
     NaN matching any NaN, within the case's ULP bound), against the spec's; it prints expected vs actual."""
     code = rec.get("repro")

@@ -11,11 +11,20 @@ shown at their type's own precision (:func:`qdq_conformance.types.texts`), whate
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict, cast
 
 from qdq_conformance.compare import differing_codes, from_codes, rule_ulp
 from qdq_conformance.resources import package_dir
+from qdq_conformance.results import CaseRecord, PreviewRecord
 from qdq_conformance.types import TYPES, texts
+
+#: One previewed element of an output (:func:`rows`): its index, the input and parameters there, expected and
+#: actual (value, code), whether it differs and why it is hard.
+Row = TypedDict("Row", {"index": int, "x": str, "scale": str, "zero point": str, "expected": str,
+                        "expected_code": str, "actual": str, "actual_code": str, "differs": bool, "why": str},
+                total=False)
+_ROLES: tuple[Literal["scale", "zero point"], ...] = ("scale", "zero point")
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+')
 _TRACEBACK = "Traceback (most recent call last):"
@@ -23,12 +32,12 @@ _TRACEBACK = "Traceback (most recent call last):"
 _OWN = (str(package_dir("qdq_conformance")), "/qdq_conformance/")
 
 
-def ulp_of(rec: dict[str, Any]) -> int:
+def ulp_of(rec: CaseRecord) -> int:
     """The ULP bound of the record's comparison rule (0: exact)."""
     return rule_ulp(rec.get("comparison"))
 
 
-def _array(p: dict[str, Any] | None) -> Any:
+def _array(p: PreviewRecord | None) -> Any:
     """A preview as the array its codes stand for (None when its type is not one of the registry's)."""
     if not p or p.get("type") not in TYPES or not p.get("codes"):
         return None
@@ -38,7 +47,7 @@ def _array(p: dict[str, Any] | None) -> Any:
         return None
 
 
-def retext(p: dict[str, Any] | None) -> dict[str, Any] | None:
+def retext(p: PreviewRecord | None) -> PreviewRecord | None:
     """A preview whose values are rewritten from its codes at the type's own precision (older results files
     wrote float32 at float64 precision)."""
     a = _array(p)
@@ -47,22 +56,23 @@ def retext(p: dict[str, Any] | None) -> dict[str, Any] | None:
     return {**p, "values": texts(a)}
 
 
-def marks(rec: dict[str, Any]) -> list[list[int]]:
+def marks(rec: CaseRecord) -> list[list[int]]:
     """Per output, the previewed elements (flat indices) that differ, by the verdict's comparison."""
     ulp = ulp_of(rec)
     out: list[list[int]] = []
     for e, a in zip(rec.get("expected") or [], rec.get("actual") or [], strict=False):
-        e, a = e or {}, a or {}
-        out.append(differing_codes(str(e.get("type")), e.get("codes") or [], str(a.get("type")),
-                                   a.get("codes") or [], ulp))
+        ep, ap = e or cast(PreviewRecord, {}), a or cast(PreviewRecord, {})
+        out.append(differing_codes(str(ep.get("type")), ep.get("codes") or [], str(ap.get("type")),
+                                   ap.get("codes") or [], ulp))
     return out
 
 
-def explained(rec: dict[str, Any]) -> dict[int, dict[int, str]]:
+def explained(rec: CaseRecord) -> dict[int, dict[int, str]]:
     """Per output, flat index -> why that element is hard (the boundary its x sits on), from the record's
     ``explained`` pairs, or else its ``labels`` of the first mismatching indices."""
     out: dict[int, dict[int, str]] = {}
-    shape = ((rec.get("expected") or [None])[0] or {}).get("shape") or []
+    first = (rec.get("expected") or [None])[0]
+    shape = (first.get("shape") if first else None) or []
     for m in rec.get("mismatches") or ():
         k = m.get("output") or 0
         got = out.setdefault(k, {})
@@ -105,7 +115,7 @@ def strip_tool_frames(message: str) -> str:
     return head + sep + "\n".join(kept) if any(_FRAME.match(k) for k in kept) else head.rstrip()
 
 
-def param_index(flat: int, shape: list[int], pshape: list[int], attrs: dict[str, Any]) -> int | None:
+def param_index(flat: int, shape: list[int], pshape: list[int], attrs: Mapping[str, int | str]) -> int | None:
     """The flat index into a scale or zero point (shape ``pshape``) that applies to element ``flat`` of x / y
     (shape ``shape``): per-tensor, per-axis (``axis``) or blocked (``axis``, ``block_size``)."""
     size = 1
@@ -134,7 +144,7 @@ def param_index(flat: int, shape: list[int], pshape: list[int], attrs: dict[str,
     return out
 
 
-def rows(rec: dict[str, Any], k: int = 0) -> list[dict[str, Any]]:
+def rows(rec: CaseRecord, k: int = 0) -> list[Row]:
     """Output ``k``'s table: per previewed element its index, x / scale / zero point there, expected and actual
     (value and code), whether it differs, and why it is hard."""
     exp = retext(((rec.get("expected") or [])[k:k + 1] or [None])[0])
@@ -144,13 +154,13 @@ def rows(rec: dict[str, Any], k: int = 0) -> list[dict[str, Any]]:
     inputs = {name: retext(p) for name, p in (rec.get("inputs") or {}).items()}
     names = list(inputs)
     x = inputs.get(names[0]) if names else None
-    params = [(role, inputs.get(n)) for role, n in zip(("scale", "zero point"), names[1:3], strict=False)]
+    params = [(role, inputs.get(n)) for role, n in zip(_ROLES, names[1:3], strict=False)]
     bad = set((marks(rec)[k:k + 1] or [[]])[0])
     why = explained(rec).get(k, {})
     attrs = rec.get("attributes") or {}
     out = []
     for j, value in enumerate(exp["values"]):
-        row: dict[str, Any] = {"index": j, "expected": value, "expected_code": _code(exp, j)}
+        row: Row = {"index": j, "expected": value, "expected_code": _code(exp, j)}
         if x and x.get("shape") == exp.get("shape") and j < len(x["values"]):
             row["x"] = x["values"][j]
         for role, p in params:
@@ -177,7 +187,7 @@ def _index(flat: int, shape: list[int]) -> str:
     return ", ".join(map(str, reversed(idx)))
 
 
-def _code(p: dict[str, Any], j: int) -> str:
+def _code(p: PreviewRecord, j: int) -> str:
     codes = p.get("codes") or []
     if j >= len(codes):
         return ""
@@ -186,11 +196,11 @@ def _code(p: dict[str, Any], j: int) -> str:
     return f"0x{int(codes[j]):0{width}x}"
 
 
-def page_data(details: dict[str, Any]) -> dict[str, Any]:
+def page_data(details: CaseRecord) -> dict[str, object]:
     """What the report's case page adds to a record's details: values at their type's precision, the rows the
     verdict's comparison marks (``marks``), the per-element explanations (``why``) and the message without this
     tool's frames."""
-    out = dict(details)
+    out: dict[str, Any] = dict(details)
     for key in ("expected", "actual"):
         if out.get(key):
             out[key] = [retext(p) for p in out[key]]
@@ -200,7 +210,8 @@ def page_data(details: dict[str, Any]) -> dict[str, Any]:
         # the table, row by row: [index, x, scale, zero point, expected, code, actual, code, differs, why]
         out["table"] = [[[_index(r["index"], (e or {}).get("shape") or []), r.get("x", ""), r.get("scale", ""),
                           r.get("zero point", ""), r["expected"], r["expected_code"], r.get("actual", "-"),
-                          r.get("actual_code", ""), int(r["differs"]), r["why"]] for r in rows(out, k)]
+                          r.get("actual_code", ""), int(r["differs"]), r["why"]]
+                         for r in rows(cast(CaseRecord, out), k)]
                         for k, e in enumerate(out["expected"])]
         out["shapes"] = [[(e or {}).get("type"), (e or {}).get("shape"), (a or {}).get("type"), (a or {}).get("shape")]
                          for e, a in zip(out["expected"], out["actual"], strict=False)]
@@ -210,7 +221,7 @@ def page_data(details: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def first_explained(rec: dict[str, Any]) -> tuple[str, str, str] | None:
+def first_explained(rec: CaseRecord) -> tuple[str, str, str] | None:
     """(expected, actual, why) of the first differing element that has an explanation, else of the first
     differing one (why ""), or None."""
     table = rows(rec, 0) if rec.get("expected") and rec.get("actual") else []
@@ -219,7 +230,7 @@ def first_explained(rec: dict[str, Any]) -> tuple[str, str, str] | None:
     return None if pick is None else (pick["expected"], pick.get("actual", "-"), pick["why"])
 
 
-def render_text(rec: dict[str, Any]) -> str:
+def render_text(rec: CaseRecord) -> str:
     """``qdq-conformance show``: one case-form in full."""
     spec = rec.get("spec") or {}
     lines = [f"{rec['id']} [{rec.get('form')}] on {rec.get('backend')} {rec.get('backend_version')}: {rec['status']}"]

@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
 from qdq_conformance.domain import BOTH, FAILING, FORMS, RunStatus
 from qdq_conformance.results import CaseRecord, expectation_of, is_expected
@@ -404,7 +404,7 @@ def plain(rec: CaseRecord) -> str:
     (never from an expectation file's reason), for a finding's first line."""
     family = rec.get("family") or "these"
     status = rec["status"]
-    first = first_explained(cast(dict[str, Any], rec)) if rec.get("actual") else None
+    first = first_explained(rec) if rec.get("actual") else None
     counts = [(m.get("count"), m.get("total")) for m in rec.get("mismatches") or () if m.get("count")]
     share = f" ({counts[0][0]} of {counts[0][1]} elements)" if counts else ""
     if first is not None:

@@ -59,7 +59,8 @@ def _compact(rec: CaseRecord, finding: int | None) -> dict[str, Any]:
         details = {k: v for k in DETAIL_FIELDS if (v := get(k))}
         if rec["status"] in FAILING and (len(message) > 300 or "Traceback" in message):
             details["message"] = message  # whole in the details; the list shows it cut at a word
-        out[DETAILS] = page_data(details) if rec["status"] in FAILING or details.get("actual") else details
+        shown = rec["status"] in FAILING or details.get("actual")
+        out[DETAILS] = page_data(cast(CaseRecord, details)) if shown else details
     return out
 
 
