@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -147,6 +147,20 @@ JUDGED: tuple[str, ...] = (RunStatus.PASSED.value, *FAILING_ORDER)
 EXPECTABLE: frozenset[str] = FAILING | {RunStatus.UNSUPPORTED.value}
 
 
+class ClauseText(TypedDict):
+    """A spec clause a case checks: the operator, its versions the clause holds for, the sentence."""
+
+    operator: str
+    versions: str
+    text: str
+
+
+class SpecText(ClauseText, total=False):
+    """What a case cites (``Case.spec_text``, a record's ``spec``): its clause, and a graph case's every clause."""
+
+    clauses: list[ClauseText]
+
+
 @runtime_checkable
 class Case(Protocol):
     """One case as the runner, the plugin and the results records see it: a corpus case
@@ -178,4 +192,4 @@ class Case(Protocol):
 
     def metadata(self) -> dict[str, Any]: ...
 
-    def spec_text(self) -> dict[str, Any]: ...
+    def spec_text(self) -> SpecText: ...

@@ -156,7 +156,8 @@ def repro_script(rec: CaseRecord, folder: str | None = None) -> str:
               f"(bit patterns; any NaN matches any NaN; ULP bound {ulp}); exit status 1 when they differ.\n"
               + ("# (the case is not in this corpus: only the first elements the results file kept are compared)\n"
                  if partial else ""))
-    spec = " ".join(str((rec.get("spec") or {}).get("text") or "").split())
+    clause = rec.get("spec")
+    spec = " ".join(str((clause.get("text") if clause else None) or "").split())
     return (header + f"# spec: {spec[:300]}\n" + _PRELUDE.format(
         expected=repr(expected), nan_codes=repr(_nan_codes(types)),
         bits=repr({t: TYPES[t].bits for t in sorted(types) if t in TYPES}),

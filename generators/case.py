@@ -13,7 +13,7 @@ from onnx import TensorProto
 from qdq_conformance import opspecs
 from qdq_conformance.ambiguities import Reading
 from qdq_conformance.compare import rule_text
-from qdq_conformance.domain import FORMS, CaseStatus, Form
+from qdq_conformance.domain import FORMS, CaseStatus, Form, SpecText
 from qdq_conformance.modelbuild import single_node_model
 from qdq_conformance.types import by_dtype, by_proto
 
@@ -36,7 +36,7 @@ class FromTemplate:
     line: int
     description: str
 
-    def spec_text(self) -> dict[str, Any]:
+    def spec_text(self) -> SpecText:
         raise NotImplementedError
 
     def _metadata(self) -> dict[str, Any]:
@@ -130,7 +130,7 @@ class ConcreteCase(FromTemplate):
         final inputs for the few elements a failure reports (generators/labels.py)."""
         return labels(self.domain, self.op, self.version, [a for _, a in self.inputs], self.attrs, indices)
 
-    def spec_text(self) -> dict[str, Any]:
+    def spec_text(self) -> SpecText:
         """The spec clause the case checks."""
         return {"operator": self.clause.operator, "versions": self.clause.versions, "text": self.clause.text}
 

@@ -232,7 +232,7 @@ def first_explained(rec: CaseRecord) -> tuple[str, str, str] | None:
 
 def render_text(rec: CaseRecord) -> str:
     """``qdq-conformance show``: one case-form in full."""
-    spec = rec.get("spec") or {}
+    spec = rec.get("spec")
     lines = [f"{rec['id']} [{rec.get('form')}] on {rec.get('backend')} {rec.get('backend_version')}: {rec['status']}"]
     if spec:
         lines.append(f"spec ({spec.get('operator')} {spec.get('versions')}): \"{' '.join(str(spec.get('text')).split())}\"")

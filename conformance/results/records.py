@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final, TypedDict, Union
 
-from ..domain import FAILING, RunStatus
+from ..domain import FAILING, RunStatus, SpecText
 
 
 class ExpectationRecord(TypedDict, total=False):
@@ -86,7 +86,7 @@ class CaseRecord(TypedDict, total=False):
     comparison: str | None  # exact, ulp<=N, must-reject
     case_status: str  # a CaseStatus value: what the corpus says of the case
     types: dict[str, str | None]  # formal input / output name -> element type
-    spec: dict[str, Any] | None  # the clause: operator, versions, text
+    spec: SpecText | None  # the clause: operator, versions, text
     behaviour: str | None  # implementation-defined: what the backend did
     reading: str | None  # implementation-defined: "entry:reading" the backend follows
     expectation: ExpectationRecord | None

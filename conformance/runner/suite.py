@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import onnx
@@ -21,7 +21,7 @@ from onnx import numpy_helper
 
 from ..ambiguities import Reading
 from ..compare import rule_ulp
-from ..domain import CaseStatus
+from ..domain import CaseStatus, SpecText
 from ..generators.labels import labels
 from ..generators.layout import DATA_SET, EXPECTED, MANIFEST, MODEL, input_file, output_file, read_tensor
 from ..types import from_tensor_proto
@@ -117,9 +117,9 @@ class SuiteCase:
     def metadata(self) -> dict[str, Any]:
         return self.meta
 
-    def spec_text(self) -> dict[str, Any]:
+    def spec_text(self) -> SpecText:
         """The spec clause the case checks (its template's)."""
-        return dict(self.template.get("spec", {}))
+        return cast(SpecText, dict(self.template.get("spec", {})))
 
 
 class SuiteError(ValueError):
