@@ -156,7 +156,8 @@ class ClauseText(TypedDict):
 
 
 class SpecText(ClauseText, total=False):
-    """What a case cites (``Case.spec_text``, a record's ``spec``): its clause, and a graph case's every clause."""
+    """What a case cites (``Case.spec_text``, a record's ``spec``): its clause, and a graph case's every
+    clause."""
 
     clauses: list[ClauseText]
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from qdq_conformance.resources import templates_dir
+from qdq_conformance.results import JSONValue
 
 TEMPLATES = templates_dir()
 
@@ -24,13 +24,13 @@ def environment() -> Environment:
                        trim_blocks=True, lstrip_blocks=True)
 
 
-def pack(obj: Any) -> str:
+def pack(obj: object) -> str:
     """JSON, gzip-compressed (deterministic: no timestamp), base64: inert inside a <script> element and about
     ten times smaller than the JSON. The page decodes it with DecompressionStream (``templates/_unpack.js``)."""
     text = json.dumps(obj, separators=(",", ":"), sort_keys=True).encode("utf-8")
     return base64.b64encode(gzip.compress(text, compresslevel=6, mtime=0)).decode("ascii")
 
 
-def unpack(data: str) -> Any:
+def unpack(data: str) -> JSONValue:
     """The inverse of :func:`pack` (for tests and tools reading a rendered report)."""
     return json.loads(gzip.decompress(base64.b64decode(data)))

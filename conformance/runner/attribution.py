@@ -9,20 +9,27 @@ the oracle's is named.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
+import onnx
 
 from ..backends.base import Backend
 from ..compare import compare
+from ..generators.graph_case import GraphCase
 from ..reference.graph import Step, run_graph
+from .outputs import RawResult
 
 REWRITE, NODE = "rewrite", "node"
 #: the values of a record's ``defect``
 DEFECTS: tuple[str, ...] = (REWRITE, NODE)
 
 
-def attribute(case: Any, form: str, backend: Backend, call: Any) -> tuple[str, str]:
+#: runs one model on a backend: ``call(backend, model, feeds)``
+Call = Callable[[Backend, onnx.ModelProto, dict[str, np.ndarray]], RawResult]
+
+
+def attribute(case: GraphCase, form: str, backend: Backend, call: Call) -> tuple[str, str]:
     """(``rewrite`` or ``node``, a sentence saying why) for graph case ``case`` that failed in ``form`` on
     ``backend``; ``call(backend, model, feeds)`` runs one model and gives a ``RawResult``."""
     oracle: list[Step] = []

@@ -12,10 +12,10 @@ import gc
 import json
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 import numpy as np
 import onnx
@@ -23,6 +23,7 @@ import onnx
 from ..backends.base import Backend, NotApplicable, Rejected, Unsupported
 from ..domain import FAILING, Case, RunStatus
 from ..generators.cache import load_file_cached
+from ..generators.graph_case import GraphCase
 from ..results.records import case_record
 from . import record as record_mod
 from .attribution import attribute
@@ -58,6 +59,17 @@ class ObjRef:
 CaseRef = FileRef | ObjRef
 
 
+class CaseNote(TypedDict):
+    """What the run's tally needs of a case that ran (:meth:`CaseResult.note`)."""
+
+    id: str
+    form: str
+    status: str
+    expected: str | None  # the status its expectation entry records
+    line: int | None  # ... and the entry's line
+    reason: str | None  # a refusal's message
+
+
 @dataclass
 class CaseResult:
     status: str
@@ -66,7 +78,7 @@ class CaseResult:
     entry: Expectation | None = None
     outcome: Outcome | None = None  # for failures and implementation-defined cases: what repr_failure shows
 
-    def note(self, case_id: str, form: str) -> dict[str, Any]:
+    def note(self, case_id: str, form: str) -> CaseNote:
         """What the run's tally needs, small enough to travel with every report (pytest-xdist included)."""
         return {"id": case_id, "form": form, "status": self.status,
                 "expected": None if self.entry is None else self.entry.status,
@@ -141,7 +153,7 @@ def _trace(e: BaseException, limit: int = 6) -> str:
 
 
 def finish(case: Case, form: str, raw: RawResult, entry: Expectation | None, backend: tuple[str, str],
-           repro: Any = None, model: onnx.ModelProto | None = None,
+           repro: Callable[[str, list[str]], str] | None = None, model: onnx.ModelProto | None = None,
            feeds: dict[str, np.ndarray] | None = None, names: Sequence[str] = ()) -> CaseResult:
     """Classify ``raw`` against the case's rule and write its record (``model`` and ``feeds``: the case's, when
     already at hand and unchanged; ``names``: its output names)."""
@@ -191,7 +203,9 @@ def _attribute(result: CaseResult, case: Case, form: str, backend: Backend) -> N
     """Add to a failing graph case's record whether the backend's own node-by-node run gives the expected
     outputs (``defect``: rewrite) or not (node), and why (``defect_why``)."""
     try:
-        defect, why = attribute(case, form, backend, lambda b, m, f: call_backend(b, m, f, contained=True))
+        # (a suite's graph case has no nodes to replay: the attribution fails and says so)
+        defect, why = attribute(cast(GraphCase, case), form, backend,
+                                lambda b, m, f: call_backend(b, m, f, contained=True))
     except Exception as e:  # the attribution is a help for the reader: never the reason to lose the record
         defect, why = None, f"node-by-node run failed: {type(e).__name__}: {exception_text(e)}"
     rec = json.loads(result.record)

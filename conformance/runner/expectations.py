@@ -60,11 +60,15 @@ _PHASE = {"dev": 0, "a": 1, "alpha": 1, "b": 2, "beta": 2, "rc": 3, "c": 3, "": 
 _PASSED = RunStatus.PASSED.value
 
 
+#: A backend version as :func:`version_key` orders it: release, phase, its number, the local label's parts.
+VersionKey = tuple[tuple[int, ...], int, int, tuple[tuple[int, int, str], ...]]
+
+
 class ExpectationError(Exception):
     pass
 
 
-def version_key(version: str | None) -> tuple[Any, ...] | None:
+def version_key(version: str | None) -> VersionKey | None:
     """A sortable key of a backend version (release numbers, then dev < a < b < rc < final < post, then a local
     label ``+...`` as PEP 440 orders it), or None when it is not a version ("unknown", "not installed")."""
     m = _VERSION.fullmatch((version or "").strip())

@@ -31,7 +31,8 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
-from typing import Any, NoReturn
+from multiprocessing.connection import Connection
+from typing import NoReturn
 
 #: how often a worker's watchdog thread checks that the pytest process still lives
 WATCH_EVERY = 0.2
@@ -217,7 +218,7 @@ def _reap_children(patience: float) -> None:
             time.sleep(0.005)
 
 
-def keep(parent_pid: int, folder: str | None, close: Iterable[Any] = ()) -> None:
+def keep(parent_pid: int, folder: str | None, close: Iterable[Connection] = ()) -> None:
     """Split this process (a new worker process, before it creates its backend) into a keeper and the worker:
     returns in the worker; the keeper never returns (see the module's docstring). ``close``: what the keeper
     closes (its copy of the worker's pipe, so that the pytest process sees end-of-file when the worker dies).

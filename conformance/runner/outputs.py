@@ -71,7 +71,7 @@ def type_name(dtype: np.dtype) -> str:
     return by_dtype(dtype).name if registered(dtype) else str(dtype)
 
 
-def describe(value: Any) -> str:
+def describe(value: object) -> str:
     """``int8 [2,3]`` for an array; what else it is for anything else."""
     if isinstance(value, Opaque):
         return value.what
@@ -80,7 +80,7 @@ def describe(value: Any) -> str:
     return "None" if value is None else f"{_a(type(value).__name__)}, not an array"
 
 
-def take(returned: Any) -> tuple[list[Any], str | None]:
+def take(returned: object) -> tuple[list[np.ndarray | Opaque], str | None]:
     """(the outputs, each an array or an :class:`Opaque`; what came back instead of a list of outputs, or None)."""
     if not isinstance(returned, (list, tuple)):
         if isinstance(returned, np.ndarray):

@@ -23,7 +23,7 @@ from .repro import model_code, values_of
 PREVIEW = 64
 
 
-def preview(a: Any, limit: int = PREVIEW) -> PreviewRecord | None:
+def preview(a: object, limit: int = PREVIEW) -> PreviewRecord | None:
     """The first ``limit`` values of an array and their bit patterns (None for what is not an array: the
     message says what came back instead)."""
     if not isinstance(a, np.ndarray):

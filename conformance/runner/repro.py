@@ -6,8 +6,6 @@ case (so no exotic-type feeding is needed), and runs it with the backend's own A
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import onnx
 
@@ -68,7 +66,7 @@ def _output_mark(k: int) -> str:
     return f"__qdq_conformance_output_{k}__"
 
 
-def templates_of(backend: Any) -> dict[int, str]:
+def templates_of(backend: object) -> dict[int, str]:
     """The backend's repro script with stand-ins for the model code and the output names, per number of outputs:
     made in the backend's worker, so that the pytest process writes the repro of a case whose worker crashed or
     hung without ever creating a backend (see :class:`TemplateRepro`)."""
