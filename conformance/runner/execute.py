@@ -203,7 +203,7 @@ def _attribute(result: CaseResult, case: Case, form: str, backend: Backend) -> N
     """Add to a failing graph case's record whether the backend's own node-by-node run gives the expected
     outputs (``defect``: rewrite) or not (node), and why (``defect_why``)."""
     try:
-        # (a suite's graph case has no nodes to replay: the attribution fails and says so)
+        # (a graph case: run_case asks is_graph, which only GraphCase has)
         defect, why = attribute(cast(GraphCase, case), form, backend,
                                 lambda b, m, f: call_backend(b, m, f, contained=True))
     except Exception as e:  # the attribution is a help for the reader: never the reason to lose the record
