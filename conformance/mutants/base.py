@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import onnx
 
 from .. import __version__, reference
@@ -167,7 +167,7 @@ def W(op: str, version: int, note: str, *inputs: np.ndarray | None, domain: str 
     return lambda: Witness(op, version, inputs, attrs, note, domain)
 
 
-def a(values: Any, dtype: Any) -> np.ndarray:
+def a(values: npt.ArrayLike, dtype: npt.DTypeLike) -> np.ndarray:
     """An array of ``values`` as ``dtype`` (ml_dtypes dtypes included), for witnesses."""
     d = np.dtype(dtype)
     if d.name.startswith(("int", "uint")):

@@ -8,10 +8,11 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ..domain import BOTH, FORMS, CaseStatus, Form, forms_of
 from ..generators.cache import load_file_cached
+from ..generators.case import ConcreteCase
 from ..generators.corpus import CASES_DIR, case_files
 from ..generators.loader import CaseFileError
 from ..progress import duration
@@ -49,9 +50,9 @@ def select(patterns: list[str]) -> list[Mutant]:
     return [REGISTRY[n] for n in names() if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
 
 
-def load_cases(root: Path | None) -> tuple[list[Any], list[str]]:
+def load_cases(root: Path | None) -> tuple[list[ConcreteCase], list[str]]:
     """The default-tier cases of every case file under ``root`` (the runner's cached expansion), and errors."""
-    cases: list[Any] = []
+    cases: list[ConcreteCase] = []
     errors: list[str] = []
     for path in case_files(root or CASES_DIR):
         try:
@@ -61,7 +62,21 @@ def load_cases(root: Path | None) -> tuple[list[Any], list[str]]:
     return cases, errors
 
 
-def summary(verdicts: list[Verdict], kinds: dict[str, str]) -> dict[str, Any]:
+class Summary(TypedDict):
+    """The mutation score of a run of the zoo (``--json``'s ``summary``)."""
+
+    mutants: int
+    counted: int  # the defects (equivalent mutants and catalogued readings are not counted)
+    killed: int
+    surviving: list[str]
+    equivalent: list[str]
+    readings: list[str]
+    contradictions: list[str]  # documented as not a defect, yet a normative case killed it
+    broken: list[str]
+    score: float
+
+
+def summary(verdicts: list[Verdict], kinds: dict[str, str]) -> Summary:
     counted = [v for v in verdicts if kinds[v.mutant] == "defect"]
     killed = [v for v in counted if v.killed]
     return {"mutants": len(verdicts), "counted": len(counted), "killed": len(killed),

@@ -27,7 +27,7 @@ RANGE = "Data range is adjusted to include 0."
 
 
 def body(x: np.ndarray, *, steps: Steps, include_zero: bool = True,
-         round_zp: Callable[[Any], Any] = np.rint) -> list[np.ndarray]:
+         round_zp: Callable[[np.ndarray], np.ndarray] = np.rint) -> list[np.ndarray]:
     """(y, y_scale, y_zero_point) as the function body computes them, with the steps the arguments name."""
     q_min, q_max = F32(0), F32(255)
     with np.errstate(all="ignore"):

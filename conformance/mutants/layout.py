@@ -157,7 +157,9 @@ def _broadcasts(make: Callable[[Broadcast], Broadcast]) -> Steps:
 
 @mutant("blocked-index-from-last-axis", "computes a blocked element's block index from its coordinate along the "
         "last axis, whatever the blocking axis (right only for axis = -1)", BLOCKED,
-        witness=W("QuantizeLinear", 21, "blocks along axis 0 of a (4, 2) x: rows 2-3 take the second row of scales", a(np.ones((4, 2)), F32), a([[1, 1], [0.5, 0.5]], F32), axis=0, block_size=2))
+        witness=W("QuantizeLinear", 21,
+                  "blocks along axis 0 of a (4, 2) x: rows 2-3 take the second row of scales",
+                  a(np.ones((4, 2)), F32), a([[1.0, 1.0], [0.5, 0.5]], F32), axis=0, block_size=2))
 def _blocked_last() -> Steps:
     def make(original: Broadcast) -> Broadcast:
         def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Granularity) -> np.ndarray:

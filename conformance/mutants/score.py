@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..cpu import usable_cores
-from ..domain import FAILING, CaseStatus, Form
+from ..domain import FAILING, Case, CaseStatus, Form
 from ..runner.execute import call_backend
 from ..runner.outcome import classify
 from .base import Mutant, MutantBackend
@@ -44,7 +44,7 @@ class Verdict:
     def killed(self) -> bool:
         return self.case is not None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
 
 
@@ -87,7 +87,7 @@ def _judge_by_id(args: tuple[str, tuple[str, ...]]) -> Verdict:
         return judge(_MUTANTS[args[0]], args[1])
 
 
-def score(cases: Iterable[Any], mutants: Sequence[Mutant], *, forms: Sequence[str] = (Form.RUNTIME.value,),
+def score(cases: Iterable[Case], mutants: Sequence[Mutant], *, forms: Sequence[str] = (Form.RUNTIME.value,),
           jobs: int | None = None, progress: Callable[[Verdict], None] | None = None) -> list[Verdict]:
     """Verdicts for ``mutants`` (in their order) over the normative ones of ``cases``.
 
