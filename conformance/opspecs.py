@@ -11,7 +11,6 @@ import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
 
 import onnx.defs
 
@@ -185,7 +184,7 @@ def normalize_domain(domain: str) -> str:
     return AI_ONNX if domain in ("", AI_ONNX) else domain
 
 
-def import_table(imports: Iterable[Any]) -> dict[str, int]:
+def import_table(imports: Iterable[onnx.OperatorSetIdProto]) -> dict[str, int]:
     """Opset imports (OperatorSetIdProto) by their domain as spelled, a later import of the same spelling
     replacing an earlier one: the table onnx's checker builds (``opset_imports[domain] = version``)."""
     return {str(i.domain): int(i.version) for i in imports}

@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 import numpy as np
 import onnx
@@ -101,19 +101,30 @@ def _write(path: Path, data: bytes) -> None:
 CACHE_FORMAT = 1
 
 
+class CacheEntry(TypedDict, total=False):
+    """What the cache knows of one model: the module that holds it and its slot there, or why it was
+    refused."""
+
+    module: str
+    slot: int
+    stage: str
+    message: str
+
+
 class Cache:
     """Compiled modules and per-model verdicts under ``$QDQ_CACHE_DIR/iree/<version>-<format>/``."""
 
     def __init__(self, version: str) -> None:
         self.root = cache_root() / "iree" / f"{version}-{CACHE_FORMAT}"
 
-    def entry(self, key: str) -> dict[str, Any] | None:
+    def entry(self, key: str) -> CacheEntry | None:
         try:
-            return dict(json.loads((self.root / "models" / key[:2] / f"{key}.json").read_text()))
+            text = (self.root / "models" / key[:2] / f"{key}.json").read_text()
+            return cast(CacheEntry, dict(json.loads(text)))
         except (OSError, ValueError):
             return None
 
-    def put_entry(self, key: str, entry: dict[str, Any]) -> None:
+    def put_entry(self, key: str, entry: CacheEntry) -> None:
         _write(self.root / "models" / key[:2] / f"{key}.json", json.dumps(entry).encode())
 
     def module(self, key: str) -> tuple[bytes, list[Signature]] | None:
@@ -181,7 +192,7 @@ class IreeBackend:
         for module_key, wanted in calls.items():
             self._call_batch(module_key, wanted)
 
-    def _compile(self, fresh: dict[str, onnx.ModelProto], entries: dict[str, dict[str, Any] | None],
+    def _compile(self, fresh: dict[str, onnx.ModelProto], entries: dict[str, CacheEntry | None],
                  budget: float) -> None:
         keys = list(fresh)
         slots, refused = iree_build.import_slots([fresh[k] for k in keys])
@@ -191,7 +202,7 @@ class IreeBackend:
         for index, why in {**refused, **built.refused}.items():
             if why.stage == "budget":  # (not a verdict: the case is compiled when it runs)
                 continue
-            refusal = {"stage": why.stage, "message": why.message}
+            refusal: CacheEntry = {"stage": why.stage, "message": why.message}
             entries[keys[index]] = refusal
             self.cache.put_entry(keys[index], refusal)
         for data, positions in built.modules:
@@ -200,7 +211,7 @@ class IreeBackend:
             self.cache.put_module(module_key, data, sigs)
             self._modules = {module_key: (data, sigs)}
             for slot, p in enumerate(positions):
-                held = {"module": module_key, "slot": slot}
+                held: CacheEntry = {"module": module_key, "slot": slot}
                 entries[keys[p]] = held
                 self.cache.put_entry(keys[p], held)
 

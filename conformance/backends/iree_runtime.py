@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import onnx
 
 import numpy as np
 
@@ -119,10 +122,10 @@ class Runtime:
         return out
 
 
-def signature(model: Any) -> Signature:
+def signature(model: onnx.ModelProto) -> Signature:
     """The element types and shapes of a model's inputs (those the importer makes arguments) and outputs (an
     unknown dimension counts as 1)."""
-    def one(vi: Any) -> tuple[int, list[int]]:
+    def one(vi: onnx.ValueInfoProto) -> tuple[int, list[int]]:
         tt = vi.type.tensor_type
         return tt.elem_type, [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]
 

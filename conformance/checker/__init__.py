@@ -11,7 +11,6 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import onnx
 import onnx.shape_inference
@@ -40,8 +39,8 @@ class NodeFinding:
     message: str
     input: str | None
 
-    def to_json(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
+    def to_json(self) -> dict[str, object]:
+        d: dict[str, object] = dict(self.__dict__)
         d["summary"] = RULES[self.rule].summary
         d["spec"] = RULES[self.rule].spec
         return d

@@ -23,9 +23,9 @@ from __future__ import annotations
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Union
 
 import pytest
 
@@ -120,6 +120,10 @@ class Tally:
         self.first.append(f"{note['id']} [{note['form']}]: {text[:300]}")
 
 
+#: what pytest_report_teststatus gives: (category, letter, word), the word with its markup or not
+TestStatus = Union[pytest.TestShortLogReport,  # noqa: UP007 - a runtime alias (Python 3.10)
+                   tuple[str, str, Union[str, tuple[str, Mapping[str, bool]]]]]  # noqa: UP007
+
 class RunTerminal:
     """Registered by the runner's pytest_configure in the process that reports (not in a pytest-xdist worker)."""
 
@@ -139,7 +143,7 @@ class RunTerminal:
         self.total = len(session.items)
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
         self.total = len(ids)  # (pytest-xdist's hook, on the controller: every worker collects the same items)
 
     @pytest.hookimpl(trylast=True)
@@ -152,14 +156,15 @@ class RunTerminal:
             self.quiet = self.config.getoption("verbose") <= 0 and not self.config.getoption("collectonly")
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_report_teststatus(self, report: Any, config: pytest.Config) -> Generator[None, Any, Any]:
+    def pytest_report_teststatus(self, report: pytest.TestReport | pytest.CollectReport,
+                                 config: pytest.Config) -> Generator[None, TestStatus, TestStatus]:
         result = yield
         if self.running and self.quiet and result:
             return (result[0], "", "")  # same category (counts, -r, the final line); no letter
         return result
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         self.running = self.quiet  # (under pytest-xdist, the number of cases is known once the workers collected)
         if self.running:
             self.progress = Progress(self.state.backend_name or "cases", enabled=False,
@@ -216,7 +221,7 @@ class RunTerminal:
         self.tr.flush()
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None, Any, Any]:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Generator[None, None, None]:
         result = yield  # the results file, the report, and pytest's own summary, final line included
         if self.tr is not None and not self.config.getoption("collectonly"):
             status = int(session.exitstatus)
