@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Union, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -147,6 +147,10 @@ JUDGED: tuple[str, ...] = (RunStatus.PASSED.value, *FAILING_ORDER)
 EXPECTABLE: frozenset[str] = FAILING | {RunStatus.UNSUPPORTED.value}
 
 
+#: A JSON value whose shape is left open (a case's variant, what a fuzz run adds to a results header).
+JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]  # noqa: UP007
+
+
 class ClauseText(TypedDict):
     """A spec clause a case checks: the operator, its versions the clause holds for, the sentence."""
 
@@ -160,6 +164,62 @@ class SpecText(ClauseText, total=False):
     clause."""
 
     clauses: list[ClauseText]
+
+
+class InputMetadata(TypedDict):
+    """One input of a case: its name in the model, the operator's formal input, element type and shape (None:
+    an optional input left out)."""
+
+    name: str
+    formal: str
+    element_type: str | None
+    shape: list[int] | None
+
+
+class OutputMetadata(TypedDict):
+    name: str
+    element_type: str
+    shape: list[int] | None
+
+
+class NodeMetadata(TypedDict):
+    """One node of a graph case."""
+
+    op: str
+    domain: str
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+
+
+class GraphMetadata(TypedDict):
+    nodes: list[NodeMetadata]
+    operators: list[str]  # the distinct ops, in node order
+
+
+class CaseMetadata(TypedDict, total=False):
+    """A case for non-Python consumers (``Case.metadata``; JSON-ready): what a record copies its fields from
+    and a suite's manifest lists for each case."""
+
+    id: str
+    template: str  # the template's key, "file#id"
+    operator: str  # "graph" for a graph case
+    domain: str
+    version: int  # the operator's version; a graph case's opset
+    family: str
+    granularity: str
+    variant: dict[str, JSONValue]
+    status: str  # a CaseStatus value
+    ambiguity: str | None
+    readings: list[str]  # the catalogued readings ("entry:reading")
+    rule: str | None
+    comparison: str  # exact, ulp<=N, must-reject
+    ulp_why: str | None
+    tier: str
+    attributes: dict[str, int]
+    graph: GraphMetadata  # (a graph case)
+    inputs: list[InputMetadata]
+    outputs: list[OutputMetadata]
 
 
 @runtime_checkable
@@ -191,6 +251,6 @@ class Case(Protocol):
 
     def feeds(self, form: str = ...) -> dict[str, np.ndarray]: ...
 
-    def metadata(self) -> dict[str, Any]: ...
+    def metadata(self) -> CaseMetadata: ...
 
     def spec_text(self) -> SpecText: ...

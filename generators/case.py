@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import onnx
@@ -13,7 +13,7 @@ from onnx import TensorProto
 from qdq_conformance import opspecs
 from qdq_conformance.ambiguities import Reading
 from qdq_conformance.compare import rule_text
-from qdq_conformance.domain import FORMS, CaseStatus, Form, SpecText
+from qdq_conformance.domain import FORMS, CaseMetadata, CaseStatus, Form, SpecText
 from qdq_conformance.modelbuild import single_node_model
 from qdq_conformance.types import by_dtype, by_proto
 
@@ -25,6 +25,20 @@ class Clause:
     operator: str
     versions: str
     text: str
+
+
+class TemplateSource(TypedDict):
+    file: str  # the case file's name
+    line: int
+    template: str  # the template's id
+
+
+class TemplateMetadata(TypedDict):
+    """What every case of a template shares (a suite manifest's ``templates``)."""
+
+    description: str
+    spec: SpecText
+    source: TemplateSource
 
 
 class FromTemplate:
@@ -39,19 +53,19 @@ class FromTemplate:
     def spec_text(self) -> SpecText:
         raise NotImplementedError
 
-    def _metadata(self) -> dict[str, Any]:
+    def _metadata(self) -> CaseMetadata:
         raise NotImplementedError
 
     def template_key(self) -> str:
         return f"{Path(self.file).name}#{self.template}"
 
-    def template_metadata(self) -> dict[str, Any]:
+    def template_metadata(self) -> TemplateMetadata:
         """What every case of the template shares: description, the spec clause, where it is defined."""
         return {"description": self.description,
                 "spec": self.spec_text(),
                 "source": {"file": Path(self.file).name, "line": self.line, "template": self.template}}
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> CaseMetadata:
         """This case for non-Python consumers (JSON-ready); shared text lives under its template key."""
         cached = self.__dict__.get("_metadata")
         if cached is None:
@@ -134,7 +148,7 @@ class ConcreteCase(FromTemplate):
         """The spec clause the case checks."""
         return {"operator": self.clause.operator, "versions": self.clause.versions, "text": self.clause.text}
 
-    def _metadata(self) -> dict[str, Any]:
+    def _metadata(self) -> CaseMetadata:
         spec = opspecs.get(self.domain, self.op, self.version)
         return {
             "id": self.id,

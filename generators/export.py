@@ -20,7 +20,7 @@ import shutil
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import numpy as np
 import onnx
@@ -29,7 +29,7 @@ from qdq_conformance import __version__
 from qdq_conformance.domain import FORMS
 
 from . import layout
-from .case import ConcreteCase
+from .case import ConcreteCase, TemplateMetadata
 from .suite_readme import LICENSE, README, license_text, readme
 
 MANIFEST_VERSION = 2
@@ -50,7 +50,8 @@ def corpus_hash(paths: Iterable[Path | str]) -> str:
 
 
 def write_cases(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] = FORMS,
-                progress: Callable[[int], None] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                progress: Callable[[int], None] | None = None
+                ) -> tuple[list[layout.ManifestEntry], dict[str, TemplateMetadata]]:
     """Write cases under ``out`` (in their kind folders); return their manifest entries and the templates they
     came from."""
     for form in forms:
@@ -59,9 +60,9 @@ def write_cases(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] =
     layout.make_kind_folders(out)
     files = layout.Files()
     entries = []
-    templates: dict[str, Any] = {}
+    templates: dict[str, TemplateMetadata] = {}
     for case in cases:
-        entry = dict(case.metadata())  # a copy: the case keeps its own
+        entry = cast(layout.ManifestEntry, dict(case.metadata()))  # a copy: the case keeps its own
         entry["kind"] = layout.kind_of(case)
         entry["folders"] = {form: layout.write_case(out, case, form, files) for form in forms}
         entry["tolerance"] = layout.tolerance(case)
@@ -74,8 +75,9 @@ def write_cases(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] =
     return entries, templates
 
 
-def build_manifest(entries: list[dict[str, Any]], templates: dict[str, Any], forms: Sequence[str],
-                   selection: dict[str, Any] | None = None, corpus_sha256: str = "") -> dict[str, Any]:
+def build_manifest(entries: list[layout.ManifestEntry], templates: dict[str, TemplateMetadata],
+                   forms: Sequence[str], selection: layout.Selection | None = None,
+                   corpus_sha256: str = "") -> layout.Manifest:
     """The manifest: what the suite is and was made from, which folder is which, and every case.
     ``selection``: the id patterns and tiers asked for, and whether the suite holds every case of the corpus it
     was made from (``complete``: a run of it may then call an expectation entry that matches none of its cases
@@ -84,7 +86,7 @@ def build_manifest(entries: list[dict[str, Any]], templates: dict[str, Any], for
     kinds: dict[str, int] = {k: 0 for k in layout.KINDS}
     for e in entries:
         kinds[e["kind"]] += 1
-    sel = {"patterns": [], "tiers": ["default"], "complete": True, **(selection or {})}
+    sel: layout.Selection = {"patterns": [], "tiers": ["default"], "complete": True, **(selection or {})}
     return {
         "manifest_version": MANIFEST_VERSION,
         "suite": "onnx-qdq-conformance",
@@ -103,11 +105,11 @@ def build_manifest(entries: list[dict[str, Any]], templates: dict[str, Any], for
     }
 
 
-def encode_manifest(manifest: dict[str, Any]) -> bytes:
+def encode_manifest(manifest: layout.Manifest) -> bytes:
     return (json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n").encode()
 
 
-def write_top_files(out: Path, manifest: dict[str, Any]) -> None:
+def write_top_files(out: Path, manifest: layout.Manifest) -> None:
     """The README, the license and the manifest, beside the kind folders."""
     (out / README).write_text(readme(manifest), encoding="utf-8")
     (out / LICENSE).write_text(license_text(), encoding="utf-8")
@@ -115,7 +117,7 @@ def write_top_files(out: Path, manifest: dict[str, Any]) -> None:
 
 
 def export(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] = FORMS,
-           progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+           progress: Callable[[int, int], None] | None = None) -> layout.Manifest:
     """Write every case in every form under ``out``, with the manifest, README and license (into a new or empty
     folder; ``generate`` replaces an earlier suite); returns the manifest."""
     done = [0]
@@ -169,7 +171,7 @@ def _case_folder(name: str) -> bool:
     return bool(layout.FOLDER.fullmatch(name) or _OLD_FOLDER.fullmatch(name))
 
 
-def _manifest_folders(data: Any) -> list[str] | None:
+def _manifest_folders(data: object) -> list[str] | None:
     if not isinstance(data, dict) or data.get("suite") != "onnx-qdq-conformance" or \
             not isinstance(data.get("cases"), list):
         return None

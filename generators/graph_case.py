@@ -14,7 +14,7 @@ from onnx import helper
 from qdq_conformance import opspecs
 from qdq_conformance.ambiguities import Reading
 from qdq_conformance.compare import rule_text
-from qdq_conformance.domain import FORMS, CaseStatus, Form, SpecText
+from qdq_conformance.domain import FORMS, CaseMetadata, CaseStatus, Form, SpecText
 from qdq_conformance.modelbuild import CONTRIB_AI_ONNX_OPSET
 from qdq_conformance.reference.graph import QUANT_OPS, tensor_proto
 from qdq_conformance.types import by_dtype
@@ -155,7 +155,7 @@ class GraphCase(FromTemplate):
         return {"operator": first.operator, "versions": first.versions, "text": first.text,
                 "clauses": [{"operator": c.operator, "versions": c.versions, "text": c.text} for c in self.clauses]}
 
-    def _metadata(self) -> dict[str, Any]:
+    def _metadata(self) -> CaseMetadata:
         every = [*self.inputs, *self.params]
         return {
             "id": self.id, "template": self.template_key(), "operator": GRAPH, "domain": opspecs.AI_ONNX,

@@ -29,17 +29,17 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
 from qdq_conformance.compare import relative_tolerance
-from qdq_conformance.domain import CaseStatus, Form
+from qdq_conformance.domain import CaseMetadata, CaseStatus, Form
 from qdq_conformance.types import by_dtype, from_tensor_proto, to_tensor_proto
 
-from .case import ConcreteCase
+from .case import ConcreteCase, TemplateMetadata
 
 #: the kind folders, what each holds, and how an output-comparing runner must treat it (manifest's ``kinds``)
 KINDS: dict[str, dict[str, str]] = {
@@ -65,6 +65,50 @@ EXPECTED = "expected"
 READINGS = "readings"
 #: a case folder's path inside the suite, as the manifest records it
 FOLDER = re.compile("(?:" + "|".join(re.escape(k) for k in KINDS) + r")/test_[a-z0-9][a-z0-9_-]*")
+
+
+class Selection(TypedDict, total=False):
+    """What a suite was made of: the case-id patterns and tiers asked for, and whether it holds every case of
+    the corpus it was made from."""
+
+    patterns: list[str]
+    tiers: list[str]
+    complete: bool
+
+
+class GeneratedWith(TypedDict):
+    python: str
+    numpy: str
+    platform: str
+
+
+class ManifestEntry(CaseMetadata, total=False):
+    """One case of a suite's manifest: its metadata, kind, folder per graph form, tolerance, readings' folders
+    and what ONNX's own test runner cannot see of it."""
+
+    kind: str
+    folders: dict[str, str]  # graph form -> the case's folder
+    tolerance: dict[str, float] | None
+    reading_files: list[dict[str, Any]]
+    onnx_runner_blind_to: list[str]
+
+
+class Manifest(TypedDict, total=False):
+    """A suite's ``manifest.json``: what the suite is and was made from, which folder is which, every case."""
+
+    manifest_version: int
+    suite: str
+    suite_version: str
+    onnx_version: str
+    corpus_sha256: str
+    generated_with: GeneratedWith
+    forms: list[str]
+    selection: Selection
+    kinds: dict[str, dict[str, str | int]]  # kind -> its folder, description and number of cases
+    files: list[str]
+    case_count: int
+    templates: dict[str, TemplateMetadata]
+    cases: list[ManifestEntry]
 
 
 def input_file(k: int) -> str:

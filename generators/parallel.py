@@ -13,11 +13,12 @@ import fnmatch
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from qdq_conformance.cpu import usable_cores
 from qdq_conformance.errors import one_line
 
+from .case import TemplateMetadata
 from .corpus import claim_ids, load_file
 from .export import (
     STAGING,
@@ -30,6 +31,7 @@ from .export import (
     write_cases,
     write_top_files,
 )
+from .layout import Manifest, ManifestEntry, Selection
 from .loader import CaseFileError
 
 
@@ -41,7 +43,7 @@ class _Claim(NamedTuple):
     template: str
 
 
-_Result = tuple[list[dict[str, Any]], dict[str, Any], "str | None", list[_Claim]]
+_Result = tuple[list[ManifestEntry], dict[str, TemplateMetadata], "str | None", list[_Claim]]
 
 
 def _job(path: str, staging: str, forms: Sequence[str], tiers: Sequence[str], select: Sequence[str]) -> _Result:
@@ -60,7 +62,7 @@ def _job(path: str, staging: str, forms: Sequence[str], tiers: Sequence[str], se
 
 def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequence[str] = ("default",),
              select: Sequence[str] = (), jobs: int | None = None,
-             progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, Any], list[str]]:
+             progress: Callable[[int, int], None] | None = None) -> tuple[Manifest, list[str]]:
     """Expand and export every case file into ``out``; returns (manifest, errors). ``jobs``: worker processes
     (default: one per core the process may use). Raises OutFolderError (before writing anything) when ``out``
     holds anything a previous generate did not make. When no case is selected, ``out`` keeps what it held."""
@@ -71,8 +73,8 @@ def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequ
     staging.mkdir(parents=True)
     try:
         results = _run_jobs(files, staging, forms, tiers, select, jobs, progress)
-        entries: list[dict[str, Any]] = []
-        templates: dict[str, Any] = {}
+        entries: list[ManifestEntry] = []
+        templates: dict[str, TemplateMetadata] = {}
         errors: list[str] = []
         moves: list[tuple[str | Path, str]] = []
         claimed: dict[str, tuple[str, int]] = {}
@@ -89,7 +91,8 @@ def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequ
             entries.extend(e)
             templates.update(t)
             moves += [(f"{staging}/{k}/{name}", name) for entry in e for name in entry["folders"].values()]
-        selection = {"patterns": list(select), "tiers": list(tiers), "complete": not select and not errors}
+        selection: Selection = {"patterns": list(select), "tiers": list(tiers),
+                                "complete": not select and not errors}
         manifest = build_manifest(entries, templates, forms, selection, corpus_hash(files))
         if not entries:
             return manifest, errors

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from functools import cache
 from string import Template
-from typing import Any
 
 from qdq_conformance.compare import rule_ulp
 from qdq_conformance.resources import suite_templates_dir
+
+from .layout import GeneratedWith, Manifest
 
 README = "README.md"
 LICENSE = "LICENSE"
@@ -20,7 +21,7 @@ def license_text() -> str:
     return (suite_templates_dir() / "LICENSE-Apache-2.0.txt").read_text(encoding="utf-8")
 
 
-def readme(manifest: dict[str, Any]) -> str:
+def readme(manifest: Manifest) -> str:
     """The README of the suite ``manifest`` describes (only what the manifest says: the same suite gives the
     same bytes)."""
     sel = manifest.get("selection") or {}
@@ -33,7 +34,7 @@ def readme(manifest: dict[str, Any]) -> str:
     bounded = sum(1 for c in manifest.get("cases", []) if rule_ulp(c.get("comparison")) > 0)
     ulp_note = (f"{bounded} case(s) have a ULP bound." if bounded else
                 "every normative case is exact (no ULP bound): every data.json holds rtol 0 and atol 0.")
-    made = manifest.get("generated_with") or {}
+    made: GeneratedWith | dict[str, str] = manifest.get("generated_with") or {}
     text = Template((suite_templates_dir() / "suite-README.md").read_text(encoding="utf-8"))
     return text.safe_substitute(
         suite_version=manifest.get("suite_version", "?"), onnx_version=manifest.get("onnx_version", "?"),

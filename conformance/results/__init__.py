@@ -12,6 +12,7 @@ It imports only the types-and-specs layer.
 
 from __future__ import annotations
 
+from ..domain import JSONValue
 from .files import FLUSH_EVERY, ResultsWriter, header, read, unwritable
 from .records import (
     MESSAGE_LIMIT,
@@ -21,7 +22,6 @@ from .records import (
     ExpectationsStatus,
     FileRead,
     Header,
-    JSONValue,
     MismatchRecord,
     PreviewRecord,
     Results,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final, TypedDict, Union
 
-from ..domain import FAILING, RunStatus, SpecText
+from ..domain import FAILING, JSONValue, RunStatus, SpecText
 
 
 class ExpectationRecord(TypedDict, total=False):
@@ -117,10 +117,6 @@ def case_record(case_id: str, form: str, status: str, message: str, backend: tup
 
 #: the key :func:`read` adds to the header it returns: what it found of each file read (a file's own is replaced)
 READ: Final = "read"
-
-#: A JSON value whose shape the results file leaves open (what a fuzz run adds to its header and summary).
-JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]  # noqa: UP007
-
 
 class FileRead(TypedDict):
     """What ``read`` found of one file (the header's ``read``): whether it has its summary line, how many

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import onnx
@@ -21,9 +21,20 @@ from onnx import numpy_helper
 
 from ..ambiguities import Reading
 from ..compare import rule_ulp
-from ..domain import CaseStatus, SpecText
+from ..domain import CaseMetadata, CaseStatus, SpecText
+from ..generators.case import TemplateMetadata
 from ..generators.labels import labels
-from ..generators.layout import DATA_SET, EXPECTED, MANIFEST, MODEL, input_file, output_file, read_tensor
+from ..generators.layout import (
+    DATA_SET,
+    EXPECTED,
+    MANIFEST,
+    MODEL,
+    Manifest,
+    ManifestEntry,
+    input_file,
+    output_file,
+    read_tensor,
+)
 from ..types import from_tensor_proto
 
 #: the manifest layout this reader knows (generators/export.py's MANIFEST_VERSION)
@@ -40,8 +51,8 @@ def _mask(path: Path) -> np.ndarray:
 class SuiteCase:
     """One case of an exported suite, in one form (folder): a :class:`qdq_conformance.domain.Case`."""
 
-    meta: dict[str, Any]
-    template: dict[str, Any]
+    meta: ManifestEntry
+    template: TemplateMetadata
     folder: Path
     form: str
 
@@ -114,7 +125,7 @@ class SuiteCase:
             return None
         return labels(m["domain"], m["operator"], m["version"], self.input_values(), m["attributes"], indices)
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> CaseMetadata:
         return self.meta
 
     def spec_text(self) -> SpecText:
@@ -126,7 +137,7 @@ class SuiteError(ValueError):
     """A suite folder this version cannot read: one line saying why."""
 
 
-def load_suite(root: Path) -> tuple[dict[str, Any], list[SuiteCase]]:
+def load_suite(root: Path) -> tuple[Manifest, list[SuiteCase]]:
     """The manifest and cases of an exported suite. SuiteError when the manifest is of another layout, or names
     a case folder outside the suite (an absolute path, ``..``, a link leading out): nothing outside ``root`` is
     ever read."""
