@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import PER_TENSOR_1D, CaseStatus
+from ..domain import PER_TENSOR_1D, CaseStatus, JSONValue
 from ..generators.case import ConcreteCase
 from ..generators.expand import expand
 from ..generators.loader import CaseFileError
@@ -86,7 +86,7 @@ def _literal(v: float) -> Any:
     return float(v)
 
 
-def literals(values: tuple[float, ...]) -> list[Any]:
+def literals(values: tuple[float, ...]) -> list[str | int | float]:
     return [_literal(v) for v in values]
 
 
@@ -113,7 +113,8 @@ def declared_ambiguity(d: Description) -> str | None:
     return None
 
 
-def template(d: Description, template_id: str | None = None, description: str | None = None) -> dict[str, Any]:
+def template(d: Description, template_id: str | None = None,
+             description: str | None = None) -> dict[str, JSONValue]:
     """The case-file template (plain data, valid against cases/case.schema.json) of ``d``."""
     kind = d.kind
     tid = template_id or f"fuzz-{d.key}"
@@ -164,7 +165,7 @@ class NotACase(Exception):
     """The description is no valid case (the oracle or the case builder refuses it): Hypothesis rejects it."""
 
 
-def build(d: Description, file: str = "<fuzz>", data: dict[str, Any] | None = None) -> ConcreteCase:
+def build(d: Description, file: str = "<fuzz>", data: dict[str, JSONValue] | None = None) -> ConcreteCase:
     """The corpus's ConcreteCase for ``d`` (raises NotACase when the corpus's own code refuses the template)."""
     data = data if data is not None else template(d)
     try:

@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import yaml
 
@@ -27,7 +27,7 @@ from ..generators.corpus import load_file
 from ..generators.layout import test_name, write_folder
 from ..reports.findings import FAILING, group, is_expected, signature
 from ..reports.findings import Finding as Group
-from ..results import CaseRecord, Header, ResultsWriter, Summary, expectation_of, read
+from ..results import CaseRecord, Header, JSONValue, ResultsWriter, Summary, expectation_of, read
 from .describe import literals, template
 from .search import Finding
 
@@ -46,7 +46,56 @@ def mismatch_text(f: Finding) -> str:
     return f"{rec.get('status', f.parts.get('mismatch', ''))}: {message}" if message else str(rec.get("status"))
 
 
-def case_document(f: Finding, backend: str, version: str) -> dict[str, Any]:
+class KnownEntry(TypedDict):
+    """The expectation entry that records a finding (``known.known``), and the corpus case that shows it."""
+
+    line: int
+    status: str
+    reason: str
+    case: str
+    form: str
+
+
+class FindingRow(TypedDict, total=False):
+    """What ``findings.json`` says of one finding (:func:`write_finding`), judged (:func:`judge`,
+    ``known.known``, :func:`finding_ids`)."""
+
+    signature: str
+    parts: dict[str, str]
+    hits: int
+    first_example: int
+    case_id: str
+    form: str
+    status: str | None
+    message: str | None
+    shape: list[int]
+    elements: int
+    distinct_x_values: int
+    case_file: str
+    folder: str
+    model: str
+    repro: str | None
+    case_file_problem: str | None
+    root_cause: list[str]
+    root_cause_id: str
+    in_corpus: bool | None  # a failing corpus case exposes its root cause (None: no corpus results given)
+    corpus_case: str | None
+    corpus_expected: str | None
+    new: bool
+    known: KnownEntry | None
+
+
+class Judged(TypedDict):
+    """The counts of a run's findings once judged."""
+
+    findings: int
+    root_causes: int
+    known_findings: int
+    new_findings: int
+    new_root_causes: int
+
+
+def case_document(f: Finding, backend: str, version: str) -> dict[str, JSONValue]:
     """The case file of finding ``f`` (plain data)."""
     assert f.description is not None and f.case is not None
     d = f.description
@@ -75,7 +124,7 @@ def check_case_file(path: Path, case_id: str) -> None:
         raise RuntimeError(f"{path}: expands to {[c.id for c in cases]}, not {case_id}")
 
 
-def write_finding(out: Path, f: Finding, backend: str, version: str) -> dict[str, Any]:
+def write_finding(out: Path, f: Finding, backend: str, version: str) -> FindingRow:
     """Write one finding's case file and folder; what findings.json says of it."""
     assert f.description is not None and f.case is not None
     cases_dir = out / "cases"
@@ -104,12 +153,12 @@ def write_finding(out: Path, f: Finding, backend: str, version: str) -> dict[str
             "root_cause": list(root_cause(f.record))}
 
 
-def root_cause(record: CaseRecord | dict[str, Any]) -> tuple[str, ...]:
+def root_cause(record: CaseRecord) -> tuple[str, ...]:
     """A failure's root cause: the signature ``qdq-conformance findings`` and the report group failing cases by
     (``reports/findings.py``: operator, type pattern, granularity, graph form, status, kind of mismatch, and the
     message with its numbers, names and types masked), so that a fuzzed example and a corpus case that fail for one
     reason share it, whatever their versions, concrete types and values."""
-    return signature(cast(CaseRecord, record), str(record.get("form") or "-"))
+    return signature(record, str(record.get("form") or "-"))
 
 
 @dataclass
@@ -142,7 +191,7 @@ def corpus_index(paths: Sequence[Path]) -> dict[tuple[str, ...], Exposed]:
     return out
 
 
-def judge(rows: Sequence[dict[str, Any]], corpus: dict[tuple[str, ...], Exposed] | None) -> dict[str, Any]:
+def judge(rows: Sequence[FindingRow], corpus: dict[tuple[str, ...], Exposed] | None) -> Judged:
     """Mark each finding row (``write_finding``'s) with its root cause and whether a failing
     corpus case exposes it (``in_corpus``: True, False, or None without corpus results); the counts."""
     causes: dict[tuple[str, ...], bool] = {}
@@ -163,7 +212,7 @@ def judge(rows: Sequence[dict[str, Any]], corpus: dict[tuple[str, ...], Exposed]
             "new_root_causes": sum(causes.values())}
 
 
-def finding_ids(rows: Sequence[dict[str, Any]], records: Iterable[str]) -> None:
+def finding_ids(rows: Sequence[FindingRow], records: Iterable[str]) -> None:
     """Each row's ``root_cause_id``: the id ``qdq-conformance findings`` gives its example's finding when it reads
     the fuzz run's results file (a case failing alike in both forms is one finding of form ``both`` there)."""
     where: dict[tuple[str, str], str] = {}
@@ -176,7 +225,8 @@ def finding_ids(rows: Sequence[dict[str, Any]], records: Iterable[str]) -> None:
             row["root_cause_id"] = got
 
 
-def rejudge(out: Path, corpus: dict[tuple[str, ...], Exposed]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def rejudge(out: Path, corpus: dict[tuple[str, ...], Exposed]
+            ) -> tuple[list[FindingRow], dict[str, JSONValue]]:
     """Judge an earlier run's findings (``out/findings.json``) against corpus results again (after cases were
     added to the corpus, say); rewrites findings.json. Raises OSError / ValueError / KeyError on a folder that is
     not a fuzz run's."""
@@ -203,7 +253,7 @@ def write_results(path: Path, head: Header, records: Iterable[str], summary: Sum
     return writer.count
 
 
-def table(rows: Sequence[dict[str, Any]], width: int = 100) -> str:
+def table(rows: Sequence[FindingRow], width: int = 100) -> str:
     """The final table of findings, within ``width`` columns: per finding a line (its number, hits, its finding id
     as ``qdq-conformance findings`` names it, how it is judged, operator, types, granularity, form, shape), then
     what goes wrong. Judged: ``known`` (an expectation entry records it, its line), ``corpus`` (a failing corpus

@@ -22,7 +22,9 @@ from ..plugin.selection import case_index
 from ..reports.findings import type_class
 from ..resources import cases_dir
 from ..runner.execute import ObjRef
-from .export import root_cause
+from ..runner.expectations import Expectations
+from ..runner.pool import CasePool
+from .export import FindingRow, root_cause
 
 #: corpus cases run per finding to look for its root cause among the expected failures
 PER_FINDING = 4
@@ -46,7 +48,8 @@ def _wanted(parts: dict[str, Any], marks: Sequence[str], cause: tuple[str, ...])
     return not types or not quantized or type_class(types[0]) == quantized
 
 
-def known(rows: list[dict[str, Any]], pool: Any, exp: Any, folder: Path | None = None) -> None:
+def known(rows: list[FindingRow], pool: CasePool, exp: Expectations | None,
+          folder: Path | None = None) -> None:
     """Mark each finding row (``export.write_finding``'s) ``known``: None, or the expectation entry (line, status,
     reason) and the corpus case that fails with the row's root cause as that entry says."""
     for row in rows:
@@ -58,7 +61,8 @@ def known(rows: list[dict[str, Any]], pool: Any, exp: Any, folder: Path | None =
              if (entries := case_index(path, tiers))]
     loaded: dict[Path, dict[str, Any]] = {}
     for row in rows:
-        cause, status, form = tuple(row.get("root_cause") or ()), row.get("status"), row.get("form")
+        # (write_finding gives every row its form)
+        cause, status, form = tuple(row.get("root_cause") or ()), row.get("status"), row["form"]
         # candidates: the first case of each entry first (every entry a chance), then further cases
         first: list[tuple[Path, str, Any]] = []
         more: list[tuple[Path, str, Any]] = []

@@ -36,6 +36,7 @@ import numpy as np
 from ..domain import FAILING
 from ..generators.case import ConcreteCase
 from ..opspecs import PER_TENSOR
+from ..results import CaseRecord
 from ..runner.execute import CaseResult, ObjRef
 from ..runner.outcome import Structural
 from ..runner.pool import CasePool
@@ -54,7 +55,7 @@ class Finding:
     description: Description | None = None  # the minimal example
     case: ConcreteCase | None = None
     form: str = ""
-    record: dict[str, Any] = field(default_factory=dict)
+    record: CaseRecord = field(default_factory=CaseRecord)
 
 
 @dataclass

@@ -228,7 +228,7 @@ def _parameters(draw: Any, kind: str, types: tuple[str, ...], zp_mode: str, grou
 
 
 @st.composite
-def descriptions(draw: Any, keys: Sequence[tuple[str, str, int]], types: Sequence[str] = (),
+def descriptions(draw: st.DrawFn, keys: Sequence[tuple[str, str, int]], types: Sequence[str] = (),
                  granularities: Sequence[str] = ()) -> Description:
     """One case description over the operator versions ``keys`` ((domain, operator, version), see
     :func:`spec_keys`); ``types``: glob patterns on ``x/scale/y`` (``x/y`` for DynamicQuantizeLinear);
