@@ -17,6 +17,7 @@ from qdq_conformance import opspecs
 from qdq_conformance.reference.graph import COMPARING, EXACT_OPS
 from qdq_conformance.types import by_dtype
 
+from .case import ConcreteCase
 from .graph_case import GraphCase
 from .schema import schema
 
@@ -48,12 +49,12 @@ def _producers(case: GraphCase) -> dict[str, Any]:
     return {o: n for n in case.nodes for o in n.outputs}
 
 
-def graph_coverage(cases: Sequence[Any]) -> GraphCoverage:
+def graph_coverage(cases: Sequence[ConcreteCase | GraphCase]) -> GraphCoverage:
     """The coverage of the graph cases among ``cases`` (other cases are ignored)."""
     cov = GraphCoverage(required=_required())
     got: dict[str, set[str]] = {k: set() for k in cov.required}
     for case in cases:
-        if not getattr(case, "is_graph", False):
+        if not isinstance(case, GraphCase):
             continue
         cov.cases += 1
         got["families"].add(case.family)
