@@ -19,7 +19,7 @@ from qdq_conformance.types import by_dtype
 
 from .case import ConcreteCase
 from .graph_case import GraphCase
-from .schema import schema
+from .schema import schema_enum
 
 
 @dataclass
@@ -34,7 +34,7 @@ class GraphCoverage:
 
 
 def _required() -> dict[str, set[str]]:
-    families = set(schema()["$defs"]["graph"]["properties"]["family"]["enum"])
+    families = set(schema_enum("$defs", "graph", "properties", "family"))
     between = {f"DQ -> {op} -> Q" for op in EXACT_OPS}
     params = {f"{op} {p}" for op in EXACT_OPS if op not in COMPARING or op == "MaxPool"
               for p in ("same parameters", "different parameters")}

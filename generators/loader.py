@@ -200,7 +200,7 @@ def load_yaml(path: str | Path, text: str | None = None, limits: Limits = CASE_F
             loader.dispose()
 
 
-def line_of(obj: Any, key: str | None = None) -> int | None:
+def line_of(obj: object, key: str | None = None) -> int | None:
     """The line of ``obj[key]`` (or of ``obj``) when ``obj`` came from :func:`load_yaml`."""
     if key is not None and isinstance(obj, LineDict):
         return obj.lines.get(key, obj.line)

@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from qdq_conformance.domain import JSONValue
 from qdq_conformance.resources import expectations_dir, schema_path
 
 from .loader import CaseFileError, LineDict, line_of
@@ -23,13 +24,24 @@ SCHEMA_PATH = schema_path()
 
 
 @cache
-def schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+def schema() -> dict[str, JSONValue]:
+    return dict(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
 
 
 @cache
-def expectation_schema() -> dict[str, Any]:
-    return json.loads((expectations_dir() / "expectation.schema.json").read_text(encoding="utf-8"))
+def expectation_schema() -> dict[str, JSONValue]:
+    return dict(json.loads((expectations_dir() / "expectation.schema.json").read_text(encoding="utf-8")))
+
+
+def schema_enum(*path: str) -> list[str]:
+    """The ``enum`` of the case-file schema's node at ``path`` (``"$defs", "graph", "properties", "family"``):
+    the vocabularies the runner's markers and the coverage read from it."""
+    node: JSONValue = schema()
+    for key in (*path, "enum"):
+        assert isinstance(node, dict), f"case schema: no object at {'/'.join(path)}"
+        node = node[key]
+    assert isinstance(node, list), f"case schema: {'/'.join(path)}/enum is not a list"
+    return [str(v) for v in node]
 
 
 _TYPES = {
@@ -154,7 +166,7 @@ def _check_property(key: str, item: Any, node: dict[str, Any], sub: str, key_lin
         _check(item, node["additionalProperties"], sub, key_line, root)
 
 
-def check_document(document: Any, root: dict[str, Any], file: str | Path) -> None:
+def check_document(document: object, root: dict[str, JSONValue], file: str | Path) -> None:
     """Raise CaseFileError (file, line, key path) unless ``document`` (from ``loader.load_yaml``) follows the
     JSON Schema ``root``."""
     try:
@@ -163,6 +175,6 @@ def check_document(document: Any, root: dict[str, Any], file: str | Path) -> Non
         raise CaseFileError(file, e.line, e.path, e.message) from None
 
 
-def validate(document: Any, file: str | Path) -> None:
+def validate(document: object, file: str | Path) -> None:
     """Raise CaseFileError (file, line, key path) unless ``document`` follows the case-file schema."""
     check_document(document, schema(), file)

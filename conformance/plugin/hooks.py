@@ -17,7 +17,7 @@ from ..backends.markers import MarkerWatch
 from ..backends.registry import MARKERS
 from ..domain import FAILING, FORMS, CaseStatus, GranularityKind, RunStatus, parse_shard
 from ..generators.layout import MANIFEST
-from ..generators.schema import schema
+from ..generators.schema import schema_enum
 from ..resources import cases_dir
 from ..results import ResultsWriter, Summary, header
 from ..runner import expectations as expectations_mod
@@ -110,9 +110,10 @@ def _results_path(config: pytest.Config) -> Path:
 def _register_markers(config: pytest.Config) -> None:
     names = [*_VOCAB["operators"], *_VOCAB["domains"], *_VOCAB["statuses"], *_VOCAB["granularities"],
              *_VOCAB["forms"], *(f"v{v}" for v in range(1, 40))]
-    names += ["family_" + f.replace("-", "_") for f in (*schema()["$defs"]["case"]["properties"]["family"]["enum"],
-                                                         *schema()["$defs"]["graph"]["properties"]["family"]["enum"])]
-    names += ["graph"] + ["op_" + op.lower() for op in schema()["$defs"]["node"]["properties"]["op"]["enum"]]
+    families = (*schema_enum("$defs", "case", "properties", "family"),
+                *schema_enum("$defs", "graph", "properties", "family"))
+    names += ["family_" + f.replace("-", "_") for f in families]
+    names += ["graph"] + ["op_" + op.lower() for op in schema_enum("$defs", "node", "properties", "op")]
     names += [f"{slot}_{t}" for slot in ("x", "scale", "y") for t in TYPES]
     for name in names:
         config.addinivalue_line("markers", f"{name}: qdq-conformance case selector")
