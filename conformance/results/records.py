@@ -1,7 +1,7 @@
 """The records of a results file, typed (:class:`Header`, :class:`CaseRecord` and the objects in it,
 :class:`Summary`; :data:`Results`, a file as read), and what every view asks of a case record: whether an
-expectation entry covers how it ended, whether it failed, whether it passed against its entry, and the status it
-counts as against its entry (:func:`seen_status`: an implementation-defined case that follows a catalogued
+expectation entry covers how it ended, whether it failed, whether it passed against its entry, and the status
+it counts as against its entry (:func:`seen_status`: an implementation-defined case that follows a catalogued
 reading has passed, as far as its entry goes; decided here, once)."""
 
 from __future__ import annotations
