@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -23,9 +23,6 @@ from ..runner.suite import load_suite
 from . import selection
 from .selection import marker_names
 from .state import STATE
-
-if TYPE_CHECKING:  # (pytest's own types of a failure's representation)
-    from _pytest._code.code import TerminalRepr, TracebackStyle
 
 
 class CaseFailure(Exception):
@@ -98,7 +95,7 @@ class CaseItem(pytest.Item):
             raise CaseFailure(got.outcome or Outcome(got.status, got.message))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: TracebackStyle | None = None) -> str | TerminalRepr:
+                     style: str | None = None) -> Any:  # (str or pytest's TerminalRepr, not in its namespace)
         if isinstance(excinfo.value, CaseFailure):
             if self.config.getoption("tbstyle", "auto") in ONE_LINE_STYLES:
                 return headline(excinfo.value.outcome)
@@ -158,8 +155,7 @@ class LoadErrorItem(pytest.Item):
                                                          "expected": None, "line": None}))
         raise self.error
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
-                     style: TracebackStyle | None = None) -> str:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: str | None = None) -> str:
         return f"case file error: {excinfo.value}"
 
     def reportinfo(self) -> tuple[Path, int, str]:
