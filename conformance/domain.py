@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Union, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypedDict, Union, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np

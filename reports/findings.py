@@ -130,7 +130,7 @@ def mismatch_kind(rec: CaseRecord) -> str:
         return ""
     kinds: set[str] = set()
     expected, actual = rec.get("expected") or [], rec.get("actual") or []
-    differing = marks(cast(dict[str, Any], rec))  # (by the verdict's comparison: NaN by class, ULP bound)
+    differing = marks(rec)  # (by the verdict's comparison: NaN by class, ULP bound)
     for m in rec.get("mismatches") or ():
         if m.get("reason") != "values differ":
             continue

@@ -32,7 +32,7 @@ PACKAGES = ("conformance", "generators", "reports")
 #: The most public functions with ``Any`` in their signature the package may have. Lower it as you bring the
 #: count down; never raise it. (Issue 30: 103 of 602 by its count; 119 of 715 by this one when it was
 #: written.)
-CEILING = 15
+CEILING = 13
 
 
 @dataclass(frozen=True)
