@@ -98,6 +98,26 @@ def test_a_crash_no_line_names_splits_the_batch_down_to_the_case_that_causes_it(
     assert len(compiler.calls) <= 8  # (halves, not one compile per case)
 
 
+def test_the_slots_constants_follow_the_batch_module_in_one_resource_section():
+    text = ('module {\n  func.func private @c0() {\n    return\n  }\n}\n\n{-#\n  dialect_resources: {\n'
+            '    builtin: {\n      s: "0x08000000CDCC4C3D",\n      z_1: "0x0800000000"\n    }\n  }\n#-}\n')
+    body, blobs = iree_build.split_module(text)
+    assert body == "  func.func private @c0() {\n    return\n  }" and blobs == ['s: "0x08000000CDCC4C3D"',
+                                                                          'z_1: "0x0800000000"']
+    slots = _slots(2)
+    slots[1].resources = blobs
+    module = iree_build.module_text(slots)
+    assert module.count("{-#") == 1 and module.index("{-#") > module.index("func.func @batch")
+    assert '      s: "0x08000000CDCC4C3D",\n      z_1: "0x0800000000"\n    }' in module
+    assert module_lines_of_functions(module) == module_lines_of_functions(iree_build.module_text(_slots(2)))
+    with pytest.raises(ValueError, match="resource the batch cannot hold"):
+        iree_build.split_module(text.replace("builtin: {", "other: {"))
+
+
+def module_lines_of_functions(text: str) -> list[int]:
+    return [n for n, line in enumerate(text.splitlines()) if line.startswith("  func.func")]
+
+
 def test_a_batch_out_of_time_refuses_nothing_it_did_not_compile():
     built = iree_build.compile_batch(_slots(3), 0.5, _fake(crash=set(), named=set()))
     assert built.modules == [] and {r.stage for r in built.refused.values()} == {"budget"}
@@ -176,6 +196,28 @@ def test_batched_outputs_equal_each_case_compiled_on_its_own(backend, tmp_path, 
         assert [a.tobytes() for a in alone.run(m, f)] == [a.tobytes() for a in got]
     assert alone.stats["compiles"] == len(items)  # (each on its own: no batch)
     assert batched[0][0].tolist() == [0, 1, 3, 5, 5, 255, 255, 0]  # (2.5 ties to even; saturated)
+
+
+def test_models_with_initializers_share_a_batch_each_with_its_own_constants(backend):
+    """The importer turns initializers into resource blobs after its module (graph cases have them): two
+    models whose constants share names compile into one module and each gives its own answer."""
+    from onnx import helper, numpy_helper
+
+    def model(scale: float) -> Case:
+        node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])
+        x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3])
+        y = helper.make_tensor_value_info("y", onnx.TensorProto.UINT8, [3])
+        graph = helper.make_graph([node], "g", [x], [y],
+                                  initializer=[numpy_helper.from_array(np.array(scale, np.float32), "s"),
+                                               numpy_helper.from_array(np.array(1, np.uint8), "z")])
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        return m, {"x": np.array([0.0, 1.0, 2.0], np.float32)}
+
+    items = [model(0.5), model(0.25)]
+    backend.prepare(items)
+    assert backend.stats["compiles"] == 1 and backend.stats["batch_calls"] == 1
+    assert [backend.run(*i)[0].tolist() for i in items] == [[1, 3, 5], [1, 5, 9]]
 
 
 def test_a_case_that_fails_to_compile_does_not_sink_its_batch_and_the_cache_remembers_both(backend):

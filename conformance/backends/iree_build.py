@@ -55,6 +55,7 @@ class Slot:
     outputs: list[str]
     text: str  # the private function
     kinds: tuple[int, ...] = ()  # the element type of its first input (cases alike fail alike)
+    resources: list[str] = field(default_factory=list)  # its constants' blobs (``name: "0x..."``)
 
 
 @dataclass
@@ -100,10 +101,39 @@ def import_slots(models: Sequence[onnx.ModelProto]) -> tuple[dict[int, Slot], di
         except Exception as e:  # noqa: BLE001 - the importer raises OnnxImportError, KeyError, ValueError ...
             refused[k] = Refusal("import", f"{type(e).__name__}: {e}")
             continue
-        body = text.strip().splitlines()[1:-1]  # (inside "module {" ... "}")
+        try:
+            body, resources = split_module(text)
+        except ValueError as e:
+            refused[k] = Refusal("import", str(e))
+            continue
         kinds = tuple(v.type.tensor_type.elem_type for v in model.graph.input[:1])
-        slots[k] = Slot(k, [str(t) for t in ftype.inputs], [str(t) for t in ftype.results], "\n".join(body), kinds)
+        slots[k] = Slot(k, [str(t) for t in ftype.inputs], [str(t) for t in ftype.results], body, kinds,
+                        resources)
     return slots, refused
+
+
+_RESOURCE = re.compile(r'^\s+([\w.$-]+): ("0x[0-9A-Fa-f]*"),?$')
+
+
+def split_module(text: str) -> tuple[str, list[str]]:
+    """An imported module's text as the function inside ``module { ... }`` and the blobs of its constants:
+    the importer turns a model's initializers into ``dense_resource<name>`` constants whose bytes follow the
+    module in a ``{-# dialect_resources: {builtin: {name: "0x..."}} #-}`` section (names unique within one
+    MLIR context, so the slots of one batch can share one section)."""
+    head, sep, tail = text.partition("\n{-#")
+    lines = head.strip().splitlines()
+    if not lines or lines[0] != "module {" or lines[-1] != "}":
+        raise ValueError("the importer's module is not one function in 'module { ... }'")
+    resources: list[str] = []
+    if sep:
+        for line in tail.splitlines():
+            m = _RESOURCE.match(line)
+            if m:
+                resources.append(f"{m.group(1)}: {m.group(2)}")
+            elif line.strip() not in ("", "dialect_resources: {", "builtin: {", "}", "#-}"):
+                raise ValueError("the importer's module has a resource the batch cannot hold: "
+                                 f"{line.strip()[:80]}")
+    return "\n".join(lines[1:-1]), resources
 
 
 def module_text(slots: Sequence[Slot]) -> str:
@@ -131,6 +161,10 @@ def module_text(slots: Sequence[Slot]) -> str:
     lines += calls
     lines.append(f"    return {', '.join(results)} : {', '.join(types)}" if results else "    return")
     lines += ["  }", "}", ""]
+    blobs = [r for s in slots for r in s.resources]
+    if blobs:  # (after the module: the functions' line numbers, which name a failing case, stay as they are)
+        lines += ["{-#", "  dialect_resources: {", "    builtin: {", ",\n".join(f"      {b}" for b in blobs),
+                  "    }", "  }", "#-}", ""]
     return "\n".join(lines)
 
 
