@@ -42,6 +42,26 @@ def make(**options):
     return Misbehaving()
 
 
+def slow_to_start(**options):
+    """Misbehaving in a worker whose start-up is slow, as on a busy machine: creating the backend takes
+    ``QDQ_TEST_CREATE_SECONDS`` (default 2), and loading each case file in that worker (a cold cache, a big
+    file) ``QDQ_TEST_LOAD_SECONDS`` (by default the same): the worker's own work before a case, which no
+    case's time limit may count."""
+    from qdq_conformance.runner import execute
+
+    seconds = float(os.environ.get("QDQ_TEST_CREATE_SECONDS", "2"))
+    load_seconds = float(os.environ.get("QDQ_TEST_LOAD_SECONDS", seconds))
+    load = execute.load_file_cached
+
+    def slow_load(path, tiers):
+        time.sleep(load_seconds)
+        return load(path, tiers)
+
+    time.sleep(seconds)
+    execute.load_file_cached = slow_load  # (in the worker process only: the factory runs there)
+    return Misbehaving()
+
+
 class Slow(OracleBackend):
     """The oracle, but every case takes ``QDQ_TEST_CASE_SECONDS`` (default 0.5) while a child process of its own
     runs (as a ``command:`` runner would), in a temporary folder: what a run must clean up when it is stopped."""

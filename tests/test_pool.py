@@ -5,6 +5,7 @@ the prefetching."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -54,9 +55,7 @@ def _summary(got: CaseResult | RawResult) -> tuple[str, str | None]:
 def test_prefetched_run_loses_only_the_cases_that_crashed_or_hung(plan, window, chunk):
     """Workers answer a few cases per message, so a worker that dies mid-batch takes finished results with it:
     its beacon names the case it died on, and the others are run again by the replacement."""
-    # (8 s, not 3: the one hanging case costs it once, and a replacement worker started after a crash while the
-    # other pytest-xdist worker keeps both cores busy took more than 3 s before its first case finished)
-    pool = CasePool(FAKE, {}, timeout=8, size=2, window=window, chunk=chunk)
+    pool = CasePool(FAKE, {}, timeout=3, size=2, window=window, chunk=chunk)
     try:
         pool.start()
         pool.plan(plan)
@@ -71,7 +70,7 @@ def test_prefetched_run_loses_only_the_cases_that_crashed_or_hung(plan, window, 
     assert restarts == 3
 
     # The same cases one at a time, in reverse order and without a plan: the same results, record for record.
-    pool = CasePool(FAKE, {}, timeout=8, size=1)  # (the same limit: a timeout's record names it)
+    pool = CasePool(FAKE, {}, timeout=3, size=1)  # (the same limit: a timeout's record names it)
     try:
         pool.start()
         alone = [_summary(pool.get(ref, form)) for ref, form in reversed(plan)][::-1]
@@ -114,3 +113,44 @@ def test_a_case_file_changed_since_collection_fails_that_case_only(tmp_path):
         pool.close()
     assert bad.status == "error" and "changed since collection" in bad.message
     assert good.status == "passed"
+
+
+def test_a_new_workers_start_up_is_not_counted_against_its_first_case(monkeypatch):
+    """Creating the backend and loading a case file take 2 s in each worker (``slow_to_start``), the case
+    limit is 1 s: the first worker's first case crashes it, and the replacement's first case passes (neither
+    is a timeout: a worker's start-up is timed by --backend-timeout, 10 s here, never by a case's limit)."""
+    monkeypatch.setenv("QDQ_TEST_CREATE_SECONDS", "2")
+    small = _refs(ROOT / "tests" / "data" / "runner_cases" / "small.yaml", lambda i: True)
+    segv = [r for r in small if "ties-near-bounds" in r.case_id]
+    normal = [r for r in small if r.case_id.endswith("-basic-float-uint8")]
+    assert len(segv) == 1 and len(normal) == 2
+    plan = [(r, "runtime") for r in segv + normal]
+    pool = CasePool(FAKE.replace(":make", ":slow_to_start"), {}, timeout=1, size=1, create_timeout=10)
+    try:
+        pool.start()
+        pool.plan(plan)
+        got = [pool.get(ref, form, position=k) for k, (ref, form) in enumerate(plan)]
+        restarts = pool.restarts
+    finally:
+        pool.close()
+    assert [g.status for g in got] == ["crashed", "passed", "passed"], [(g.status, g.message) for g in got]
+    assert restarts == 1
+
+
+def test_a_worker_that_cannot_load_a_case_file_within_the_backend_timeout_costs_that_case(monkeypatch):
+    """Start-up is not a case's time, but it has a limit: a case file that takes longer than --backend-timeout
+    to load in the worker costs the case handed to it, as a timeout that says why."""
+    monkeypatch.setenv("QDQ_TEST_CREATE_SECONDS", "0")
+    monkeypatch.setenv("QDQ_TEST_LOAD_SECONDS", "600")
+    ref = _refs(ROOT / "tests" / "data" / "runner_cases" / "small.yaml", lambda i: "nan-integer" in i)[0]
+    pool = CasePool(FAKE.replace(":make", ":slow_to_start"), {}, timeout=1, size=1, create_timeout=2)
+    try:
+        pool.start()
+        t0 = time.monotonic()
+        got = pool.get(ref, "runtime")
+        took = time.monotonic() - t0
+    finally:
+        pool.close()
+    assert got.status == "timeout", got.message
+    assert "not ready (loading a case file) within 2 s" in got.message, got.message
+    assert took < 60, took  # (the load sleeps 600 s)

@@ -3,7 +3,8 @@
 The worker builds the backend once and then serves: a model and its feeds (pickled arrays) in, the outputs (or a
 decline / an error) out; or references to corpus cases in, finished results out (see ``execute`` and ``pool``).
 A worker that dies, or runs one case for more than ``timeout`` seconds (its beacon tells which case and since
-when), is discarded and replaced on the next request.
+when), is discarded and replaced on the next request. A worker's start-up (creating the backend, loading a
+case file for the first time) is timed by ``create_timeout`` and never counted against a case.
 
 Whatever a backend prints (native libraries write to the process's stdout / stderr) goes to a log file of the
 worker, not the terminal: a run needs no output capturing, and when a worker crashes, the end of its log is
@@ -51,8 +52,9 @@ WORKER_NICENESS = 5
 _PARENT_ENDS: weakref.WeakSet[Connection] = weakref.WeakSet()
 
 
-#: a beacon's "case" when the worker runs nothing, and when it runs a ("run", ...) request
-IDLE, DIRECT = -1, -2
+#: a beacon's "case" when the worker runs nothing, when it runs a ("run", ...) request, and when it gets ready
+#: for its cases (loads a case file or the expectations: a new worker's start-up, within --backend-timeout)
+IDLE, DIRECT, SETUP = -1, -2, -3
 
 
 class Beacon:
@@ -139,12 +141,15 @@ def _serve(conn: Connection, spec: str, options: dict[str, Any], log_path: str |
         elif kind == "expectations":
             expectations_path, expectations = msg[1], None
         elif kind == "load":
-            with contextlib.suppress(Exception):  # a file that does not load fails its cases, one by one
-                sources.load(msg[1])
+            _load(sources, [msg[1]], beacon)
+            beacon.end()
         elif kind == "cases":
+            beacon.begin(SETUP)  # (no case's clock runs while the worker gets ready: see _load)
             if expectations is None:
                 expectations = for_file(expectations_path, backend.version)
+            _load(sources, [ref.source for _, ref, _ in msg[1] if isinstance(ref, execute.FileRef)], beacon)
             _run_cases(conn, backend, msg[1], sources, expectations, beacon, timeout)
+            beacon.end()
 
 
 def _settle(conn: Connection, parent_pid: int | None, folder: str | None,
@@ -192,6 +197,15 @@ def _open_backend(conn: Connection, spec: str, options: dict[str, Any]) -> Any:
         return None
     conn.send(("hello", backend_name, backend_version, templates, {"batch": batch}))
     return backend
+
+
+def _load(sources: execute.Sources, files: list[tuple[str, tuple[str, ...]]], beacon: Beacon) -> None:
+    """Load case files (each once) under the beacon's SETUP, each file within --backend-timeout: what a new
+    worker (a replacement, say) does before its first case of a file, never counted against that case."""
+    for source in files:
+        beacon.begin(SETUP)
+        with contextlib.suppress(Exception):  # a file that does not load fails its cases, one by one
+            sources.load(source)
 
 
 def _run_cases(conn: Connection, backend: Any, cases: list[tuple[int, Any, str]], sources: execute.Sources,
@@ -356,9 +370,10 @@ class IsolatedBackend:
 
     def receive(self) -> Any:
         """The worker's next message; raises Lost when the worker dies, or runs one case for more than
-        ``timeout`` s, or (running none) sends nothing for ``timeout`` s. The worker is then discarded with its
-        processes (the next ``send`` starts a new one); Lost.ticket is the case its beacon showed."""
-        t0 = time.perf_counter()
+        ``timeout`` s, or loads one case file for more than ``create_timeout`` s (SETUP: its start-up, not a
+        case's time), or runs nothing and sends nothing for ``timeout`` s. The worker is then discarded with
+        its processes (the next ``send`` starts a new one); Lost.ticket is the case its beacon showed."""
+        t0 = idle_since = time.perf_counter()
         conn = self._conn
         ticket = IDLE
         try:
@@ -366,11 +381,16 @@ class IsolatedBackend:
                 raise EOFError
             while not conn.poll(min(self.timeout, 0.5)):
                 ticket, running = self.beacon.read()
-                waited = time.perf_counter() - t0
-                if running > self.timeout or (ticket == IDLE and waited > self.timeout):
+                now = time.perf_counter()
+                if ticket != IDLE:
+                    idle_since = now
+                limit = self.create_timeout if ticket == SETUP else self.timeout
+                if running > limit or now - idle_since > limit:
                     self._discard()
-                    raise Lost("timeout", f"no answer within {self.timeout:g} s; the worker was killed and "
-                               "replaced", running or waited, ticket)
+                    what = "the worker was not ready (loading a case file)" if ticket == SETUP else \
+                        "no answer"
+                    raise Lost("timeout", f"{what} within {limit:g} s; the worker was killed and replaced",
+                               running or now - idle_since, ticket)
             return conn.recv()
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
             ticket, running = self.beacon.read()
