@@ -62,6 +62,16 @@ def slow_to_start(**options):
     return Misbehaving()
 
 
+def hangs_when_replaced(**options):
+    """Misbehaving in the first worker; the factory of any later worker (a replacement) never returns: the
+    file ``QDQ_TEST_CREATED`` notes the first creation."""
+    path = os.environ["QDQ_TEST_CREATED"]
+    if os.path.exists(path):
+        time.sleep(3600)
+    open(path, "w").close()
+    return Misbehaving()
+
+
 class Slow(OracleBackend):
     """The oracle, but every case takes ``QDQ_TEST_CASE_SECONDS`` (default 0.5) while a child process of its own
     runs (as a ``command:`` runner would), in a temporary folder: what a run must clean up when it is stopped."""

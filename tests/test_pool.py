@@ -154,3 +154,27 @@ def test_a_worker_that_cannot_load_a_case_file_within_the_backend_timeout_costs_
     assert got.status == "timeout", got.message
     assert "not ready (loading a case file) within 2 s" in got.message, got.message
     assert took < 60, took  # (the load sleeps 600 s)
+
+
+def test_a_replacement_that_cannot_be_created_in_time_costs_the_cases_handed_to_it(monkeypatch, tmp_path):
+    """The first worker crashes on its first case, its replacement's factory never returns: after
+    --backend-timeout (2 s) each case handed to it is recorded as crashed, with why; no case is a timeout."""
+    monkeypatch.setenv("QDQ_TEST_CREATED", str(tmp_path / "created"))
+    small = _refs(ROOT / "tests" / "data" / "runner_cases" / "small.yaml", lambda i: True)
+    segv = [r for r in small if "ties-near-bounds" in r.case_id]
+    normal = [r for r in small if r.case_id.endswith("-basic-float-uint8")]
+    plan = [(r, "runtime") for r in segv + normal]
+    pool = CasePool(FAKE.replace(":make", ":hangs_when_replaced"), {}, timeout=1, size=1, create_timeout=2)
+    try:
+        pool.start()
+        pool.plan(plan)
+        t0 = time.monotonic()
+        got = [pool.get(ref, form, position=k) for k, (ref, form) in enumerate(plan)]
+        took = time.monotonic() - t0
+    finally:
+        pool.close()
+    assert [g.status for g in got] == ["crashed"] * 3, [(g.status, g.message) for g in got]
+    for g in got[1:]:
+        assert g.message.startswith("the backend's worker could not be started again: backend "), g.message
+        assert "was not created within 2 s (--backend-timeout" in g.message, g.message
+    assert took < 60, took  # (the factory sleeps an hour)
