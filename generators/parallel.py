@@ -5,6 +5,9 @@ gathers the results in file order, refuses a file that repeats a case id an earl
 then replaces what a previous generate made in ``out`` (the folders its manifest lists, nothing else) with the
 staged cases and writes the manifest. Output is identical to a single-process run, and nothing is written outside
 ``out``.
+
+A worker expands its file through the expansion cache (``cache.py``), as a run's collection does: a file a run
+or a generate expanded before is read, not expanded again.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from typing import NamedTuple
 from qdq_conformance.cpu import usable_cores
 from qdq_conformance.errors import one_line
 
+from .cache import load_file_cached
 from .case import TemplateMetadata
-from .corpus import claim_ids, load_file
+from .corpus import claim_ids
 from .export import (
     STAGING,
     TOP_FILES,
@@ -48,7 +52,7 @@ _Result = tuple[list[ManifestEntry], dict[str, TemplateMetadata], "str | None", 
 
 def _job(path: str, staging: str, forms: Sequence[str], tiers: Sequence[str], select: Sequence[str]) -> _Result:
     try:
-        loaded = load_file(Path(path), tiers)
+        loaded = load_file_cached(Path(path), tiers)  # (a run's collection and generate share expansions)
         cases = [c for c in loaded if c.tier in tiers and
                  (not select or any(fnmatch.fnmatchcase(c.id, p) for p in select))]
         Path(staging).mkdir()

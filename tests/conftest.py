@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -35,3 +37,24 @@ def corpus():
     from qdq_conformance.generators.corpus import load
 
     return load(loader=load_file_cached)
+
+
+@pytest.fixture(scope="session")
+def shared_expansions(corpus) -> Callable[[Path], Path]:
+    """``shared_expansions(folder)``: ``folder`` made a cache directory (``QDQ_CACHE_DIR``) whose expansion
+    caches, ``corpus`` and the selection index built from it (``selection``), are this session's, which the
+    ``corpus`` fixture has filled; everything else a command keeps there (pytest's cache, compiled models, the
+    fuzzer's database) stays in ``folder``. For a test that gives a command a cache directory of its own: an
+    entry is keyed by the case file's bytes, the tiers and the code (generators/cache.py), so the command sees
+    the cases a cold cache would give it, without expanding the whole corpus again (half a minute of processor
+    time a command)."""
+    from qdq_conformance.cachedir import cache_root
+
+    def share(folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ("corpus", "selection"):
+            (cache_root() / name).mkdir(parents=True, exist_ok=True)
+            (folder / name).symlink_to(cache_root() / name, target_is_directory=True)
+        return folder
+
+    return share

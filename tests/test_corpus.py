@@ -295,16 +295,20 @@ def test_normative_cases_whose_answer_depends_on_an_ambiguity_are_implementation
     assert by_id["dequantizelinear-21-per-axis-types-int8-float16-axis2-r3"].status == "normative"
 
 
-def test_generate_in_parallel_writes_the_same_bytes_as_one_worker(tmp_path):
+def test_generate_in_parallel_writes_the_same_bytes_as_one_worker(tmp_path, monkeypatch):
+    """... and through the expansion cache (cold: written; warm: read) the same bytes as without it."""
     from qdq_conformance.generators.corpus import case_files
     from qdq_conformance.generators.parallel import generate
 
     files = [p for p in case_files() if p.stem in ("mutant_killers", "dequantize_edges")]
     assert len(files) >= 2
+    monkeypatch.setenv("QDQ_CACHE_DIR", str(tmp_path / "cache"))
     trees = []
-    for jobs in (1, 2):
-        out = tmp_path / f"j{jobs}"
+    for jobs, cached in ((1, "0"), (2, "1"), (1, "1")):  # (no cache; then the cache empty, then filled)
+        monkeypatch.setenv("QDQ_CORPUS_CACHE", cached)
+        out = tmp_path / f"j{jobs}-{cached}{len(trees)}"
         _, errors = generate(files, out, ("runtime",), jobs=jobs)
         assert not errors
         trees.append({p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()})
-    assert trees[0] == trees[1] and len(trees[0]) > 10
+    assert len(list((tmp_path / "cache" / "corpus").glob("*.pkl"))) == len(files)
+    assert trees[0] == trees[1] == trees[2] and len(trees[0]) > 10

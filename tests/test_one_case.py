@@ -118,11 +118,11 @@ def test_show_repro_asserts(tmp_path, capsys):
         assert "expected 0x7f, actual 0x7e" in p.stdout if status else "expected 0x7f, actual 0xff" in p.stdout
 
 
-def test_show_without_a_file_runs_the_case_and_its_repro_fails_on_the_backend(tmp_path):
+def test_show_without_a_file_runs_the_case_and_its_repro_fails_on_the_backend(tmp_path, shared_expansions):
     pytest.importorskip("onnxruntime")
     script = tmp_path / "repro.py"
     p = _cli("show", ORT_CASE, "--backend", "ort", "--form", "runtime", "--repro", str(script),
-             env={"QDQ_CACHE_DIR": str(Path(os.environ.get("QDQ_CACHE_DIR") or tmp_path / "cache"))})
+             env={"QDQ_CACHE_DIR": str(shared_expansions(tmp_path / "cache"))})
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"{ORT_CASE} [runtime] on ort" in p.stdout and "expectation: line" in p.stdout
     assert sum(line.startswith("  *") for line in p.stdout.splitlines()) == 4  # 4 of 51 elements differ
@@ -148,8 +148,8 @@ def test_collecting_only_the_files_a_selection_can_match_selects_what_pytest_sel
     assert narrowed and narrowed == _collected(*selection, env={"QDQ_COLLECT_ALL": "1"})
 
 
-def test_run_takes_pytest_habits_and_records_the_selection(tmp_path):
-    cache = tmp_path / "cache"
+def test_run_takes_pytest_habits_and_records_the_selection(tmp_path, shared_expansions):
+    cache = shared_expansions(tmp_path / "cache")  # (a folder of its own: pytest's cache is looked for there)
     env = {"QDQ_CACHE_DIR": str(cache), "QDQ_CORPUS_CACHE": os.environ.get("QDQ_CORPUS_CACHE", "1")}
     results = tmp_path / "r.jsonl"
     p = _cli("run", "--backend", "reference", "-k", "quantizelinear-21-ties-float-int8", "-x", "--maxfail", "2",

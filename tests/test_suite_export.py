@@ -15,6 +15,7 @@ import subprocess
 import sys
 import unittest
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,10 @@ def _read(path: Path) -> tuple[dict[tuple[str, str], dict[str, Any]], dict[str, 
 
 
 @pytest.fixture(scope="module")
-def export(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def export(tmp_path_factory: pytest.TempPathFactory,
+           shared_expansions: Callable[[Path], Path]) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("suite-parity")
+    shared_expansions(tmp / "cache")  # (the commands' cache: the files below are copies of the corpus's)
     cases = tmp / "cases"
     cases.mkdir()
     for name in FILES:
