@@ -11,6 +11,18 @@ import pytest
 from qdq_conformance.types import from_tensor_proto
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The self-tests under pytest-xdist (``-n``, no ``--dist`` given): work stealing. Each worker starts on
+    half of the tests, in file order (a module's fixtures are set up once), and one that runs out takes half
+    of what the other has left, so that both end within a test of each other. A corpus run (``--backend``)
+    keeps xdist's default. (Set here, not in pyproject's addopts: pytest-xdist is a test extra.)"""
+    option = config.option
+    if getattr(option, "numprocesses", None) and getattr(option, "dist", None) == "no" and \
+            not getattr(option, "qdq_backend", None):
+        option.dist = "worksteal"
+
+
 def as_array(value: object) -> np.ndarray:
     """ONNX's node-test data sets hold arrays or TensorProtos (for exotic types)."""
     if isinstance(value, onnx.TensorProto):
