@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -44,11 +45,30 @@ def onnx_node_cases():
 @pytest.fixture(scope="session")
 def corpus():
     """The default corpus, expanded once per test session: through the expansion cache, which the other
-    processes of the session (pytest-xdist workers, the commands the tests run) read too."""
+    processes of the session (pytest-xdist workers, the commands the tests run) read too. Each worker starts
+    at its own place in the list of case files: from a cold cache, the workers expand different files at once
+    and then read each other's entries, rather than each expanding every file."""
     from qdq_conformance.generators.cache import load_file_cached
-    from qdq_conformance.generators.corpus import load
+    from qdq_conformance.generators.corpus import case_files, load
+    from qdq_conformance.generators.loader import CaseFileError
 
-    return load(loader=load_file_cached)
+    files = case_files()
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    start = worker * len(files) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    expanded: dict[Path, list | CaseFileError] = {}
+    for path in files[start:] + files[:start]:
+        try:
+            expanded[path] = load_file_cached(path, ("default",))
+        except CaseFileError as e:  # (load() below records it, as it would have)
+            expanded[path] = e
+
+    def loader(path: Path, tiers: object) -> list:
+        got = expanded[path]
+        if isinstance(got, CaseFileError):
+            raise got
+        return got
+
+    return load(files, loader=loader)  # (in the files' order, as the tests know it)
 
 
 @pytest.fixture(scope="session")
