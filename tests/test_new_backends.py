@@ -273,6 +273,22 @@ def test_an_unsupported_case_carries_its_reason_to_the_marker_watch():
     assert CaseResult("failed", "values differ", "{}").note("c", "runtime")["reason"] is None
 
 
+def test_tinygrad_keeps_its_kernels_in_the_suite_cache(tmp_path):
+    """tinygrad reads CACHEDB once, when it is imported: the backend's factory sets it before its availability
+    check imports tinygrad (a fresh interpreter, as a worker that has not imported tinygrad yet)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("tinygrad")
+    env = {k: v for k, v in os.environ.items() if k not in ("CACHEDB", "DEV")}
+    env["QDQ_CACHE_DIR"] = str(tmp_path)
+    code = ("from qdq_conformance.backends.registry import create; create('tinygrad'); "
+            "from tinygrad.helpers import CACHEDB; print(CACHEDB)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == str(tmp_path / "tinygrad" / "cache.db")
+
+
 def test_run_without_clang_is_a_usage_error_in_one_line(tmp_path):
     import subprocess
     import sys

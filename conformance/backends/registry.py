@@ -33,6 +33,7 @@ from .openvino_backend import OpenVinoBackend
 from .quark import QuarkBackend
 from .tinygrad_backend import MARKERS as TINYGRAD_MARKERS
 from .tinygrad_backend import TinygradBackend
+from .tinygrad_backend import set_environment as set_tinygrad_environment
 from .tract_backend import MARKERS as TRACT_MARKERS
 from .tract_backend import TractBackend
 from .tvm_backend import TvmBackend
@@ -82,6 +83,7 @@ def _tract(options: BackendOptions) -> Backend:
 
 
 def _tinygrad(options: BackendOptions) -> Backend:
+    set_tinygrad_environment()  # (tinygrad reads DEV and CACHEDB when it is imported, by require() here)
     require("tinygrad", "pip install 'onnx-qdq-conformance[tinygrad]'")  # (an optional dependency; and clang)
     return TinygradBackend()
 

@@ -50,12 +50,18 @@ def _message(e: BaseException) -> str:
     return f"{type(e).__name__}: {lines[0] if lines else ''}"[:500]
 
 
+def set_environment() -> None:
+    """``DEV`` and ``CACHEDB`` unless set: before anything imports tinygrad, which reads them once, at import
+    (the factory's availability check imports it, so it calls this first)."""
+    os.environ.setdefault("DEV", "CPU")
+    os.environ.setdefault("CACHEDB", str(cache_root() / "tinygrad" / "cache.db"))
+
+
 class TinygradBackend:
     name = "tinygrad"
 
     def __init__(self) -> None:
-        os.environ.setdefault("DEV", "CPU")
-        os.environ.setdefault("CACHEDB", str(cache_root() / "tinygrad" / "cache.db"))
+        set_environment()
         from tinygrad.nn.onnx import OnnxRunner  # optional (the tinygrad extra), after the environment above
 
         compiler = os.environ.get("CC") or "clang"
