@@ -142,7 +142,7 @@ def render_findings(results: list[Results], top: int = 6, command: str = "") -> 
         out.append(f"## {md(head.get('backend'))} {md(head.get('backend_version'))}")
         out.append("")
         forms = ",".join(sorted({c.get("form") or "" for c in cases}))
-        out.append(f"Results of {md(run_date(head))}" + (" (kept)" if head.get(KEPT) else "")
+        out.append(f"Results of {md(run_date(head))}"  # (run_date marks kept results)
                    + f", graph forms {md(forms)}, onnx {md(head.get('onnx_version') or head.get('onnx') or '?')}.")
         out.append("")
         found = _findings(cases, top)

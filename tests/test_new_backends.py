@@ -235,7 +235,7 @@ def test_compliance_keeps_a_column_from_kept_results_when_the_backend_cannot_run
     day = head["started"][:10]
     assert f"| demo | 1.0 | {day} (kept) | runtime | 1 | 1 | 1 | 0 | 50.0% |" in text
     assert "demo: not run when this table was regenerated" in text
-    assert f"## demo 1.0\n\nResults of {day} (kept)" in (tmp_path / "findings.md").read_text()
+    assert f"## demo 1.0\n\nResults of {day} (kept), graph forms" in (tmp_path / "findings.md").read_text()
     assert f"(kept results of {day})" in (tmp_path / "s.html").read_text()
     # --from-kept: a backend that could run (here: its results file is there to reuse) takes its kept column
     keep(tmp_path / "demo.jsonl", kept_dir / "demo.jsonl.gz")
