@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
@@ -14,12 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from . import __version__, opspecs, showcmd
+from . import __version__, compliancecmd, opspecs, showcmd
 from .ambiguities import catalogue
 from .ambiguities import markdown as ambiguities_markdown
-from .backends.names import BUILTIN_NAMES
 from .backends.quark import DEFAULT_QUARK_VERSION, BuildError, build
-from .backends.registry import unavailable
 from .checker import cli as checker_cli
 from .domain import ALL_TIERS, BOTH, FORMS, Form, Tier, forms_of, tiers_of
 from .errors import SpecViolation
@@ -43,10 +40,6 @@ from .plugin.terminal import EXIT_STATUS
 from .progress import Progress
 from .reference import evaluate
 from .reports import commands as report_commands
-from .reports import compliance
-from .reports.render import render as render_page
-from .results import ResultsError
-from .runner import archive
 
 
 def _cmd_specs(args: argparse.Namespace) -> int:
@@ -193,68 +186,6 @@ def _cmd_build_quark(args: argparse.Namespace) -> int:
     return 0
 
 
-COMPLIANCE_BACKENDS = ",".join(n for n in BUILTIN_NAMES if n != "reference")
-COMPLIANCE_COMMAND = "qdq-conformance compliance"
-#: The graph forms a backend's compliance run covers when --form is not given: the runtime form, but both for
-#: tract, which refuses a scale fed at run time (its runtime form is all but unsupported), and tinygrad, whose
-#: frontend folds constants into its kernels (each form is a different path through it).
-COMPLIANCE_FORMS = {"tract": BOTH, "tinygrad": BOTH}
-KEPT_RESULTS = "docs/results"
-
-
-def _cmd_compliance(args: argparse.Namespace) -> int:
-    """Run several backends over the corpus, then write their scoreboard (HTML), the compliance table and the
-    findings page beside it (Markdown); a backend that cannot run here keeps its column from its last kept results
-    (--kept), dated."""
-    out = Path(args.results_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths, kept_only = [], []
-    from_kept = {b.strip() for b in (args.from_kept or "").split(",") if b.strip()}
-    for name in [b.strip() for b in args.backends.split(",") if b.strip()]:
-        path = out / f"{name}.jsonl"
-        kept = archive.kept_path(Path(args.kept), name)
-        why = "--from-kept" if name in from_kept else None
-        if args.reuse and path.exists() and not why:
-            print(f"{name}: reusing {path}")
-        elif (why := why or unavailable(name)) is not None:
-            if not kept.exists():
-                print(f"{name}: left out: not run ({why}) and {kept} does not exist", flush=True)
-                continue
-            print(f"{name}: not run ({why}); its column comes from {kept}", flush=True)
-            paths.append(kept)
-            kept_only.append(kept)
-            continue
-        else:
-            form = args.form or COMPLIANCE_FORMS.get(name, Form.RUNTIME.value)
-            cmd = [sys.executable, "-m", "pytest", f"--backend={name}", *RUN_FLAGS, *cache_flags(), "--tb=no",
-                   "--no-header", f"--form={form}", f"--results={path}", "-o", "console_output_style=count"]
-            cmd += ["--workers", str(args.workers)]
-            print(f"{name}: {' '.join(cmd[2:])}", flush=True)
-            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            print(f"{name}: {(r.stdout.strip().splitlines() or ['(no output)'])[-1]}", flush=True)
-            if not path.exists():
-                print(f"error: {name} wrote no results", file=sys.stderr)
-                return 2
-            try:  # (a reused file was kept by the run that wrote it)
-                print(f"{name}: kept as {archive.keep(path, kept)}", flush=True)
-            except (ResultsError, OSError) as e:
-                print(f"error: cannot keep {path} as {kept}: {e}", file=sys.stderr)
-                return 2
-        paths.append(path)
-    if not paths:
-        print("error: no backend could run and none has kept results", file=sys.stderr)
-        return 2
-    try:
-        runs = compliance.load_marked(paths, kept_only)
-    except ResultsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    board = render_page(runs, Path(args.scoreboard))
-    md = compliance.write(runs, Path(args.markdown), command=COMPLIANCE_COMMAND)
-    print(f"wrote {board}, {md} and {md.parent / compliance.FINDINGS_PAGE}")
-    return 0
-
-
 def _doc(fn: object) -> str:
     return (fn.__doc__ or "").strip()
 
@@ -305,29 +236,6 @@ def _add_build_quark_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="rebuild even when the cache has the library")
 
 
-def _add_compliance_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backends", default=COMPLIANCE_BACKENDS, metavar="A,B,...",
-                   help="backends to run (default: %(default)s)")
-    p.add_argument("--results-dir", default="out/compliance", metavar="DIR",
-                   help="where the results files go (default: %(default)s)")
-    p.add_argument("--markdown", default="docs/compliance.md", metavar="PATH",
-                   help="the Markdown table to write (default: %(default)s)")
-    p.add_argument("--scoreboard", default="docs/scoreboard.html", metavar="PATH",
-                   help="the HTML scoreboard to write (default: %(default)s)")
-    p.add_argument("--form", choices=(*FORMS, BOTH), default=None,
-                   help="graph form(s) to run (default: runtime; both for tract, whose runtime form is all but "
-                        "unsupported, and tinygrad)")
-    p.add_argument("--kept", default=KEPT_RESULTS, metavar="DIR",
-                   help="where each backend's last results are kept, gzipped without the fields the table does "
-                        "not read (default: %(default)s); a backend that cannot run here keeps its column from "
-                        "them, dated")
-    p.add_argument("--from-kept", metavar="A,B,...", help="backends not to run this time even if they can: their "
-                   "columns come from their kept results (a slow backend's last full run, say)")
-    p.add_argument("-n", "--workers", default="auto", metavar="N",
-                   help="backend worker processes per run (default: auto, the usable cores up to 4)")
-    p.add_argument("--reuse", action="store_true", help="keep results files that already exist")
-
-
 def _add_coverage_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true", help="exit 1 when any gap remains")
     _add_corpus_options(p)
@@ -370,7 +278,7 @@ COMMANDS: tuple[Command, ...] = (
             "and onnxruntime stay as they are). Cache: $QDQ_CACHE_DIR or ~/.cache/onnx-qdq-conformance/quark. Exit "
             "status 1 (one line saying why) when the library cannot be built: a source that is not one, no "
             "compiler, a failed compilation, a cache that cannot be written."),
-    Command("compliance", _doc(_cmd_compliance), _add_compliance_arguments, _cmd_compliance),
+    Command("compliance", _doc(compliancecmd.run), compliancecmd.add_arguments, compliancecmd.run),
     Command("mutants", _doc(_cmd_mutants), mutants_cli.add_arguments, _cmd_mutants, _doc(_cmd_mutants)
             + " A mutant is killed by the first normative case a real run (--backend mutant:ID --expectations "
             "none) fails.", _exit_statuses(mutants_cli.EXIT)),

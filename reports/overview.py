@@ -14,7 +14,8 @@ from ..domain import FAILING, RunStatus
 from ..results import Header, Results, is_expected, passed_against_entry
 from ..results.merge import gap, incomplete, shards_text
 from .diff import CATEGORIES, diff_records, selection_text
-from .findings import Finding, group, known_versions, shorten
+from .findings import Finding, group, known_versions
+from .wording import shorten
 
 
 def n_of(n: int, what: str) -> str:

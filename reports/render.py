@@ -20,10 +20,11 @@ from qdq_conformance.results.tally import needs_attention, summary_lines
 
 from .casepage import page_data
 from .compliance import KEPT, run_date
-from .findings import Finding, index, shorten
+from .findings import Finding, index
 from .overview import Overview, overview
 from .page import environment, pack
 from .page import unpack as unpack  # (re-exported: tests and tools read a rendered report with it)
+from .wording import shorten
 
 #: the statuses in the order the report lists them: failures first
 ORDER = [*FAILING_ORDER, RunStatus.UNSUPPORTED.value, RunStatus.IMPLEMENTATION_DEFINED.value, RunStatus.PASSED.value]

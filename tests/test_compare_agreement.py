@@ -26,7 +26,7 @@ from qdq_conformance.domain import CaseStatus, RunStatus
 from qdq_conformance.fuzz.search import signature_parts
 from qdq_conformance.generators.status import changes_answer
 from qdq_conformance.reports.casepage import page_data, render_text
-from qdq_conformance.reports.findings import mismatch_kind
+from qdq_conformance.reports.signature import mismatch_kind
 from qdq_conformance.runner.execute import CaseResult
 from qdq_conformance.runner.outcome import Outcome, classify
 from qdq_conformance.runner.outputs import RawResult

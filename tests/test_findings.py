@@ -11,8 +11,9 @@ import numpy as np
 
 from qdq_conformance.cli import main
 from qdq_conformance.compare import Mismatch, compare
-from qdq_conformance.reports.findings import group, mask, mismatch_kind, span
+from qdq_conformance.reports.findings import group, span
 from qdq_conformance.reports.render import render_files, unpack
+from qdq_conformance.reports.signature import mask, mismatch_kind
 from qdq_conformance.results import header
 from qdq_conformance.types import TYPES
 

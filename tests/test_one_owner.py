@@ -31,7 +31,7 @@ _BITS = {"code_of", "tobytes", "view", "bit_patterns"}
 ALLOWED = {
     ("qdq_conformance.mutants.rewrites", "_same"): "a model's scale and zero point, the same by value",
     ("qdq_conformance.generators.graph_coverage", "_same_values"): "a graph's parameters, the same by value",
-    ("qdq_conformance.reports.findings", "_element_kind"): "the kind of an element the verdict marked",
+    ("qdq_conformance.reports.signature", "_element_kind"): "the kind of an element the verdict marked",
 }
 
 

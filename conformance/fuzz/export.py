@@ -25,8 +25,9 @@ import yaml
 
 from ..generators.corpus import load_file
 from ..generators.layout import test_name, write_folder
-from ..reports.findings import FAILING, group, is_expected, signature
+from ..reports.findings import FAILING, group, is_expected
 from ..reports.findings import Finding as Group
+from ..reports.signature import signature
 from ..results import CaseRecord, Header, JSONValue, ResultsWriter, Summary, expectation_of, read
 from .describe import literals, template
 from .search import Finding

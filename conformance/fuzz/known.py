@@ -19,7 +19,7 @@ from typing import Any
 from ..domain import Tier, tiers_of
 from ..generators.cache import load_file_cached
 from ..plugin.selection import case_index
-from ..reports.findings import type_class
+from ..reports.signature import type_class
 from ..resources import cases_dir
 from ..runner.execute import ObjRef
 from ..runner.expectations import Expectations
