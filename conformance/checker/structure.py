@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np
@@ -30,13 +29,13 @@ from ..reference.ops import PLANS, Plan, check_attributes
 from ..rules import RULES
 from ..types import TYPES, ElementType, by_proto
 from .graph import Facts, Site
+from .standins import Shape, fill, known, stand_in
 from .tensors import MAX_ELEMENTS
 
 #: Rules about the scale's and zero point's shapes against x and the attributes.
 GRANULARITY_RULES = frozenset({"QDQ005", "QDQ006", "QDQ007", "QDQ008"})
 #: Attributes the granularity depends on.
 GRANULARITY_ATTRS = ("axis", "block_size")
-Shape = tuple[int, ...]
 T = TypeVar("T")
 
 
@@ -59,55 +58,6 @@ class Outcome:
     plan: Plan | None = None
     findings: list[Finding] = field(default_factory=list)
     outputs_trusted: bool = True
-
-
-def _stand_in(t: ElementType, shape: Shape) -> np.ndarray:
-    return _zeros(t.dtype, shape)
-
-
-@lru_cache(maxsize=1024)
-def _zeros(dtype: np.dtype, shape: Shape) -> np.ndarray:
-    """A read-only zero-strided array (shared: a node is planned several times, most nodes alike)."""
-    return np.broadcast_to(np.zeros((), dtype=dtype), shape)
-
-
-def _known(shape: tuple[int | None, ...] | None) -> Shape | None:
-    return None if shape is None or None in shape else tuple(int(d) for d in shape if d is not None)
-
-
-#: The highest rank made up for an x of unknown rank (an axis beyond it is not judged).
-MAX_MADE_UP_RANK = 64
-
-
-def _fill(x: tuple[int | None, ...] | None, scale: Shape, attrs: dict[str, int]) -> tuple[Shape, str] | None:
-    """x's shape with unknown dimensions (or an unknown rank: the smallest the scale and axis fit) replaced by what
-    the scale's shape implies, so that the scale fits there; a note when the block_size range then cannot be
-    checked. None when x's rank is unknown and the axis asks for an absurd one."""
-    block = attrs.get("block_size", 0)
-    given = attrs.get("axis", 1)
-    if x is None:
-        rank = len(scale) if block > 0 or len(scale) != 1 else max(given + 1, -given, 1)
-        if rank > MAX_MADE_UP_RANK:
-            return None
-        x = (None,) * max(rank, 1)
-    rank = len(x)
-    axis = given % rank if rank and -rank <= given < rank else None
-    out: list[int] = []
-    note = ""
-    for d, v in enumerate(x):
-        if v is not None:
-            out.append(v)
-        elif len(scale) == rank and rank > 1 and block > 0:
-            if d == axis:
-                out.append(block * scale[d])
-                note = f"x's dimension {d} is unknown, so block_size {block} was not checked against its range"
-            else:
-                out.append(scale[d])
-        elif len(scale) == 1 and (d == axis or rank == 1):
-            out.append(scale[0])
-        else:
-            out.append(1)
-    return tuple(out), note
 
 
 def type_name(elem: int) -> str:
@@ -218,16 +168,16 @@ class _Node:
         if spec.name == "DynamicQuantizeLinear" or count < 2:
             return flat, False
         x_f, s_f = self.facts[0], self.facts[1]
-        scale = _known(s_f.shape) if s_f is not None else None
+        scale = known(s_f.shape) if s_f is not None else None
         unknown = [spec.inputs[k].name for k, f in enumerate(self.facts[:3]) if f is not None and k > 0 and
-                   _known(f.shape) is None]
+                   known(f.shape) is None]
         if scale is None:
             if unknown:
                 self.add("QDQ020", f"the shape of {', '.join(unknown)} could not be determined; granularity, axis "
                                    "and block_size were not checked", unknown[0])
             return flat, False
         x_shape = x_f.shape if x_f is not None else None
-        made = _fill(x_shape, scale, self.attrs)
+        made = fill(x_shape, scale, self.attrs)
         if made is None:
             self.add("QDQ020", f"the rank of x could not be determined and axis {self.attrs.get('axis')} is beyond "
                                "any plausible one; granularity, axis and block_size were not checked",
@@ -257,7 +207,7 @@ class _Node:
         tensor read alike: ambiguity catalogue scalar-one-element-shapes)."""
         if len(self.spec.inputs) < 3 or self.facts[2] is None or self.facts[1] is None:
             return None
-        z, s = _known(self.facts[2].shape), _known(self.facts[1].shape)
+        z, s = known(self.facts[2].shape), known(self.facts[1].shape)
         if z is None or s is None or z == s or (math.prod(z) == 1 >= len(z) and math.prod(s) == 1 >= len(s)):
             return None
         return z
@@ -265,7 +215,7 @@ class _Node:
     # --- planning -------------------------------------------------------------------------------------------
 
     def arrays(self, shapes: list[Shape]) -> list[np.ndarray | None]:
-        return [None if t is None or (not name and self.spec.inputs[k].optional) else _stand_in(t, shapes[k])
+        return [None if t is None or (not name and self.spec.inputs[k].optional) else stand_in(t, shapes[k])
                 for k, (t, name) in enumerate(zip(self.types, self.names, strict=True))]
 
     def plan(self, shapes: list[Shape], attrs: dict[str, int]) -> Plan:
