@@ -4,11 +4,11 @@ measured side by side in one run.
 The earlier version (``--baseline``, a git revision, default: where this branch left main, ``git merge-base
 HEAD main``) is taken from this checkout with
 ``git archive`` into a temporary folder and imported from there; both versions run the same command line
-(``generate --out DIR -j JOBS``, default tier, runtime form) as child processes, alternating (baseline, current,
-current, baseline, ...) so that a change in the machine's load weighs on both. Prints, per run, wall seconds and
-the CPU seconds of the process and its workers; then the medians, the ratio current / baseline, the files and
-distinct inodes written, and whether two runs of the current code wrote identical bytes. Target (issue 26): the
-default tier generates in <= 60 s on 2 cores with -j 2.
+(``generate --out DIR -j JOBS``, default tier, runtime form) as child processes, alternating (baseline,
+current, current, baseline, ...) so that a change in the machine's load weighs on both. Prints, per run, wall
+seconds and the CPU seconds of the process and its workers; then the medians, the ratio current / baseline,
+the files and distinct inodes written, and whether two runs of the current code wrote identical bytes. Target
+(issue 26): the default tier generates in <= 60 s on 2 cores with -j 2.
 
     python benchmarks/bench_generate.py [--baseline REV] [--rounds 2] [--jobs 2] [--dir DIR]
 """
@@ -29,14 +29,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the repository's folders and where the installed package has them (pyproject's package-dir)
-PACKAGES = {"generators": "generators", "reports": "reports", "cases": "cases", "expectations": "expectations"}
+PACKAGES = {"generators": "generators", "reports": "reports", "cases": "cases",
+            "expectations": "expectations"}
 
 
 def checkout(revision: str, where: Path) -> Path:
     """``revision``'s tree under ``where``, importable as ``qdq_conformance`` from the returned folder."""
     src = where / "src"
     src.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision], check=True, capture_output=True).stdout
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision], check=True,
+                             capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
     for sub, folder in PACKAGES.items():  # qdq_conformance.generators is generators/, and so on
         (src / "conformance" / sub).symlink_to(src / folder, target_is_directory=True)
@@ -83,7 +85,8 @@ def tree(root: Path) -> tuple[int, int, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--baseline", default=None, help="git revision of the earlier code (default: git merge-base "
+    ap.add_argument("--baseline", default=None,
+                    help="git revision of the earlier code (default: git merge-base "
                     "HEAD main)")
     ap.add_argument("--rounds", type=int, default=2, help="runs of each version (default: %(default)s)")
     ap.add_argument("--jobs", type=int, default=2, help="generate -j (default: %(default)s)")
@@ -97,8 +100,8 @@ def main() -> None:
     revision = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.baseline], check=True,
                               capture_output=True, text=True).stdout.strip()
     site = checkout(args.baseline, base / "baseline")
-    print(f"baseline {args.baseline} ({revision}) vs current checkout; generate -j {args.jobs}, default tier, "
-          f"runtime form; load average at start: {os.getloadavg()[0]:.1f}")
+    print(f"baseline {args.baseline} ({revision}) vs current checkout; generate -j {args.jobs}, default "
+          f"tier, runtime form; load average at start: {os.getloadavg()[0]:.1f}")
     times: dict[str, list[tuple[float, float]]] = {"baseline": [], "current": []}
     outs: dict[str, list[Path]] = {"baseline": [], "current": []}
     order = [label for k in range(args.rounds) for label in
@@ -109,9 +112,11 @@ def main() -> None:
         wall, cpu = run(site if label == "baseline" else None, out, args.jobs, base / f"cache-{label}-{n}")
         times[label].append((wall, cpu))
         outs[label].append(out)
-        print(f"  {label:8} run {n + 1}: {wall:6.1f} s wall, {cpu:6.1f} s CPU (load {os.getloadavg()[0]:.1f})",
+        print(f"  {label:8} run {n + 1}: {wall:6.1f} s wall, {cpu:6.1f} s CPU (load "
+              f"{os.getloadavg()[0]:.1f})",
               flush=True)
-    med = {label: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t)) for label, t in times.items()}
+    med = {label: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
+           for label, t in times.items()}
     for label, (wall, cpu) in med.items():
         files, inodes, _ = tree(outs[label][0])
         print(f"{label:8} median {wall:6.1f} s wall, {cpu:6.1f} s CPU; {files} files, {inodes} inodes")
@@ -120,7 +125,8 @@ def main() -> None:
     if len(outs["current"]) >= 2:
         same = tree(outs["current"][0])[2] == tree(outs["current"][1])[2]
         print(f"two runs of the current code wrote identical bytes: {'yes' if same else 'NO'}")
-    if args.dir is None:  # (deleted only now: on a disk mounted with discard, deleting slows the writes that follow)
+    # (deleted only now: on a disk mounted with discard, deleting slows the writes that follow)
+    if args.dir is None:
         shutil.rmtree(base, ignore_errors=True)
 
 

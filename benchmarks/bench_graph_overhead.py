@@ -1,13 +1,14 @@
 """A full default-corpus run on ONNX Runtime, this tree against a baseline commit, side by side in one run.
 
 Issue 28 adds graph cases to the corpus (and a node-by-node run for each failing one); its target: a full
-default-corpus run on ``ort`` takes at most 1.25x what it took before. The baseline commit (default: 1777058, the
-main branch the graph cases were built on) is checked out in a temporary git worktree and imported through a
-shadow site folder (its ``conformance/`` as ``qdq_conformance``, with ``generators``, ``reports``, ``cases`` and
-``expectations`` linked in, as pyproject's package-dir maps them), ahead of this tree's editable install. Each
-tree's corpus cache is filled first (a collection), in a cache folder of its own; then the runs alternate,
-baseline then this tree, ``--rounds`` times, each as ``qdq-conformance run`` runs it (the flags of .ci/run), both
-graph forms, the bundled expectations. Prints each run's wall time, case count and the ratio of the medians.
+default-corpus run on ``ort`` takes at most 1.25x what it took before. The baseline commit (default: 1777058,
+the main branch the graph cases were built on) is checked out in a temporary git worktree and imported through
+a shadow site folder (its ``conformance/`` as ``qdq_conformance``, with ``generators``, ``reports``, ``cases``
+and ``expectations`` linked in, as pyproject's package-dir maps them), ahead of this tree's editable install.
+Each tree's corpus cache is filled first (a collection), in a cache folder of its own; then the runs
+alternate, baseline then this tree, ``--rounds`` times, each as ``qdq-conformance run`` runs it (the flags of
+.ci/run), both graph forms, the bundled expectations. Prints each run's wall time, case count and the ratio of
+the medians.
 
     python benchmarks/bench_graph_overhead.py [--baseline 1777058] [--rounds 1] [-k EXPR]
 
@@ -33,7 +34,8 @@ TARGET = 1.25
 RUN_FLAGS = ["-q", "-p", "no:cacheprovider", "--capture=no", "-p", "no:logging", "-p", "no:warnings",
              "-p", "no:hypothesispytest", "--assert=plain", "-r", "fEX", "--tb=no"]
 #: the package-dir mapping of pyproject.toml: subpackage -> repository folder
-SUBPACKAGES = {"generators": "generators", "reports": "reports", "cases": "cases", "expectations": "expectations"}
+SUBPACKAGES = {"generators": "generators", "reports": "reports", "cases": "cases",
+               "expectations": "expectations"}
 
 
 def shadow_site(tree: Path, site: Path) -> Path:
@@ -86,8 +88,8 @@ def main() -> int:
     select = ["-k", args.k] if args.k else []
     work = Path(tempfile.mkdtemp(prefix="qdq-bench-graph-"))
     old = work / "baseline"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old), args.baseline], check=True,
-                   capture_output=True)
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old), args.baseline],
+                   check=True, capture_output=True)
     try:
         site = shadow_site(old, work / "site")
         trees = {"baseline": (old, _env(site, work / "cache-baseline")),
@@ -95,8 +97,10 @@ def main() -> int:
         for name, (tree, env) in trees.items():
             where, expected = _where(env), site if tree == old else tree
             assert where.startswith(str(expected)), f"{name}: imports {where}, not from {expected}"
-            subprocess.run([sys.executable, "-m", "pytest", *plugin_args(tree), "--backend=ort", "--collect-only",
-                            "-q", *select], env=env, cwd=tree, capture_output=True, check=False)  # fills the cache
+            subprocess.run([sys.executable, "-m", "pytest", *plugin_args(tree), "--backend=ort",
+                            "--collect-only",
+                            # fills the cache
+                            "-q", *select], env=env, cwd=tree, capture_output=True, check=False)
         times: dict[str, list[float]] = {name: [] for name in trees}
         for r in range(args.rounds):
             for name, (tree, env) in trees.items():
@@ -106,8 +110,8 @@ def main() -> int:
                 print(f"round {r + 1}: {name:9} {seconds:7.1f} s, {cases:,} case-forms ({tail})", flush=True)
         base, new = (statistics.median(times[n]) for n in trees)
         ratio = new / base
-        print(f"ort full default corpus, both forms: baseline {args.baseline} {base:.1f} s, this tree {new:.1f} s: "
-              f"{ratio:.2f}x (target <= {TARGET}x: {'met' if ratio <= TARGET else 'NOT met'})")
+        print(f"ort full default corpus, both forms: baseline {args.baseline} {base:.1f} s, this tree "
+              f"{new:.1f} s: {ratio:.2f}x (target <= {TARGET}x: {'met' if ratio <= TARGET else 'NOT met'})")
         return 0
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False,

@@ -1,12 +1,12 @@
 """Reference-kernel speed and memory, measured side by side with ONNX Runtime (1 intra-op thread) and
 onnx.reference in one run.
 
-16M float32 elements quantized to uint8 (per-tensor and per-axis) and the same uint8 tensor dequantized with the
-same parameters (and once more per-tensor with a zero point of 0).
+16M float32 elements quantized to uint8 (per-tensor and per-axis) and the same uint8 tensor dequantized with
+the same parameters (and once more per-tensor with a zero point of 0).
 Prints, per workload, the best of N runs for each engine, the kernel's time as a ratio to ORT and to
-onnx.reference, and the kernel's peak traced memory as a multiple of the input size. ``alloc/ref`` is the time of
-only allocating the kernel's output and touching each of its pages (the operating system zeroes them), timed in
-the same rounds: a floor that no numpy kernel, which must return a new array, goes under.
+onnx.reference, and the kernel's peak traced memory as a multiple of the input size. ``alloc/ref`` is the time
+of only allocating the kernel's output and touching each of its pages (the operating system zeroes them),
+timed in the same rounds: a floor that no numpy kernel, which must return a new array, goes under.
 Targets (issue 2): kernel <= 3x ORT, kernel <= 1/3 of onnx.reference, peak memory <= 3x the input.
 
     python benchmarks/bench_kernel.py [--elements N] [--repeat R]
@@ -66,10 +66,12 @@ def workloads(n):
            [("x", x), ("s", rng.uniform(0.1, 1, channels).astype(np.float32)),
             ("z", rng.integers(0, 256, channels).astype(np.uint8))], TensorProto.UINT8, {"axis": 1})
     yield ("dequantize per-tensor", "DequantizeLinear", [("x", q8), ("s", np.array(0.5, np.float32)),
-                                                         ("z", np.array(128, np.uint8))], TensorProto.FLOAT, {})
+                                                         ("z", np.array(128, np.uint8))], TensorProto.FLOAT,
+           {})
     # Symmetric quantization's zero point, which the kernel dequantizes without a subtraction pass.
     yield ("dequantize per-tensor z0", "DequantizeLinear", [("x", q8), ("s", np.array(0.5, np.float32)),
-                                                            ("z", np.array(0, np.uint8))], TensorProto.FLOAT, {})
+                                                            ("z", np.array(0, np.uint8))], TensorProto.FLOAT,
+           {})
     yield ("dequantize per-axis", "DequantizeLinear",
            [("x", q8), ("s", rng.uniform(0.1, 1, channels).astype(np.float32)),
             ("z", rng.integers(0, 256, channels).astype(np.uint8))], TensorProto.FLOAT, {"axis": 1})
@@ -81,8 +83,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     print(f"{args.elements:,} elements, best of {args.repeat} runs")
-    print(f"{'workload':24} {'kernel s':>9} {'ORT-1t s':>9} {'onnxref s':>9} {'k/ORT':>7} {'k/ref':>7} {'peak/f32':>8} "
-          f"{'alloc/ref':>9}")
+    print(f"{'workload':24} {'kernel s':>9} {'ORT-1t s':>9} {'onnxref s':>9} {'k/ORT':>7} {'k/ref':>7} "
+          f"{'peak/f32':>8} {'alloc/ref':>9}")
     for label, op, inputs, out_type, attrs in workloads(args.elements):
         model = single_node_model("ai.onnx", op, 21, inputs, [("y", out_type, None)], attrs)
         feeds = dict(inputs)

@@ -52,8 +52,8 @@ def main() -> None:
     print(f"pytest start-up, {args.rounds} alternating rounds (the fastest is the least disturbed by load)")
     for what, f in (("median", statistics.median), ("fastest", min)):
         a, b = f(with_plugin), f(without)
-        print(f"  {what:8} with the plugin {a * 1000:6.0f} ms, with -p no:qdq_conformance {b * 1000:6.0f} ms: "
-              f"{1000 * (a - b):+.0f} ms, ratio {a / b:.3f} (target: within 50 ms)")
+        print(f"  {what:8} with the plugin {a * 1000:6.0f} ms, with -p no:qdq_conformance {b * 1000:6.0f} "
+              f"ms: {1000 * (a - b):+.0f} ms, ratio {a / b:.3f} (target: within 50 ms)")
     print(f"  importing qdq_conformance.plugin.entry on top of pytest: {_entry_import_ms():.1f} ms")
 
 

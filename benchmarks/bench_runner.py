@@ -5,16 +5,16 @@ Runtime session and run once (exotic types through OrtValue, as the runner must)
 Runner: ``pytest --backend=ort`` on the same cases, as ``qdq-conformance run`` runs it, with the corpus cache
 already filled, as after a first run (collection, backend
 worker processes on every core, comparison, expectations and the results file included); ``--xdist N`` also
-times the same run under pytest-xdist with N workers; ``--full-protocol`` also times it with pytest's full run-test
-protocol for every item (a foreign marker on each, as a conftest would add: the runner's one shortcut through pytest,
-``qdq_conformance/plugin/fastpath.py``, then never applies), which is what the shortcut saves.
+times the same run under pytest-xdist with N workers; ``--full-protocol`` also times it with pytest's full
+run-test protocol for every item (a foreign marker on each, as a conftest would add: the runner's one shortcut
+through pytest, ``qdq_conformance/plugin/fastpath.py``, then never applies), which is what the shortcut saves.
 Target (issue 4): runner <= 1.5x the bare loop on 2 cores.
 
 Failures workload (issue 14): the main job, ``qdq-conformance run --report``, against ONNX Runtime with one
 output bit flipped in every OFF_BY_ONE_EVERY-th case it runs (``off_by_one`` below: well over 1,000 unexpected
 failures, every one with its full record, mismatches and repro) and no expectations; it reports the run's wall
-time over the time its last case finished (the last case report in the pytest process). Target: <= 1.15, however
-many the failures.
+time over the time its last case finished (the last case report in the pytest process). Target: <= 1.15,
+however many the failures.
 
     python benchmarks/bench_runner.py [--rounds N] [--xdist N] [--full-protocol] [--failures-only]
 """
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-#: the failures workload flips a bit in every case whose id hashes to 0 modulo this (with ONNX Runtime 1.32.0's own
-#: failures, 1,736 unexpected failures in the runtime graph form alone)
+#: the failures workload flips a bit in every case whose id hashes to 0 modulo this (with ONNX Runtime
+#: 1.32.0's own failures, 1,736 unexpected failures in the runtime graph form alone)
 OFF_BY_ONE_EVERY = 8
 _TIMING_ENV = "QDQ_BENCH_TIMING"
 _FULL_PROTOCOL_ENV = "QDQ_BENCH_FULL_PROTOCOL"
@@ -75,7 +75,8 @@ def pytest_runtest_logreport(report: Any) -> None:
 
 
 def pytest_collection_modifyitems(items: list[Any]) -> None:
-    """With $QDQ_BENCH_FULL_PROTOCOL set: a foreign marker on every item, so each gets pytest's full protocol."""
+    """With $QDQ_BENCH_FULL_PROTOCOL set: a foreign marker on every item, so each gets pytest's full
+    protocol."""
     if os.environ.get(_FULL_PROTOCOL_ENV):
         import pytest
 
@@ -93,7 +94,8 @@ def prepare() -> list[tuple[Any, Any]]:
     from qdq_conformance.generators.corpus import load
 
     corpus = load()
-    return [(case.model(form), case.feeds(form)) for case in corpus.cases for form in ("runtime", "initializer")]
+    return [(case.model(form), case.feeds(form)) for case in corpus.cases
+            for form in ("runtime", "initializer")]
 
 
 def bare_loop(prepared: list[tuple[Any, Any]]) -> float:
@@ -125,8 +127,10 @@ def runner(xdist: int = 0, full_protocol: bool = False) -> tuple[float, str]:
 
 
 def warm_cache() -> None:
-    """Expand the corpus into its cache once (the bare loop also builds its models before its clock starts)."""
-    subprocess.run([sys.executable, "-m", "pytest", "--backend=ort", "--collect-only", "-q", "-p", "no:cacheprovider"],
+    """Expand the corpus into its cache once (the bare loop also builds its models before its clock
+    starts)."""
+    subprocess.run([sys.executable, "-m", "pytest", "--backend=ort", "--collect-only", "-q", "-p",
+                    "no:cacheprovider"],
                    cwd=ROOT, capture_output=True, text=True)
 
 
@@ -139,7 +143,8 @@ def failures_run(form: str = "both") -> tuple[float, float, str]:
                "python:benchmarks.bench_runner:off_by_one", "--expectations", "none", "--form", form,
                "--report", os.path.join(tmp, "report.html"), "--", "-p", "benchmarks.bench_runner"]
         t0 = time.time()
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, _TIMING_ENV: timing})
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                           env={**os.environ, _TIMING_ENV: timing})
         wall = time.time() - t0
         last = float(Path(timing).read_text()) - t0 if os.path.exists(timing) else float("nan")
     tail = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr[-300:]
@@ -149,11 +154,14 @@ def failures_run(form: str = "both") -> tuple[float, float, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3, metavar="N",
-                    help="alternate bare loop and runner N times (ABBA order) and report every ratio and their "
-                         "median: this machine's speed drifts by up to 30%% between minutes (default 3)")
-    ap.add_argument("--xdist", type=int, default=0, metavar="N", help="also time the run with pytest-xdist -n N")
+                    help="alternate bare loop and runner N times (ABBA order) and report every ratio and "
+                         "their median: this machine's speed drifts by up to 30%% between minutes (default "
+                         "3)")
+    ap.add_argument("--xdist", type=int, default=0, metavar="N",
+                    help="also time the run with pytest-xdist -n N")
     ap.add_argument("--full-protocol", action="store_true",
-                    help="also time the run with pytest's full protocol for every item (the shortcut's saving)")
+                    help="also time the run with pytest's full protocol for every item (the shortcut's "
+                         "saving)")
     ap.add_argument("--failures-only", action="store_true", help="only the failures workload")
     ap.add_argument("--failures-form", choices=("runtime", "initializer", "both"), default="both",
                     help="graph form(s) of the failures workload (default: both, as the main job)")

@@ -1,9 +1,10 @@
-"""Seconds to the first line of a run that selects one case (issue 31), with and without collecting only the case
-files the selection can match (``qdq_conformance/plugin/selection.py``), measured side by side in one run.
+"""Seconds to the first line of a run that selects one case (issue 31), with and without collecting only the
+case files the selection can match (``qdq_conformance/plugin/selection.py``), measured side by side in one
+run.
 
-Each command runs in a fresh process, its output read as it comes: the figure is the time from starting the process
-to its first byte of output (stdout or stderr), and to its end. The caches (expansion and selection index) are
-filled by a first, untimed run, as after any earlier run. "before": every case file collected
+Each command runs in a fresh process, its output read as it comes: the figure is the time from starting the
+process to its first byte of output (stdout or stderr), and to its end. The caches (expansion and selection
+index) are filled by a first, untimed run, as after any earlier run. "before": every case file collected
 (``QDQ_COLLECT_ALL=1``); "after": as shipped. Target: the first line within 2 s on 2 cores. The CPU seconds of
 each command (its process and its backend workers) are printed too: on a machine others load, the wall times
 grow with the load, the CPU time hardly.
@@ -64,8 +65,10 @@ def main() -> int:
     base = {**os.environ}
     base.pop("QDQ_COLLECT_ALL", None)
     commands = {
-        "run -k ID": [sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", args.backend, "-k", args.case],
-        "show ID": [sys.executable, "-m", "qdq_conformance.cli", "show", args.case, "--backend", args.backend],
+        "run -k ID": [sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", args.backend, "-k",
+                      args.case],
+        "show ID": [sys.executable, "-m", "qdq_conformance.cli", "show", args.case, "--backend",
+                    args.backend],
     }
     timed(commands["run -k ID"], base)  # fill the caches (untimed)
     print(f"one case ({args.case}) on {args.backend}, {os.cpu_count()} cores; {args.rounds} rounds, medians")

@@ -9,5 +9,6 @@ from pathlib import Path
 
 def cache_root() -> Path:
     base = os.environ.get("QDQ_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or
-                                                          os.path.expanduser("~/.cache"), "onnx-qdq-conformance")
+                                                          os.path.expanduser("~/.cache"),
+                                                           "onnx-qdq-conformance")
     return Path(base)

@@ -59,8 +59,8 @@ def _cmd_ambiguities(args: argparse.Namespace) -> int:
     for a in catalogue().values():
         readings = "".join(f"\n    {'*' if n == a.kernel_reading else '-'} {n}: {text}"
                            for n, text in a.readings.items())
-        print(f"{a.id}\n  spec:     {a.spec}\n  question: {a.question}\n  readings (* the kernel's):{readings}"
-              f"\n  kernel:   {a.kernel}\n")
+        print(f"{a.id}\n  spec:     {a.spec}\n  question: {a.question}\n  readings (* the "
+              f"kernel's):{readings}\n  kernel:   {a.kernel}\n")
     return 0
 
 
@@ -72,8 +72,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
          [np.array([0, 2, 3, 1000, -254, -1000], f32), f32(2), np.uint8(128)], {}),
         ("QuantizeLinear-21 saturates beyond 2**31 and at +-inf", "ai.onnx", "QuantizeLinear", 21,
          [np.array([3e9, -3e9, np.inf, -np.inf, 2.5, 3.5], f32), f32(1), np.int8(0)], {}),
-        ("DequantizeLinear-21 int32 extremes with a zero point (no overflow)", "ai.onnx", "DequantizeLinear", 21,
-         [np.array([-(2**31), 2**31 - 1], np.int32), f32(1), np.int32(2**31 - 1)], {}),
+        ("DequantizeLinear-21 int32 extremes with a zero point (no overflow)", "ai.onnx", "DequantizeLinear",
+         21, [np.array([-(2**31), 2**31 - 1], np.int32), f32(1), np.int32(2**31 - 1)], {}),
         ("DynamicQuantizeLinear-11", "ai.onnx", "DynamicQuantizeLinear", 11,
          [np.array([0, 2, -3, -2.5, 1.34, 0.5], f32)], {}),
     ]
@@ -142,7 +142,8 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
 
 
 def _cmd_fuzz(args: argparse.Namespace) -> int:
-    """Search for failing cases the corpus does not hold (Hypothesis), shrink them and keep them as case files."""
+    """Search for failing cases the corpus does not hold (Hypothesis), shrink them and keep them as case
+    files."""
     return fuzz_cli.run(args)
 
 
@@ -170,7 +171,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    """Check every quantization node of ONNX models against its opset's spec (the same rules as the kernel)."""
+    """Check every quantization node of ONNX models against its opset's spec (the same rules as the
+    kernel)."""
     return checker_cli.run(args)
 
 
@@ -213,8 +215,10 @@ def _add_ambiguities_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _add_generate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder: new, empty, or made by an earlier "
-                   "generate, whose cases (those its manifest.json lists) are replaced; anything else is refused")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="output folder: new, empty, or made by an earlier "
+                   "generate, whose cases (those its manifest.json lists) are replaced; anything else is "
+                   "refused")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="worker processes (default: one per core)")
     p.add_argument("--form", choices=(*FORMS, BOTH), default=Form.RUNTIME.value,
@@ -231,7 +235,8 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_build_quark_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--source", metavar="PATH", help="amd-quark's custom_ops folder or an amd_quark-*.whl")
-    p.add_argument("--quark-version", metavar="V", help="amd-quark release to download when no source is given "
+    p.add_argument("--quark-version", metavar="V",
+                   help="amd-quark release to download when no source is given "
                    "(default: the tested one)")
     p.add_argument("--force", action="store_true", help="rebuild even when the cache has the library")
 
@@ -241,21 +246,23 @@ def _add_coverage_arguments(p: argparse.ArgumentParser) -> None:
     _add_corpus_options(p)
 
 
-#: Every subcommand, in the order ``qdq-conformance --help`` lists them: the one place a subcommand is registered.
+#: Every subcommand, in the order ``qdq-conformance --help`` lists them: the one place a subcommand is
+#: registered.
 COMMANDS: tuple[Command, ...] = (
     Command("demo", _doc(_cmd_demo).splitlines()[0], None, _cmd_demo, _doc(_cmd_demo)),
     Command("specs", _doc(_cmd_specs).splitlines()[0], None, _cmd_specs, _doc(_cmd_specs)),
-    Command("ambiguities", _doc(_cmd_ambiguities).splitlines()[0], _add_ambiguities_arguments, _cmd_ambiguities,
-            _doc(_cmd_ambiguities)),
+    Command("ambiguities", _doc(_cmd_ambiguities).splitlines()[0], _add_ambiguities_arguments,
+            _cmd_ambiguities, _doc(_cmd_ambiguities)),
     Command("generate", _doc(_cmd_generate), _add_generate_arguments, _cmd_generate),
     Command("run", _doc(_cmd_run), _add_run_arguments, _cmd_run, _doc(_cmd_run)
             + " Arguments after -- go to pytest (e.g. -- -k quantizelinear-21 -n 2). On a terminal, one "
             "progress line; elsewhere, a line a minute; at the end, after pytest's own lines, the run's "
             "summary: counts per status, expected vs unexpected, where the results and report are, and "
             "the exit status's meaning.",
-            "exit status:\n" + "\n".join(textwrap.fill(v, 100, initial_indent=f"  {k}  ", subsequent_indent="     ",
-                                                       break_on_hyphens=False)  # (--backend-timeout)
-                                         for k, v in EXIT_STATUS.items()),
+            "exit status:\n"
+            + "\n".join(textwrap.fill(v, 100, initial_indent=f"  {k}  ", subsequent_indent="     ",
+                                      break_on_hyphens=False)  # (--backend-timeout)
+                        for k, v in EXIT_STATUS.items()),
             raw_description=True),
     Command("report", report_commands.REPORT_HELP, report_commands.add_report_arguments,
             report_commands.run_report, report_commands.REPORT_DESCRIPTION),
@@ -264,29 +271,35 @@ COMMANDS: tuple[Command, ...] = (
     Command("diff", report_commands.DIFF_HELP, report_commands.add_diff_arguments, report_commands.run_diff,
             report_commands.DIFF_DESCRIPTION),
     Command("show", "Show one case in full (spec clause, inputs, expected vs actual with bit codes, why each "
-            "differing element is hard, expectation, reading), from a results file or a fresh run of that case.",
+            "differing element is hard, expectation, reading), from a results file or a fresh run of that "
+            "case.",
             showcmd.add_arguments, showcmd.run, _doc(showcmd), _exit_statuses(showcmd.EXIT)),
     Command("check", _doc(_cmd_check), checker_cli.add_arguments, _cmd_check, _doc(_cmd_check)
-            + " Covers QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, com.microsoft QuantizeLinear / "
-            "DequantizeLinear and com.amd.quark ExtendedQuantizeLinear / ExtendedDequantizeLinear in the main "
-            "graph, subgraphs and local functions, every problem of a node (each rule once, blamed on the input at "
-            "fault), and the model around them (node order, IR version); other quantization operators are named "
-            "in notes (QDQ024). `qdq-conformance check --rules` lists the rules.", _exit_statuses(checker_cli.EXIT)),
+            + " Covers QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, com.microsoft QuantizeLinear "
+              "/ "
+            "DequantizeLinear and com.amd.quark ExtendedQuantizeLinear / ExtendedDequantizeLinear in the "
+            "main graph, subgraphs and local functions, every problem of a node (each rule once, blamed on "
+            "the input at fault), and the model around them (node order, IR version); other quantization "
+            "operators are named in notes (QDQ024). `qdq-conformance check --rules` lists the rules.",
+            _exit_statuses(checker_cli.EXIT)),
     Command("build-quark", _doc(_cmd_build_quark), _add_build_quark_arguments, _cmd_build_quark,
             _doc(_cmd_build_quark) + " Sources: an installed amd-quark, --source (its custom_ops folder or a "
-            "wheel), or else the amd-quark wheel downloaded with `pip download --no-deps` (never installed; onnx "
-            "and onnxruntime stay as they are). Cache: $QDQ_CACHE_DIR or ~/.cache/onnx-qdq-conformance/quark. Exit "
-            "status 1 (one line saying why) when the library cannot be built: a source that is not one, no "
-            "compiler, a failed compilation, a cache that cannot be written."),
+            "wheel), or else the amd-quark wheel downloaded with `pip download --no-deps` (never installed; "
+            "onnx and onnxruntime stay as they are). Cache: $QDQ_CACHE_DIR or "
+            "~/.cache/onnx-qdq-conformance/quark. Exit status 1 (one line saying why) when the library "
+            "cannot be built: a source that is not one, no compiler, a failed compilation, a cache that "
+            "cannot be written."),
     Command("compliance", _doc(compliancecmd.run), compliancecmd.add_arguments, compliancecmd.run),
     Command("mutants", _doc(_cmd_mutants), mutants_cli.add_arguments, _cmd_mutants, _doc(_cmd_mutants)
-            + " A mutant is killed by the first normative case a real run (--backend mutant:ID --expectations "
+            + " A mutant is killed by the first normative case a real run (--backend mutant:ID "
+              "--expectations "
             "none) fails.", _exit_statuses(mutants_cli.EXIT)),
     Command("fuzz", _doc(_cmd_fuzz), fuzz_cli.add_arguments, _cmd_fuzz, _doc(_cmd_fuzz)
-            + " Examples run in the backend's worker process and are judged as corpus cases are (oracle, readings, "
-            "expectations); failures are grouped by signature (operator version, types, zero point, granularity, "
-            "attributes, form, kind of mismatch), one minimal example each, written to --out as case files with "
-            "model, data and repro, and every example's result to --out/results.jsonl.",
+            + " Examples run in the backend's worker process and are judged as corpus cases are (oracle, "
+              "readings, "
+            "expectations); failures are grouped by signature (operator version, types, zero point, "
+            "granularity, attributes, form, kind of mismatch), one minimal example each, written to --out as "
+            "case files with model, data and repro, and every example's result to --out/results.jsonl.",
             _exit_statuses(fuzz_cli.EXIT)),
     Command("coverage", _doc(_cmd_coverage), _add_coverage_arguments, _cmd_coverage),
 )
@@ -299,7 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for c in COMMANDS:
-        extra: dict[str, Any] = {"formatter_class": argparse.RawDescriptionHelpFormatter} if c.raw_description else {}
+        extra: dict[str, Any] = ({"formatter_class": argparse.RawDescriptionHelpFormatter}
+                                 if c.raw_description else {})
         p = sub.add_parser(c.name, help=c.help, description=c.description or c.help, epilog=c.epilog, **extra)
         if c.add_arguments is not None:
             c.add_arguments(p)

@@ -28,8 +28,8 @@ KEPT_RESULTS = "docs/results"
 
 def run(args: argparse.Namespace) -> int:
     """Run several backends over the corpus, then write their scoreboard (HTML), the compliance table and the
-    findings page beside it (Markdown); a backend that cannot run here keeps its column from its last kept results
-    (--kept), dated."""
+    findings page beside it (Markdown); a backend that cannot run here keeps its column from its last kept
+    results (--kept), dated."""
     out = Path(args.results_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths, kept_only = [], []
@@ -90,13 +90,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scoreboard", default="docs/scoreboard.html", metavar="PATH",
                    help="the HTML scoreboard to write (default: %(default)s)")
     p.add_argument("--form", choices=(*FORMS, BOTH), default=None,
-                   help="graph form(s) to run (default: runtime; both for tract, whose runtime form is all but "
-                        "unsupported, and tinygrad)")
+                   help="graph form(s) to run (default: runtime; both for tract, whose runtime form is all "
+                        "but unsupported, and tinygrad)")
     p.add_argument("--kept", default=KEPT_RESULTS, metavar="DIR",
-                   help="where each backend's last results are kept, gzipped without the fields the table does "
-                        "not read (default: %(default)s); a backend that cannot run here keeps its column from "
-                        "them, dated")
-    p.add_argument("--from-kept", metavar="A,B,...", help="backends not to run this time even if they can: their "
+                   help="where each backend's last results are kept, gzipped without the fields the table "
+                        "does not read (default: %(default)s); a backend that cannot run here keeps its "
+                        "column from them, dated")
+    p.add_argument("--from-kept", metavar="A,B,...",
+                   help="backends not to run this time even if they can: their "
                    "columns come from their kept results (a slow backend's last full run, say)")
     p.add_argument("-n", "--workers", default="auto", metavar="N",
                    help="backend worker processes per run (default: auto, the usable cores up to 4)")

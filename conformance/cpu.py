@@ -4,8 +4,9 @@ operating system reports them.
 Some backends choose their kernels by the processor they run on: OpenVINO's CPU plugin, for one, gives other
 answers to some bfloat16 DequantizeLinear cases on a processor with AVX-512 than on one without (measured on
 2026.4.1 on an AMD EPYC with AVX-512; the same machine with oneDNN held to AVX2 answers as the machine without
-AVX-512 the expectations were first recorded on did). An expectation entry can therefore say which features the processor it was measured on had
-(``cpu: {avx512f: true}``), and a results file's header records the features its entries named.
+AVX-512 the expectations were first recorded on did). An expectation entry can therefore say which features
+the processor it was measured on had (``cpu: {avx512f: true}``), and a results file's header records the
+features its entries named.
 """
 
 from __future__ import annotations

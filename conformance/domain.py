@@ -1,17 +1,17 @@
-"""The vocabulary every stage shares: graph forms, shards, size tiers, a case's status, a run's status, and the
-:class:`Case` protocol the runner and the plugin handle cases through.
+"""The vocabulary every stage shares: graph forms, shards, size tiers, a case's status, a run's status, and
+the :class:`Case` protocol the runner and the plugin handle cases through.
 
-This module is at the bottom of the import graph (it imports nothing of the package), next to the element types
-(``types.py``) and the operator specs (``opspecs.py``). The enums are ``str`` enums: a member equals, hashes and
-prints as its value, so records, YAML files and command-line options keep their plain strings
+This module is at the bottom of the import graph (it imports nothing of the package), next to the element
+types (``types.py``) and the operator specs (``opspecs.py``). The enums are ``str`` enums: a member equals,
+hashes and prints as its value, so records, YAML files and command-line options keep their plain strings
 (``RunStatus.FAILED == "failed"``; ``json.dumps`` writes ``"failed"``).
 
 Two vocabularies are both called "status" in files, and are two types here:
 
-- :class:`CaseStatus`, what the corpus says of a case (``status:`` in a case file, ``case_status`` in a results
-  record): normative, implementation-defined, invalid;
-- :class:`RunStatus`, how a case ended on a backend (``status`` in a results record, and in an expectation entry):
-  passed, failed, error, crashed, timeout, invalid-accepted, unsupported, implementation-defined.
+- :class:`CaseStatus`, what the corpus says of a case (``status:`` in a case file, ``case_status`` in a
+  results record): normative, implementation-defined, invalid;
+- :class:`RunStatus`, how a case ended on a backend (``status`` in a results record, and in an expectation
+  entry): passed, failed, error, crashed, timeout, invalid-accepted, unsupported, implementation-defined.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ class StrEnum(str, Enum):
 
 
 class Form(StrEnum):
-    """How a case's single-node model is built: every input a graph input (``runtime``), or every input but x an
-    initializer (``initializer``, which lets a runtime constant-fold)."""
+    """How a case's single-node model is built: every input a graph input (``runtime``), or every input but x
+    an initializer (``initializer``, which lets a runtime constant-fold)."""
 
     RUNTIME = "runtime"
     INITIALIZER = "initializer"
@@ -114,8 +114,8 @@ def tiers_of(choice: str) -> tuple[str, ...]:
 
 
 class CaseStatus(StrEnum):
-    """What the corpus says of a case: the spec decides its answer (normative), the answer depends on an entry of
-    the ambiguity catalogue (implementation-defined), or its model must be rejected (invalid)."""
+    """What the corpus says of a case: the spec decides its answer (normative), the answer depends on an entry
+    of the ambiguity catalogue (implementation-defined), or its model must be rejected (invalid)."""
 
     NORMATIVE = "normative"
     IMPLEMENTATION_DEFINED = "implementation-defined"

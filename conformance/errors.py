@@ -1,5 +1,5 @@
-"""The project's errors: SpecViolation, the one exception the reference kernel raises for anything it cannot or
-must not compute; CaseFileError, a case file that cannot be loaded (one line: file, line, key, problem)."""
+"""The project's errors: SpecViolation, the one exception the reference kernel raises for anything it cannot
+or must not compute; CaseFileError, a case file that cannot be loaded (one line: file, line, key, problem)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def one_line(text: str, limit: int | None = None) -> str:
     """``text`` as one printable line: line breaks, control characters and lone surrogates escaped
     (``\\n``, ``\\x00``, ``\\ud800``), cut to ``limit`` characters with ``...``."""
     if not text.isprintable():
-        text = "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+        text = "".join(c if c.isprintable()
+                       else c.encode("unicode_escape", "backslashreplace").decode("ascii")
                        for c in text)
     if limit is not None and len(text) > limit:
         text = text[: max(limit - 3, 0)] + "..."
@@ -50,10 +51,11 @@ def one_line(text: str, limit: int | None = None) -> str:
 
 
 class CaseFileError(Exception):
-    """A case file that cannot be loaded: one line naming the file, the line (when known), the key and the problem.
+    """A case file that cannot be loaded: one line naming the file, the line (when known), the key and the
+    problem.
 
-    ``file``, ``line``, ``key`` and ``message`` keep what was given; the message (``str``) is one printable line,
-    whatever a hostile file put in its keys or values."""
+    ``file``, ``line``, ``key`` and ``message`` keep what was given; the message (``str``) is one printable
+    line, whatever a hostile file put in its keys or values."""
 
     def __init__(self, file: object, line: int | None, key: str, message: str) -> None:
         self.file = str(file)
@@ -62,7 +64,8 @@ class CaseFileError(Exception):
         self.message = message
         where = one_line(f"{self.file}:{line}" if line else self.file)
         problem = one_line(message, MAX_PROBLEM_CHARS)
-        super().__init__(f"{where}: {one_line(key, MAX_KEY_CHARS)}: {problem}" if key else f"{where}: {problem}")
+        super().__init__(f"{where}: {one_line(key, MAX_KEY_CHARS)}: {problem}" if key
+                         else f"{where}: {problem}")
 
     def __reduce__(self) -> tuple[type[CaseFileError], tuple[str, int | None, str, str]]:
         return type(self), (self.file, self.line, self.key, self.message)

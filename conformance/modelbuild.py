@@ -61,7 +61,8 @@ def single_node_model(
         node_inputs.pop()
     node_domain = "" if opspecs.normalize_domain(domain) == opspecs.AI_ONNX else domain
     attributes: dict[str, Any] = dict(attrs or {})  # (Any: make_node's own keywords are not attributes)
-    node = helper.make_node(op, node_inputs, [o[0] for o in outputs], name=name, domain=node_domain, **attributes)
+    node = helper.make_node(op, node_inputs, [o[0] for o in outputs], name=name, domain=node_domain,
+                            **attributes)
     graph = helper.make_graph(
         [node], name, graph_inputs,
         [helper.make_tensor_value_info(n, t, list(s) if s is not None else None) for n, t, s in outputs],

@@ -70,15 +70,16 @@ class OpSpec:
     def granularities(self) -> tuple[str, ...]:
         """The granularities this version allows, read from its attributes (onnx.defs for ai.onnx): per-tensor
         always; per-axis with an ``axis`` attribute (ai.onnx 13+ but DynamicQuantizeLinear, the contrib
-        operators); blocked with a ``block_size`` attribute (ai.onnx 21+). The kernel, the generators and (through
-        the kernel's plans) the checker all ask here."""
+        operators); blocked with a ``block_size`` attribute (ai.onnx 21+). The kernel, the generators and
+        (through the kernel's plans) the checker all ask here."""
         return ((PER_TENSOR,) + ((PER_AXIS,) if "axis" in self.attributes else ())
                 + ((BLOCKED,) if "block_size" in self.attributes else ()))
 
     @property
     def axis_optional_per_tensor(self) -> bool:
-        """The ``axis`` attribute has no default, and leaving it out means per-tensor (com.microsoft: "If it's not
-        specified, it means per-tensor quantization and input 'x_scale' and 'x_zero_point' must be scalars")."""
+        """The ``axis`` attribute has no default, and leaving it out means per-tensor (com.microsoft: "If it's
+        not specified, it means per-tensor quantization and input 'x_scale' and 'x_zero_point' must be
+        scalars")."""
         return "axis" in self.attributes and self.attributes["axis"] is None
 
     def allowed(self, param: str) -> tuple[str, ...]:
@@ -88,7 +89,8 @@ class OpSpec:
         return self.constraints[param]
 
     def violation(self, rule: str, detail: str, input: str | None = None) -> SpecViolation:  # noqa: A002
-        return SpecViolation(rule, detail, op=self.name, domain=self.domain, version=self.version, input=input)
+        return SpecViolation(rule, detail, op=self.name, domain=self.domain, version=self.version,
+                             input=input)
 
 
 def _strip(type_str: str) -> str:
@@ -117,28 +119,28 @@ def _from_onnx(schema: onnx.defs.OpSchema) -> OpSpec:
 
 # ONNX Runtime contrib ops (docs/ContribOperators.md, "com.microsoft.QuantizeLinear" / "DequantizeLinear").
 _MS_DOC_Q = (
-    "The quantization formula is y = saturate ((x / y_scale) + y_zero_point). For saturation, it saturates to "
-    "[0, 255] if it's uint8, [-128, 127] if it's int8, [0, 65,535] if it's uint16, and [-32,768, 32,767] if it's "
-    "int16. For (x / y_scale), it's rounding to nearest ties to even. Scale and zero point must have same shape. "
-    "They must be either scalar (per tensor) or 1-D tensor (per 'axis')."
+    "The quantization formula is y = saturate ((x / y_scale) + y_zero_point). For saturation, it saturates "
+    "to [0, 255] if it's uint8, [-128, 127] if it's int8, [0, 65,535] if it's uint16, and [-32,768, 32,767] "
+    "if it's int16. For (x / y_scale), it's rounding to nearest ties to even. Scale and zero point must have "
+    "same shape. They must be either scalar (per tensor) or 1-D tensor (per 'axis')."
 )
 _MS_DOC_DQ = (
-    "The dequantization formula is y = (x - x_zero_point) * x_scale. Scale and zero point must have same shape. "
-    "They must be either scalar (per tensor) or 1-D tensor (per 'axis')."
+    "The dequantization formula is y = (x - x_zero_point) * x_scale. Scale and zero point must have same "
+    "shape. They must be either scalar (per tensor) or 1-D tensor (per 'axis')."
 )
 # AMD Quark custom ops (quark.onnx operator pages "ExtendedQuantizeLinear" / "ExtendedDequantizeLinear").
 _QUARK_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float16", "bfloat16")
 _QUARK_DOC_DQ = (
-    "The dequantization formula is y = (x - x_zero_point) * x_scale. x_scale and x_zero_point must have the same "
-    "shape, determining the quantization's granularity: a scalar for per-tensor/per-layer quantization, a 1-D tensor "
-    "for per-axis/per-channel quantization. x_zero_point and x must have the same type. In the case of dequantizing "
-    "int32, there's no zero point (zero point is supposed to be 0). The output type is the same as x_scale, it also "
-    "determines the precision of the multiplication operation."
+    "The dequantization formula is y = (x - x_zero_point) * x_scale. x_scale and x_zero_point must have the "
+    "same shape, determining the quantization's granularity: a scalar for per-tensor/per-layer quantization, "
+    "a 1-D tensor for per-axis/per-channel quantization. x_zero_point and x must have the same type. In the "
+    "case of dequantizing int32, there's no zero point (zero point is supposed to be 0). The output type is "
+    "the same as x_scale, it also determines the precision of the multiplication operation."
 )
 _QUARK_DOC_Q = (
-    "The quantization formula is y = saturate((x / y_scale) + y_zero_point). For (x / y_scale), it rounds to the "
-    "nearest even. y_zero_point and y must have the same type. y_scale and y_zero_point must have the same shape: "
-    "a scalar for per-tensor quantization, a 1-D tensor for per-axis/per-channel quantization."
+    "The quantization formula is y = saturate((x / y_scale) + y_zero_point). For (x / y_scale), it rounds to "
+    "the nearest even. y_zero_point and y must have the same type. y_scale and y_zero_point must have the "
+    "same shape: a scalar for per-tensor quantization, a 1-D tensor for per-axis/per-channel quantization."
 )
 
 _CONTRIB: tuple[OpSpec, ...] = (
@@ -193,8 +195,9 @@ def import_table(imports: Iterable[onnx.OperatorSetIdProto]) -> dict[str, int]:
 def import_version(table: Mapping[str, int], node_domain: str) -> int | None:
     """The opset version a node of ``node_domain`` runs at, resolved as onnx's checker does (check_node): the
     import of the node's own spelling first; a node in "" without a "" import uses the "ai.onnx" import. So a
-    model importing both "" and "ai.onnx" runs its "" nodes at the "" version. (onnx registers no operator under
-    the spelling "ai.onnx"; a node spelled so is read as ai.onnx, with the "" import as its fallback.)"""
+    model importing both "" and "ai.onnx" runs its "" nodes at the "" version. (onnx registers no operator
+    under the spelling "ai.onnx"; a node spelled so is read as ai.onnx, with the "" import as its
+    fallback.)"""
     if node_domain in table:
         return table[node_domain]
     if node_domain in ("", AI_ONNX):
@@ -227,7 +230,8 @@ def resolve(domain: str, name: str, opset: int) -> OpSpec:
     domain = normalize_domain(domain)
     known = versions(domain, name)
     if not known:
-        raise SpecViolation("QDQ001", "operator not covered by this kernel", op=name, domain=domain, version=opset)
+        raise SpecViolation("QDQ001", "operator not covered by this kernel", op=name, domain=domain,
+                            version=opset)
     chosen = [v for v in known if v <= opset]
     if not chosen:
         raise SpecViolation("QDQ001", f"opset {opset} predates the operator (first version {known[0]})",

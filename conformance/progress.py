@@ -1,6 +1,6 @@
-"""A one-line progress display: done / total, a bar, the rate and the time left, redrawn in place on a terminal
-(stderr by default) and silent elsewhere. :meth:`Progress.text` gives the line itself, for callers that draw it
-through another writer (the corpus run draws it through pytest's terminal reporter)."""
+"""A one-line progress display: done / total, a bar, the rate and the time left, redrawn in place on a
+terminal (stderr by default) and silent elsewhere. :meth:`Progress.text` gives the line itself, for callers
+that draw it through another writer (the corpus run draws it through pytest's terminal reporter)."""
 
 from __future__ import annotations
 

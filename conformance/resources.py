@@ -1,9 +1,9 @@
 """Where the installed package keeps its data: the corpus, its schema, the bundled expectations, the report
 templates and the ambiguity catalogue.
 
-The repository's folders ``cases/``, ``expectations/``, ``reports/`` and ``conformance/data/`` are installed as
-parts of the one ``qdq_conformance`` namespace (``pyproject.toml`` maps them), so a wheel install and an editable
-checkout find them the same way: through :mod:`importlib.resources`, never relative to a source file.
+The repository's folders ``cases/``, ``expectations/``, ``reports/`` and ``conformance/data/`` are installed
+as parts of the one ``qdq_conformance`` namespace (``pyproject.toml`` maps them), so a wheel install and an
+editable checkout find them the same way: through :mod:`importlib.resources`, never relative to a source file.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Stable ids of the spec rules the kernel enforces and the spec-checker reports (one rule set for both).
 
 Each rule quotes the sentence of the operator documentation it comes from. QDQ001-QDQ013 are what the kernel
-refuses (and the corpus's invalid cases break); QDQ014 onwards need values or a whole model, so only the checker
-(``qdq-conformance check``) reports them; QDQ021-QDQ024 are about the model around the nodes (graph order, IR
-version, quantization operators the checker does not know). Severity: ``error`` (the model breaks the spec), ``warning`` (allowed,
-but almost certainly not what was meant), ``note`` (something the checker could not determine).
+refuses (and the corpus's invalid cases break); QDQ014 onwards need values or a whole model, so only the
+checker (``qdq-conformance check``) reports them; QDQ021-QDQ024 are about the model around the nodes (graph
+order, IR version, quantization operators the checker does not know). Severity: ``error`` (the model breaks
+the spec), ``warning`` (allowed, but almost certainly not what was meant), ``note`` (something the checker
+could not determine).
 """
 
 from __future__ import annotations
@@ -55,29 +56,34 @@ _RULES = [
          "`y_zero_point` is usually not used for quantization to float8 types, but the quantization formula "
          "remains the same for consistency", "warning"),
     Rule("QDQ017", "int32 dequantization with a non-zero zero point",
-         "In the case of dequantizing `int32`, there's no zero point (zero point is supposed to be 0).", "warning"),
+         "In the case of dequantizing `int32`, there's no zero point (zero point is supposed to be 0).",
+         "warning"),
     Rule("QDQ018", "saturate set for a target it does not apply to",
-         "It only applies for float 8 quantization (float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz).",
+         "It only applies for float 8 quantization (float8e4m3fn, float8e4m3fnuz, float8e5m2, "
+         "float8e5m2fnuz).",
          "warning"),
     Rule("QDQ019", "declared output type differs from the type the spec gives",
-         "`y_zero_point` and `y` must have the same type. / If `output_dtype` is not supplied then the output "
-         "type is the same as `x_scale`."),
+         "`y_zero_point` and `y` must have the same type. / If `output_dtype` is not supplied then the "
+         "output type is the same as `x_scale`."),
     Rule("QDQ020", "type, shape or value could not be determined, so a rule was not checked",
-         "Types and shapes come from the graph and onnx shape inference where they are not initializers.", "note"),
+         "Types and shapes come from the graph and onnx shape inference where they are not initializers.",
+         "note"),
     Rule("QDQ021", "graph is not topologically sorted: a node reads a tensor a later node produces",
          "IR.md: \"The list of nodes defining the top-level computation graph MUST be ordered topologically; "
-         "that is, if node K follows node N in the graph, none of the data inputs of N may refer to outputs of K.\""),
+         "that is, if node K follows node N in the graph, none of the data inputs of N may refer to outputs "
+         "of K.\""),
     Rule("QDQ022", "IR version older than the model's opset imports were released with",
-         "Versioning.md: each ONNX release pairs an IR version with the ai.onnx / ai.onnx.ml opsets it defines "
-         "(onnx.helper.VERSION_TABLE); an opset newer than the IR version's release is unknown to a runtime that "
-         "reads only that IR version.", "warning"),
+         "Versioning.md: each ONNX release pairs an IR version with the ai.onnx / ai.onnx.ml opsets it "
+         "defines (onnx.helper.VERSION_TABLE); an opset newer than the IR version's release is unknown to a "
+         "runtime that reads only that IR version.", "warning"),
     Rule("QDQ023", "element type does not exist at the model's IR version",
-         "onnx.proto, Version: IR 4 added BFLOAT16; IR 9 FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ; "
-         "IR 10 UINT4, INT4; IR 11 FLOAT4E2M1; IR 12 FLOAT8E8M0; IR 13 UINT2, INT2; IR 14 FLOAT6E2M3, FLOAT6E3M2."),
+         "onnx.proto, Version: IR 4 added BFLOAT16; IR 9 FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, "
+         "FLOAT8E5M2FNUZ; IR 10 UINT4, INT4; IR 11 FLOAT4E2M1; IR 12 FLOAT8E8M0; IR 13 UINT2, INT2; IR 14 "
+         "FLOAT6E2M3, FLOAT6E3M2."),
     Rule("QDQ024", "quantization operator the checker does not know, so it was not checked",
-         "The checker covers the operators and versions onnx.defs and its catalogue define (qdq-conformance specs); "
-         "other com.amd.quark, com.vai.quantize and com.microsoft quantize / dequantize operators are named, "
-         "not checked.", "note"),
+         "The checker covers the operators and versions onnx.defs and its catalogue define (qdq-conformance "
+         "specs); other com.amd.quark, com.vai.quantize and com.microsoft quantize / dequantize operators "
+         "are named, not checked.", "note"),
 ]
 
 #: Every rule, by id.

@@ -1,9 +1,11 @@
-"""``qdq-conformance show ID [RESULTS]``: one case in full, from a results file or from a fresh run of that case;
-``--repro PATH`` writes a self-contained script that runs the backend and asserts its outputs against the spec's.
+"""``qdq-conformance show ID [RESULTS]``: one case in full, from a results file or from a fresh run of that
+case; ``--repro PATH`` writes a self-contained script that runs the backend and asserts its outputs against
+the spec's.
 
-Without a results file the case runs as ``qdq-conformance run --backend NAME -k ID`` would run it (its expectation
-looked up, every graph form asked for), into a temporary results file, whose records are then shown: the run
-collects only the case file that holds ID (``plugin/selection.py``), so the first line comes within seconds.
+Without a results file the case runs as ``qdq-conformance run --backend NAME -k ID`` would run it (its
+expectation looked up, every graph form asked for), into a temporary results file, whose records are then
+shown: the run collects only the case file that holds ID (``plugin/selection.py``), so the first line comes
+within seconds.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from .results import CaseRecord, ResultsError
 from .results.merge import load_run
 from .types import TYPES, bit_patterns, by_dtype, by_name, code_of
 
-EXIT = {0: "shown (with --repro: the script written)", 1: "a fresh run of the case did not produce its record",
+EXIT = {0: "shown (with --repro: the script written)",
+        1: "a fresh run of the case did not produce its record",
         2: "no such case, or a results file that cannot be read, or no --backend for a fresh run"}
 
 
@@ -36,12 +39,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("case", metavar="ID", help="the case id (as in the report, findings and results files)")
     p.add_argument("results", nargs="*", metavar="RESULTS", help="results file(s) of a run (its shard files "
                    "too); none: run the case now (--backend)")
-    p.add_argument("--form", choices=(*FORMS, BOTH), default=BOTH, help="graph form(s) to show (default: both)")
-    p.add_argument("--backend", metavar="NAME", help="without RESULTS: the backend to run the case on (as for run)")
-    p.add_argument("--expectations", metavar="PATH", help="without RESULTS: the expectation file (as for run)")
+    p.add_argument("--form", choices=(*FORMS, BOTH), default=BOTH,
+                   help="graph form(s) to show (default: both)")
+    p.add_argument("--backend", metavar="NAME",
+                   help="without RESULTS: the backend to run the case on (as for run)")
+    p.add_argument("--expectations", metavar="PATH",
+                   help="without RESULTS: the expectation file (as for run)")
     p.add_argument("--cases", metavar="DIR", help="folder of case files (default: the repository's cases/)")
-    p.add_argument("--repro", metavar="PATH", help="also write a self-contained script that runs the backend on "
-                   "the case and exits 1 when its outputs differ from the spec's (expected vs actual printed)")
+    p.add_argument("--repro", metavar="PATH",
+                   help="also write a self-contained script that runs the backend on "
+                   "the case and exits 1 when its outputs differ from the spec's (expected vs actual "
+                   "printed)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,14 +109,15 @@ def fresh(case_id: str, backend: str, form: str, expectations: str | None, folde
     with tempfile.TemporaryDirectory(prefix="qdq-show-") as tmp:
         out = Path(tmp) / "show.jsonl"
         # (no cache plugin: a look at one case leaves --lf's record of the last run as it was)
-        args = [f"--backend={backend}", f"--form={form}", f"--results={out}", *RUN_FLAGS, "-p", "no:cacheprovider",
-                "-k", case_id, "--workers", "1"]
+        args = [f"--backend={backend}", f"--form={form}", f"--results={out}", *RUN_FLAGS, "-p",
+                "no:cacheprovider", "-k", case_id, "--workers", "1"]
         args += [f"--expectations={expectations}"] if expectations else []
         args += [f"--cases={folder}"] if folder else []
         with contextlib.redirect_stdout(sys.stderr):
             code = pytest.main(args)
         if code not in (0, 1) or not out.exists():
-            print(f"error: running {case_id} on {backend} failed (pytest exit status {int(code)})", file=sys.stderr)
+            print(f"error: running {case_id} on {backend} failed (pytest exit status {int(code)})",
+                  file=sys.stderr)
             return None
         try:
             _, cases, _ = load_run([out])
@@ -119,7 +128,8 @@ def fresh(case_id: str, backend: str, form: str, expectations: str | None, folde
 
 
 def _full_expected(rec: CaseRecord, folder: str | None) -> list[tuple[str, list[int], list[int]]] | None:
-    """The spec's outputs of the case in full (type, shape, codes), from the corpus; None when not found there."""
+    """The spec's outputs of the case in full (type, shape, codes), from the corpus; None when not found
+    there."""
     where = find_case(rec["id"], folder)
     if where is None:
         return None
@@ -139,22 +149,25 @@ def _nan_codes(types: set[str]) -> dict[str, list[int]]:
 
 
 def repro_script(rec: CaseRecord, folder: str | None = None) -> str:
-    """A script that runs the backend on the case (the record's repro) and asserts its outputs, bit for bit (any
-    NaN matching any NaN, within the case's ULP bound), against the spec's; it prints expected vs actual."""
+    """A script that runs the backend on the case (the record's repro) and asserts its outputs, bit for bit
+    (any NaN matching any NaN, within the case's ULP bound), against the spec's; it prints expected vs
+    actual."""
     code = rec.get("repro")
     if not code:
-        raise ValueError(f"the record of {rec['id']} [{rec.get('form')}] has no repro (only a case that did not "
-                         "pass has one)")
+        raise ValueError(f"the record of {rec['id']} [{rec.get('form')}] has no repro (only a case that did "
+                         "not pass has one)")
     expected = _full_expected(rec, folder)
     partial = expected is None
     if expected is None:  # (a case no longer in the corpus: the record's preview, its first elements)
         expected = [(p["type"], p["shape"], p["codes"]) for p in rec.get("expected") or [] if p]
     types = {t for t, _, _ in expected}
     ulp = rule_ulp(rec.get("comparison"))
-    header = (f"# {rec['id']} [{rec.get('form')}] on {rec.get('backend')} {rec.get('backend_version')}, written by "
-              f"`qdq-conformance show --repro`.\n# Runs the backend, then compares its outputs with the spec's "
-              f"(bit patterns; any NaN matches any NaN; ULP bound {ulp}); exit status 1 when they differ.\n"
-              + ("# (the case is not in this corpus: only the first elements the results file kept are compared)\n"
+    header = (f"# {rec['id']} [{rec.get('form')}] on {rec.get('backend')} {rec.get('backend_version')}, "
+              "written by `qdq-conformance show --repro`.\n# Runs the backend, then compares its outputs "
+              f"with the spec's (bit patterns; any NaN matches any NaN; ULP bound {ulp}); exit status 1 when "
+              "they differ.\n"
+              + ("# (the case is not in this corpus: only the first elements the results file kept are "
+                 "compared)\n"
                  if partial else ""))
     clause = rec.get("spec")
     spec = " ".join(str((clause.get("text") if clause else None) or "").split())
@@ -243,7 +256,8 @@ for k, (name, shape, want) in enumerate(EXPECTED):
         if not same:
             bad += 1
         if not same or j < 16:
-            builtins.print(f"  {'*' if not same else ' '} [{j}] expected 0x{w:x}, actual " + ("-" if g is None else f"0x{g:x}"))
+            builtins.print(f"  {'*' if not same else ' '} [{j}] expected 0x{w:x}, actual "
+                           + ("-" if g is None else f"0x{g:x}"))
 builtins.print(f"{bad} element(s) differ" if bad else "the outputs match the spec")
 sys.exit(1 if bad else 0)
 '''

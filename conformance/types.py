@@ -65,7 +65,8 @@ def _int(name: str, proto: int, dtype: type, bits: int, signed: bool) -> Element
     return ElementType(name, proto, np.dtype(dtype), bits, "int", lo, hi)
 
 
-def _float(name: str, proto: int, dtype: type, bits: int, *, inf: bool, nan: bool, neg_zero: bool) -> ElementType:
+def _float(name: str, proto: int, dtype: type, bits: int, *, inf: bool, nan: bool,
+           neg_zero: bool) -> ElementType:
     info = ml_dtypes.finfo(dtype)  # type: ignore[no-untyped-call]  # ml_dtypes has no annotations
     return ElementType(
         name, proto, np.dtype(dtype), bits, "float",
@@ -88,17 +89,22 @@ _ALL: list[ElementType] = [
     _int("uint4", TensorProto.UINT4, ml_dtypes.uint4, 4, False),
     _int("int2", TensorProto.INT2, ml_dtypes.int2, 2, True),
     _int("uint2", TensorProto.UINT2, ml_dtypes.uint2, 2, False),
-    _float("float8e4m3fn", TensorProto.FLOAT8E4M3FN, ml_dtypes.float8_e4m3fn, 8, inf=False, nan=True, neg_zero=True),
+    _float("float8e4m3fn", TensorProto.FLOAT8E4M3FN, ml_dtypes.float8_e4m3fn, 8, inf=False, nan=True,
+           neg_zero=True),
     _float("float8e4m3fnuz", TensorProto.FLOAT8E4M3FNUZ, ml_dtypes.float8_e4m3fnuz, 8, inf=False, nan=True,
            neg_zero=False),
     _float("float8e5m2", TensorProto.FLOAT8E5M2, ml_dtypes.float8_e5m2, 8, inf=True, nan=True, neg_zero=True),
     _float("float8e5m2fnuz", TensorProto.FLOAT8E5M2FNUZ, ml_dtypes.float8_e5m2fnuz, 8, inf=False, nan=True,
            neg_zero=False),
     # float8e8m0 is an exponent-only scale type: no zero, no sign, 0xFF is NaN.
-    _float("float8e8m0", TensorProto.FLOAT8E8M0, ml_dtypes.float8_e8m0fnu, 8, inf=False, nan=True, neg_zero=False),
-    _float("float4e2m1", TensorProto.FLOAT4E2M1, ml_dtypes.float4_e2m1fn, 4, inf=False, nan=False, neg_zero=True),
-    _float("float6e2m3", TensorProto.FLOAT6E2M3, ml_dtypes.float6_e2m3fn, 6, inf=False, nan=False, neg_zero=True),
-    _float("float6e3m2", TensorProto.FLOAT6E3M2, ml_dtypes.float6_e3m2fn, 6, inf=False, nan=False, neg_zero=True),
+    _float("float8e8m0", TensorProto.FLOAT8E8M0, ml_dtypes.float8_e8m0fnu, 8, inf=False, nan=True,
+           neg_zero=False),
+    _float("float4e2m1", TensorProto.FLOAT4E2M1, ml_dtypes.float4_e2m1fn, 4, inf=False, nan=False,
+           neg_zero=True),
+    _float("float6e2m3", TensorProto.FLOAT6E2M3, ml_dtypes.float6_e2m3fn, 6, inf=False, nan=False,
+           neg_zero=True),
+    _float("float6e3m2", TensorProto.FLOAT6E3M2, ml_dtypes.float6_e3m2fn, 6, inf=False, nan=False,
+           neg_zero=True),
 ]
 
 #: Every element type, by ONNX name.
@@ -176,9 +182,9 @@ def code_of(array: np.ndarray) -> np.ndarray:
 
 
 def texts(array: np.ndarray) -> list[str]:
-    """Each element as text at its type's own precision: the shortest decimal that reads back as the same float32
-    or float16 (float32 0.1 is ``0.1``, not float64's ``0.10000000149011612``); the exact value of a narrower float
-    (float8, float4, bfloat16: exact in float32); an integer as such."""
+    """Each element as text at its type's own precision: the shortest decimal that reads back as the same
+    float32 or float16 (float32 0.1 is ``0.1``, not float64's ``0.10000000149011612``); the exact value of a
+    narrower float (float8, float4, bfloat16: exact in float32); an integer as such."""
     t = by_dtype(array.dtype)
     flat = array.reshape(-1)
     if not t.is_float:

@@ -5,8 +5,9 @@ A boundary recipe does not give x directly: it gives *targets* in the target typ
 y_zero_point``, before rounding), an offset in ULPs of the division precision, or a literal x (inf, NaN, the
 largest finite x, signed zeros). :func:`realize` turns them into x for every element with that element's own
 scale and zero point (per-axis and blocked too) and picks, among x's representable neighbours, the x whose
-quotient (divided as the oracle divides) lands closest to the target. Where x's type cannot land on the target,
-the label says where the value really is: :mod:`generators.labels` recomputes every label from the final inputs.
+quotient (divided as the oracle divides) lands closest to the target. Where x's type cannot land on the
+target, the label says where the value really is: :mod:`generators.labels` recomputes every label from the
+final inputs.
 
 Scale recipes (exactly one, powers of two, non-powers of two, tiny, huge, subnormal) and the ``nonzero`` zero
 point (a non-zero zero point for float8 / float4 / float6 targets too) live here as well.
@@ -129,10 +130,10 @@ def ties(ctx: Ctx) -> Targets | None:
 
 
 def range_edges(ctx: Ctx) -> Targets | None:
-    """The range of the target and beyond: both bounds, one past them, the rounding boundaries around the largest
-    finite value and the ``saturate=0`` overflow threshold (either side by one ULP), the subnormal boundaries
-    (half the smallest subnormal, the largest subnormal, the smallest normal), 2**31 (where an int32 cast
-    wraps), the largest finite x, +-inf, NaN and +-0."""
+    """The range of the target and beyond: both bounds, one past them, the rounding boundaries around the
+    largest finite value and the ``saturate=0`` overflow threshold (either side by one ULP), the subnormal
+    boundaries (half the smallest subnormal, the largest subnormal, the smallest normal), 2**31 (where an
+    int32 cast wraps), the largest finite x, +-inf, NaN and +-0."""
     items: list[tuple[float, int, bool]] = []
     if ctx.y.is_integer:
         lo, hi, _ = _int_targets(ctx.y)
@@ -167,10 +168,10 @@ def _specials(ctx: Ctx) -> list[tuple[float, int, bool]]:
 
 
 def specials(ctx: Ctx) -> Targets | None:
-    """huge, +-inf, NaN and +-0 among ordinary ties, in a cycle of 7 (integer x) or 13 (float x), prime to every
-    dimension of the granularity shapes, so each special falls on first, middle and last positions of every
-    axis; :func:`fit` makes the last element special too (the unpaired element of a packed 4-/2-bit tensor, a
-    SIMD tail)."""
+    """huge, +-inf, NaN and +-0 among ordinary ties, in a cycle of 7 (integer x) or 13 (float x), prime to
+    every dimension of the granularity shapes, so each special falls on first, middle and last positions of
+    every axis; :func:`fit` makes the last element special too (the unpaired element of a packed 4-/2-bit
+    tensor, a SIMD tail)."""
     sp = _specials(ctx)
     if ctx.y.is_integer:
         lo, hi, mid = _int_targets(ctx.y)
@@ -178,9 +179,11 @@ def specials(ctx: Ctx) -> Targets | None:
     else:
         c = positive_codes(ctx.y)
         fill = [float(c[len(c) // 2] + c[len(c) // 2 + 1]) / 2, -float(c[-1] + c[-2]) / 2, float(c[1])]
-    cycle = [sp[0], (fill[0], 0, False), sp[2 % len(sp)], sp[1], (fill[1], 0, False), sp[-1], (fill[2], 0, False)]
+    cycle = [sp[0], (fill[0], 0, False), sp[2 % len(sp)], sp[1], (fill[1], 0, False), sp[-1],
+             (fill[2], 0, False)]
     if len(sp) > 3:
-        cycle += [sp[3], (fill[0], 1, False), sp[4], (fill[2], -1, False), sp[5 % len(sp)], (fill[1], 0, False)]
+        cycle += [sp[3], (fill[0], 1, False), sp[4], (fill[2], -1, False), sp[5 % len(sp)],
+                  (fill[1], 0, False)]
     return Targets(np.array([v[0] for v in cycle]), np.array([v[1] for v in cycle]),
                    np.array([v[2] for v in cycle]))
 
@@ -271,7 +274,8 @@ def _to_x(v: np.ndarray, x_t: ElementType) -> np.ndarray:
     return to_type(r, x_t)
 
 
-# -- scales and zero points ------------------------------------------------------------------------------------
+# -- scales and zero points
+# ------------------------------------------------------------------------------------
 
 #: Non-powers of two whose reciprocals are not exact either: quotients come out inexact.
 INEXACT = (0.1, 0.3, 0.7, 1.1, 3.3, 0.0123, 17.7, 0.05)

@@ -1,5 +1,6 @@
 """Building one concrete case of a template: its inputs (given, recipes, boundary targets or defaults), the
-oracle's outputs and readings, and the status policy's verdict, step by step (each step named for what it decides).
+oracle's outputs and readings, and the status policy's verdict, step by step (each step named for what it
+decides).
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ def build(b: Build) -> ConcreteCase:
 
 
 def _parameters(b: Build, base_id: str) -> tuple[np.ndarray | None, np.ndarray | None, Ctx]:
-    """The scale and zero point fed (given, or the defaults seeded by the case id), and the context x's recipes
-    read them through (their first elements)."""
+    """The scale and zero point fed (given, or the defaults seeded by the case id), and the context x's
+    recipes read them through (their first elements)."""
     if b.kind == "DQL":
         return None, None, Ctx(b.kind, b.x, b.scale, b.y, 0.0, 0.0)
     assert b.scale is not None
@@ -146,7 +147,8 @@ def _x(b: Build, ctx: Ctx, scale: np.ndarray | None, zp: np.ndarray | None,
     return _value(b.tpl, src, b.x, shape, ctx, "x", "x"), scale
 
 
-def _x_recipe(b: Build, ctx: Ctx, name: str, scale: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+def _x_recipe(b: Build, ctx: Ctx, name: str,
+              scale: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
     """x from an x recipe, repeated to the variant's shape; the recipe's scale replaces a default one."""
     if name not in X_RECIPES:
         raise b.tpl.error("inputs.x", f"recipe {name!r} is for zero points, not x")
@@ -175,7 +177,8 @@ def _output_dtype(b: Build, attrs: dict[str, int]) -> None:
         attrs["output_dtype"] = b.y.proto
 
 
-def _formal_inputs(spec: opspecs.OpSpec, arrays: list[np.ndarray | None]) -> list[tuple[str, np.ndarray | None]]:
+def _formal_inputs(spec: opspecs.OpSpec,
+                   arrays: list[np.ndarray | None]) -> list[tuple[str, np.ndarray | None]]:
     """The arrays named by the operator's formal inputs, trailing omitted ones dropped."""
     formal = [f.name for f in spec.inputs]
     inputs = list(zip(formal, arrays + [None] * (len(formal) - len(arrays)), strict=True))
@@ -186,8 +189,8 @@ def _formal_inputs(spec: opspecs.OpSpec, arrays: list[np.ndarray | None]) -> lis
 
 def _oracle(b: Build, base_id: str, inputs: list[tuple[str, np.ndarray | None]],
             attrs: dict[str, int]) -> list[np.ndarray] | None:
-    """The oracle's outputs (None for an invalid case, which must break the rule it names); the golden values a
-    template gives must agree with them."""
+    """The oracle's outputs (None for an invalid case, which must break the rule it names); the golden values
+    a template gives must agree with them."""
     data, spec = b.tpl.data, b.spec
     status = data["status"]
     try:
@@ -196,7 +199,8 @@ def _oracle(b: Build, base_id: str, inputs: list[tuple[str, np.ndarray | None]],
         if status != CaseStatus.INVALID:
             raise b.tpl.error("status", f"{base_id}: the oracle rejects this {status} case: {e}") from None
         if e.rule != data["rule"]:
-            raise b.tpl.error("rule", f"{base_id}: the model breaks {e.rule}, not {data['rule']}: {e}") from None
+            raise b.tpl.error("rule",
+                              f"{base_id}: the model breaks {e.rule}, not {data['rule']}: {e}") from None
         return None
     if status == CaseStatus.INVALID:
         raise b.tpl.error("rule", f"{base_id}: the oracle accepts this model, so it is not invalid by "
@@ -208,8 +212,8 @@ def _oracle(b: Build, base_id: str, inputs: list[tuple[str, np.ndarray | None]],
 
 def _status(b: Build, inputs: list[tuple[str, np.ndarray | None]], attrs: dict[str, int],
             outputs: list[np.ndarray] | None) -> tuple[str, str | None, list[Reading]]:
-    """The case's status, ambiguity and readings: the kernel computes the catalogue's readings, the status policy
-    (generators/status.py) decides."""
+    """The case's status, ambiguity and readings: the kernel computes the catalogue's readings, the status
+    policy (generators/status.py) decides."""
     status, ambiguity = b.tpl.data["status"], b.tpl.data.get("ambiguity")
     if outputs is None:
         return status, ambiguity, []

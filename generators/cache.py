@@ -1,10 +1,11 @@
 """A persistent cache of expanded case files, for the runner's collection.
 
-Expanding the corpus (values, oracle outputs, alternative readings) takes seconds per process, and every pytest
-(-xdist worker) process collects the whole corpus. The cache keeps each file's expansion, pickled, under a key
-made of the file's bytes, the selected tiers, and a fingerprint of everything expansion depends on: the code of
-``generators`` and of the kernel, types and specs in ``conformance``, the ambiguity catalogue, the case schema, and the
-versions of Python, numpy, ml_dtypes and onnx. Any change gives a new key; stale entries are simply unused.
+Expanding the corpus (values, oracle outputs, alternative readings) takes seconds per process, and every
+pytest (-xdist worker) process collects the whole corpus. The cache keeps each file's expansion, pickled,
+under a key made of the file's bytes, the selected tiers, and a fingerprint of everything expansion depends
+on: the code of ``generators`` and of the kernel, types and specs in ``conformance``, the ambiguity catalogue,
+the case schema, and the versions of Python, numpy, ml_dtypes and onnx. Any change gives a new key; stale
+entries are simply unused.
 
 Location: ``$QDQ_CACHE_DIR/corpus`` (default ``~/.cache/onnx-qdq-conformance/corpus``); ``QDQ_CORPUS_CACHE=0``
 turns it off.
@@ -44,9 +45,11 @@ def fingerprint() -> str:
         h.update(part.encode() + b"\0")
     conf = package_dir("qdq_conformance")
     gen = package_dir("qdq_conformance.generators")
-    sources = [*((gen, p) for p in gen.rglob("*.py")), *((conf, p) for p in (conf / "reference").rglob("*.py")),
-               *((conf, conf / n) for n in ("types.py", "opspecs.py", "ambiguities.py", "errors.py", "rules.py",
-                                            "modelbuild.py", "compare.py")),
+    sources = [*((gen, p) for p in gen.rglob("*.py")),
+               *((conf, p) for p in (conf / "reference").rglob("*.py")),
+               *((conf, conf / n)
+                 for n in ("types.py", "opspecs.py", "ambiguities.py", "errors.py", "rules.py",
+                           "modelbuild.py", "compare.py")),
                *((conf, p) for p in data_dir().glob("*")), (cases_dir(), schema_path())]
     for base, p in sorted(sources, key=lambda bp: (str(bp[0]), str(bp[1]))):
         if p.is_file():
@@ -56,7 +59,8 @@ def fingerprint() -> str:
 
 def entry_key(data: bytes, tiers: Sequence[str]) -> str:
     """The cache key of a case file's bytes expanded for ``tiers`` (with the code's :func:`fingerprint`)."""
-    return hashlib.sha256(fingerprint().encode() + b"\0" + ",".join(tiers).encode() + b"\0" + data).hexdigest()
+    return hashlib.sha256(fingerprint().encode() + b"\0" + ",".join(tiers).encode() + b"\0"
+                          + data).hexdigest()
 
 
 def load_file_cached(path: Path, tiers: Sequence[str]) -> list[ConcreteCase]:
@@ -75,7 +79,8 @@ def load_file_cached(path: Path, tiers: Sequence[str]) -> list[ConcreteCase]:
         with entry.open("rb") as fh, gc_paused():
             cached: list[ConcreteCase] = pickle.load(fh)
         for case in cached:
-            case.file = str(path)  # the same bytes may have been cached from a file of the same name elsewhere
+            # the same bytes may have been cached from a file of the same name elsewhere
+            case.file = str(path)
         return cached
     except Exception:  # (missing, truncated, or from other code: any entry that cannot be read is recomputed)
         pass

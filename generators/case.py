@@ -42,8 +42,8 @@ class TemplateMetadata(TypedDict):
 
 
 class FromTemplate:
-    """What a case made from a template of a case file says of its source, for single-node and graph cases alike:
-    the template's key, what its cases share, and the case's own metadata (computed once)."""
+    """What a case made from a template of a case file says of its source, for single-node and graph cases
+    alike: the template's key, what its cases share, and the case's own metadata (computed once)."""
 
     file: str
     template: str
@@ -126,7 +126,8 @@ class ConcreteCase(FromTemplate):
             raise ValueError(f"unknown graph form {form!r}; known: {', '.join(FORMS)}")
         inits = self._initializer_names() if form == Form.INITIALIZER else []
         x_shape = list(self.inputs[0][1].shape) if self.inputs[0][1] is not None else None
-        shapes = [x_shape] + [[] for _ in self.output_names[1:]]  # y like x; DQL's y_scale, y_zero_point scalars
+        # y like x; DQL's y_scale, y_zero_point scalars
+        shapes = [x_shape] + [[] for _ in self.output_names[1:]]
         outputs = [(n, t, s) for n, t, s in zip(self.output_names, self.output_types, shapes, strict=True)]
         return single_node_model(self.domain, self.op, self.version, self.inputs, outputs, self.attrs,
                                  initializers=inits, name=self.id, doc=f"onnx-qdq-conformance case {self.id}")
@@ -168,13 +169,15 @@ class ConcreteCase(FromTemplate):
             "tier": self.tier,
             "attributes": dict(sorted(self.attrs.items())),
             "inputs": [
-                {"name": n, "formal": f.name, "element_type": by_dtype(v.dtype).name if v is not None else None,
+                {"name": n, "formal": f.name,
+                 "element_type": by_dtype(v.dtype).name if v is not None else None,
                  "shape": list(v.shape) if v is not None else None}
                 for (n, v), f in zip(self.inputs, spec.inputs, strict=False)
             ],
             "outputs": [
                 {"name": n, "element_type": _type_name(t),
-                 "shape": list(e.shape) if self.expected is not None and (e := self.expected[k]) is not None else None}
+                 "shape": list(e.shape) if self.expected is not None and (e := self.expected[k]) is not None
+                 else None}
                 for k, (n, t) in enumerate(zip(self.output_names, self.output_types, strict=True))
             ],
         }

@@ -60,7 +60,8 @@ def load_file(path: Path, tiers: Sequence[str] | None = None) -> list[ConcreteCa
         except CaseFileError:
             raise
         except Exception as e:  # a generator defect must still name the case that triggered it
-            raise CaseFileError(path, tpl.line(), item["id"], f"generator error: {type(e).__name__}: {e}") from e
+            raise CaseFileError(path, tpl.line(), item["id"],
+                                f"generator error: {type(e).__name__}: {e}") from e
         claim_ids(ids, path, expanded)
         cases.extend(expanded)
     return cases
@@ -98,8 +99,8 @@ def load(paths: Iterable[Path] | None = None, *, tiers: Sequence[str] = ("defaul
          loader: Callable[[Path, Sequence[str]], list[ConcreteCase]] | None = None) -> Corpus:
     """Load every case file (default: all of ``cases/``), keep the tiers asked for and ids matching ``select``
     (glob patterns; all when empty). Errors are collected, not raised: a file that cannot be loaded, or that
-    produces a case id an earlier file produced, costs its own cases only. ``loader``: how one file is expanded
-    (default :func:`load_file`; ``cache.load_file_cached`` reads the expansion cache)."""
+    produces a case id an earlier file produced, costs its own cases only. ``loader``: how one file is
+    expanded (default :func:`load_file`; ``cache.load_file_cached`` reads the expansion cache)."""
     loader = loader or load_file
     corpus = Corpus()
     claimed: dict[str, tuple[str, int]] = {}

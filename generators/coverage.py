@@ -3,12 +3,12 @@
 Per operator version: type combinations covered / allowed (from the schema, never by hand), granularities, the
 parameter forms crossed with each granularity, and edge families, and every gap by name. The target is no gap.
 
-Parameter forms (``parameters``): each granularity the version allows crossed with the presence of the zero point,
-the scale's shape for per-tensor (a scalar or a one-element ``[1]``), the axis attribute's form for per-axis and
-blocked (written positive, written negative, or left out where the version has a default axis), and a negative
-scale (the spec puts no sign condition on a scale; symmetric weight compression emits them). Toolchains emit these
-node configurations (per-axis weights without a zero point, a ``[1]`` bias scale, ...), so a corpus without one
-shows a gap instead of "0 gaps".
+Parameter forms (``parameters``): each granularity the version allows crossed with the presence of the zero
+point, the scale's shape for per-tensor (a scalar or a one-element ``[1]``), the axis attribute's form for
+per-axis and blocked (written positive, written negative, or left out where the version has a default axis),
+and a negative scale (the spec puts no sign condition on a scale; symmetric weight compression emits them).
+Toolchains emit these node configurations (per-axis weights without a zero point, a ``[1]`` bias scale, ...),
+so a corpus without one shows a gap instead of "0 gaps".
 """
 
 from __future__ import annotations
@@ -113,8 +113,9 @@ def _required_onnx_families(spec: opspecs.OpSpec, kind: str, combos: list[tuple[
 
 
 def _axis_forms(spec: opspecs.OpSpec) -> tuple[str, ...]:
-    """How a per-axis / blocked node may carry its axis: written positive or negative, or left out (the default
-    axis 1) where the version has one (com.microsoft's operators read a missing axis as per-tensor)."""
+    """How a per-axis / blocked node may carry its axis: written positive or negative, or left out (the
+    default axis 1) where the version has one (com.microsoft's operators read a missing axis as
+    per-tensor)."""
     return ("positive", "negative") + (() if spec.axis_optional_per_tensor else ("default",))
 
 
@@ -158,10 +159,12 @@ def _covered(case: ConcreteCase, cov: VersionCoverage) -> None:
         r, a = d["rank"], d["axis"]
         gran.add(f"blocked rank {r} axis {a % r}")
         gran.add(f"blocked {d['block']}")
-        gran.add("blocked with zero point" if d.get("zero_point") == "given" else "blocked without zero point")
+        gran.add("blocked with zero point" if d.get("zero_point") == "given"
+                 else "blocked without zero point")
     x, y = case.types.get("x"), case.types.get("y")
     pair = f"{x}->{y}"
-    if case.family in ("saturation-finite", "saturation-huge", "saturation-inf", "ties", "nan", "signed-zero"):
+    if case.family in ("saturation-finite", "saturation-huge", "saturation-inf", "ties", "nan",
+                       "signed-zero"):
         fam.add(f"{case.family} {pair}")
         if case.family == "saturation-inf" and case.op == "DynamicQuantizeLinear":
             fam.add("saturation-inf")
@@ -197,7 +200,8 @@ def coverage(cases: Sequence[ConcreteCase]) -> list[VersionCoverage]:
 
 
 def render(result: Sequence[VersionCoverage]) -> str:
-    lines = [f"{'operator version':46} {'types':>11} {'granularity':>12} {'parameters':>11} {'families':>10}  gaps"]
+    lines = [f"{'operator version':46} {'types':>11} {'granularity':>12} {'parameters':>11} "
+             f"{'families':>10}  gaps"]
     total_gaps = 0
     ai_allowed = ai_covered = 0
     for cov in result:

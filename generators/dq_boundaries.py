@@ -26,7 +26,8 @@ def _candidates(x: ElementType, zp: float) -> np.ndarray:
 
 
 def _output_floats(y: ElementType, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where the exact product ``p`` is a tie of ``y``, and where rounding through float32 first changes it."""
+    """Where the exact product ``p`` is a tie of ``y``, and where rounding through float32 first changes
+    it."""
     r = round_to(p, y)
     with np.errstate(all="ignore"):
         up = round_to(p + np.abs(p) * 2.0**-60 + 2.0**-1074, y)  # nudged: a tie rounds up instead
@@ -65,7 +66,8 @@ def critical_codes(ctx: Ctx) -> Recipe | None:
         s_y = float(round_to(np.array([s]), y)[0])
         exact = np.abs(codes - zp) <= 2.0 ** (y.mantissa_bits + 1)  # x - zp exact in the output type
         with np.errstate(all="ignore"):
-            differs = round_to((codes - zp) * s_y, y) != round_to(p, y)  # the scale rounded to y first, or not
+            # the scale rounded to y first, or not
+            differs = round_to((codes - zp) * s_y, y) != round_to(p, y)
         picked += _pick(codes, differs & exact)
     over = np.abs(round_to(p, y)) > y.max_finite
     if over.any() and (~over).any():
@@ -84,7 +86,8 @@ def scale_rounding_codes(ctx: Ctx) -> Recipe | None:
     rounding ``x - x_zero_point``) rounds otherwise ("The output type also determines the precision of the
     multiplication operation")."""
     x, y = ctx.x, ctx.y
-    if ctx.kind != "DQ" or not x.is_integer or not y.is_float or ctx.scale is None or ctx.scale.bits <= y.bits:
+    if (ctx.kind != "DQ" or not x.is_integer or not y.is_float or ctx.scale is None
+        or ctx.scale.bits <= y.bits):
         return None
     codes = _candidates(x, ctx.zp_value)
     d = codes - ctx.zp_value

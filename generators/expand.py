@@ -81,7 +81,8 @@ def _attr_value(tpl: Template, key: str, value: Any, y: ElementType) -> int:
     try:
         return by_name(value).proto
     except KeyError:
-        raise tpl.error("attributes", f"{key}: {value!r} is neither an integer, a type name nor 'y'") from None
+        raise tpl.error("attributes",
+                        f"{key}: {value!r} is neither an integer, a type name nor 'y'") from None
 
 
 def _attribute_sets(tpl: Template, y: ElementType) -> Iterator[dict[str, int]]:
@@ -98,17 +99,20 @@ def expand(tpl: Template) -> list[ConcreteCase]:
     status = data["status"]
     if status == CaseStatus.IMPLEMENTATION_DEFINED:
         if "ambiguity" not in data:
-            raise tpl.error("ambiguity", "an implementation-defined case must name its ambiguity-catalogue entry")
+            raise tpl.error("ambiguity",
+                            "an implementation-defined case must name its ambiguity-catalogue entry")
         if data["ambiguity"] not in catalogue():
             raise tpl.error("ambiguity", f"{data['ambiguity']!r} is not in the ambiguity catalogue "
                             f"(known: {', '.join(catalogue())})")
     elif "ambiguity" in data:
-        raise tpl.error("ambiguity", f"only implementation-defined cases name an ambiguity (status is {status})")
+        raise tpl.error("ambiguity",
+                        f"only implementation-defined cases name an ambiguity (status is {status})")
     if (status == CaseStatus.INVALID) != ("rule" in data):
         raise tpl.error("rule", "an invalid case must name the rule it breaks, and only an invalid case does")
     op = data["operator"]
     kind = "DQL" if op == "DynamicQuantizeLinear" else "DQ" if "Dequantize" in op else "Q"
-    for count, _ in enumerate(_candidates(tpl, kind), 1):  # counted first: an oversized template costs nothing
+    # counted first: an oversized template costs nothing
+    for count, _ in enumerate(_candidates(tpl, kind), 1):
         check_cases(tpl, count)
     cases: list[ConcreteCase] = []
     for b in _candidates(tpl, kind):

@@ -1,8 +1,8 @@
 """Exporting concrete cases as a suite a vendor runs: ONNX's backend-test layout by kind of case
 (``layout.py``), ``manifest.json`` for non-Python consumers, a README and the license.
 
-The same corpus exported twice gives identical bytes: cases are written in id order, data is seeded, the manifest
-is sorted, the README says nothing that changes from one run to the next.
+The same corpus exported twice gives identical bytes: cases are written in id order, data is seeded, the
+manifest is sorted, the README says nothing that changes from one run to the next.
 
 ``generate`` owns what it made: the case folders its manifest lists, the kind folders, the README, the license
 and the manifest. Into a folder it made before, it replaces exactly those (:func:`owned_folders`,
@@ -79,9 +79,9 @@ def build_manifest(entries: list[layout.ManifestEntry], templates: dict[str, Tem
                    forms: Sequence[str], selection: layout.Selection | None = None,
                    corpus_sha256: str = "") -> layout.Manifest:
     """The manifest: what the suite is and was made from, which folder is which, and every case.
-    ``selection``: the id patterns and tiers asked for, and whether the suite holds every case of the corpus it
-    was made from (``complete``: a run of it may then call an expectation entry that matches none of its cases
-    stale, as a run of the whole corpus does)."""
+    ``selection``: the id patterns and tiers asked for, and whether the suite holds every case of the corpus
+    it was made from (``complete``: a run of it may then call an expectation entry that matches none of its
+    cases stale, as a run of the whole corpus does)."""
     entries = sorted(entries, key=lambda e: e["id"])
     kinds: dict[str, int] = {k: 0 for k in layout.KINDS}
     for e in entries:
@@ -118,8 +118,8 @@ def write_top_files(out: Path, manifest: layout.Manifest) -> None:
 
 def export(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] = FORMS,
            progress: Callable[[int, int], None] | None = None) -> layout.Manifest:
-    """Write every case in every form under ``out``, with the manifest, README and license (into a new or empty
-    folder; ``generate`` replaces an earlier suite); returns the manifest."""
+    """Write every case in every form under ``out``, with the manifest, README and license (into a new or
+    empty folder; ``generate`` replaces an earlier suite); returns the manifest."""
     done = [0]
     total = len(cases) * len(forms)
 
@@ -162,8 +162,8 @@ def owned_folders(out: Path) -> list[str]:
         data = None
     names = _manifest_folders(data)
     if names is None:
-        raise OutFolderError(f"{out}: not empty, and not made by qdq-conformance generate (no manifest.json of "
-                             "one); choose a new or empty folder")
+        raise OutFolderError(f"{out}: not empty, and not made by qdq-conformance generate (no manifest.json "
+                             "of one); choose a new or empty folder")
     return names
 
 
@@ -210,9 +210,9 @@ def _check_kind_folders(out: Path, names: Iterable[str]) -> None:
 
 
 def replace_folders(out: Path, moves: Sequence[tuple[str | Path, str]], old: Sequence[str]) -> None:
-    """Remove what a previous generate made in ``out`` (``old``: case folders and files) and its manifest, then
-    move each staged folder or file (``moves``: staged path, name relative to ``out``) into place; a name in the
-    way that generate did not make is an OutFolderError, raised before anything is removed."""
+    """Remove what a previous generate made in ``out`` (``old``: case folders and files) and its manifest,
+    then move each staged folder or file (``moves``: staged path, name relative to ``out``) into place; a name
+    in the way that generate did not make is an OutFolderError, raised before anything is removed."""
     owned = {*old, layout.MANIFEST}  # (``old`` comes from a manifest generate wrote, or ``out`` held nothing)
     names = [name for _, name in moves]
     for name in names:
@@ -225,8 +225,8 @@ def replace_folders(out: Path, moves: Sequence[tuple[str | Path, str]], old: Seq
     if any(True for p in out.iterdir() if p.name != STAGING):
         for name in names:
             if name not in owned and os.path.lexists(f"{top}/{name}"):
-                raise OutFolderError(f"{out / name}: exists and was not made by qdq-conformance generate; not "
-                                     "replaced")
+                raise OutFolderError(f"{out / name}: exists and was not made by qdq-conformance generate; "
+                                     "not replaced")
     for name in old:
         remove(out / name)
     remove(out / layout.MANIFEST)

@@ -39,8 +39,8 @@ class GVar:
 
 
 def _supports(spec: opspecs.OpSpec, kind: str) -> bool:
-    """Whether the version allows the template's granularity (``per-tensor-1d``: a one-element 1-D scale, which
-    every version takes as per-tensor)."""
+    """Whether the version allows the template's granularity (``per-tensor-1d``: a one-element 1-D scale,
+    which every version takes as per-tensor)."""
     return kind == PER_TENSOR_1D or kind in spec.granularities
 
 

@@ -24,9 +24,10 @@ from .case import Clause, FromTemplate
 #: a graph case's ``operator`` in records and manifests, and its ``granularity``
 GRAPH = "graph"
 #: the clause every graph case relies on besides its operators' sentences
-GRAPH_CLAUSE = Clause("ONNX IR", "ir", "Each computation dataflow graph is structured as a topologically sorted list "
-                      "of nodes that form a graph, which MUST be free of cycles. Each node represents a call to an "
-                      "operator. ... The graph MUST use single static assignment for all node outputs.")
+GRAPH_CLAUSE = Clause("ONNX IR", "ir",
+                      "Each computation dataflow graph is structured as a topologically sorted list "
+                      "of nodes that form a graph, which MUST be free of cycles. Each node represents a call "
+                      "to an operator. ... The graph MUST use single static assignment for all node outputs.")
 
 
 @dataclass
@@ -52,7 +53,8 @@ class GraphCase(FromTemplate):
     opset: int
     nodes: list[GraphNode]
     inputs: list[tuple[str, np.ndarray]]  # always graph inputs
-    params: list[tuple[str, np.ndarray]]  # graph inputs in the runtime form, initializers in the initializer form
+    # graph inputs in the runtime form, initializers in the initializer form
+    params: list[tuple[str, np.ndarray]]
     constants: list[tuple[str, np.ndarray]]  # always initializers (shapes, indices, bounds)
     output_names: list[str]
     expected: list[np.ndarray]
@@ -112,8 +114,9 @@ class GraphCase(FromTemplate):
     def build(self, form: str, nodes: list[GraphNode] | None = None,
               outputs: list[tuple[str, np.ndarray]] | None = None,
               extra_inputs: Sequence[tuple[str, np.ndarray]] = ()) -> onnx.ModelProto:
-        """The model in ``form``; ``nodes`` / ``outputs`` replace the case's own, ``extra_inputs`` are more graph
-        inputs (a node-by-node replay builds one node's model this way, its inputs from earlier nodes fed)."""
+        """The model in ``form``; ``nodes`` / ``outputs`` replace the case's own, ``extra_inputs`` are more
+        graph inputs (a node-by-node replay builds one node's model this way, its inputs from earlier nodes
+        fed)."""
         if form not in FORMS:
             raise ValueError(f"unknown graph form {form!r}; known: {', '.join(FORMS)}")
         nodes = self.nodes if nodes is None else nodes
@@ -127,7 +130,8 @@ class GraphCase(FromTemplate):
             fed += params
         outs = outputs if outputs is not None else list(zip(self.output_names, self.expected, strict=True))
         graph = helper.make_graph(
-            [helper.make_node(n.op, n.inputs, n.outputs, name=n.name, domain=n.domain, **n.attrs) for n in nodes],
+            [helper.make_node(n.op, n.inputs, n.outputs, name=n.name, domain=n.domain, **n.attrs)
+             for n in nodes],
             self.id,
             [helper.make_tensor_value_info(n, by_dtype(v.dtype).proto, list(v.shape)) for n, v in fed],
             [helper.make_tensor_value_info(n, by_dtype(v.dtype).proto, list(v.shape)) for n, v in outs],
@@ -153,7 +157,8 @@ class GraphCase(FromTemplate):
     def spec_text(self) -> SpecText:
         first = self.clauses[0]
         return {"operator": first.operator, "versions": first.versions, "text": first.text,
-                "clauses": [{"operator": c.operator, "versions": c.versions, "text": c.text} for c in self.clauses]}
+                "clauses": [{"operator": c.operator, "versions": c.versions, "text": c.text}
+                            for c in self.clauses]}
 
     def _metadata(self) -> CaseMetadata:
         every = [*self.inputs, *self.params]
@@ -166,7 +171,8 @@ class GraphCase(FromTemplate):
                                                    "name": n.name, "inputs": n.inputs, "outputs": n.outputs}
                                                   for n in self.nodes],
                                         "operators": self.operators()},
-            "inputs": [{"name": n, "formal": n, "element_type": by_dtype(v.dtype).name, "shape": list(v.shape)}
+            "inputs": [{"name": n, "formal": n, "element_type": by_dtype(v.dtype).name,
+                        "shape": list(v.shape)}
                        for n, v in every],
             "outputs": [{"name": n, "element_type": by_dtype(e.dtype).name, "shape": list(e.shape)}
                         for n, e in zip(self.output_names, self.expected, strict=True)],

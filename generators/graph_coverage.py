@@ -1,4 +1,5 @@
-"""Coverage of the graph cases: which ops, patterns and round-trip types the graph families hold, and the gaps.
+"""Coverage of the graph cases: which ops, patterns and round-trip types the graph families hold, and the
+gaps.
 
 Required, from the registries (never by hand): every graph family of the case schema; every exact op of the
 kernel's graph registry (``reference.graph.EXACT_OPS``) between a DequantizeLinear and a QuantizeLinear (its
@@ -66,7 +67,8 @@ def graph_coverage(cases: Sequence[ConcreteCase | GraphCase]) -> GraphCoverage:
                 got["dynamic"].add("DynamicQuantizeLinear -> DequantizeLinear")
             if n.op == "DequantizeLinear" and src is not None and src.op == "QuantizeLinear":
                 zp = params.get(src.inputs[2]) if len(src.inputs) > 2 else None
-                got["round-trip types"].add(f"Q -> DQ {by_dtype(zp.dtype).name if zp is not None else 'uint8'}")
+                got["round-trip types"].add("Q -> DQ "
+                                            f"{by_dtype(zp.dtype).name if zp is not None else 'uint8'}")
             if n.op not in EXACT_OPS or _through(case, made, n, back=True) is None:
                 continue
             after = _through(case, made, n, back=False)

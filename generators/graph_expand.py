@@ -3,16 +3,16 @@
 A template names its values (``inputs``: always graph inputs; ``params``: graph inputs in the runtime form,
 initializers in the initializer form; ``constants``: always initializers), its nodes and its outputs. ``vary``
 gives lists of values for placeholders: every combination is a case, ``$NAME`` replaced in every string of the
-template (a string that is the placeholder alone takes the value itself, a number or a list). ``opsets`` lists the
-ai.onnx opsets the graph is built for; a combination whose quantization node the spec does not allow at an opset
-(an unknown version, a type or attribute the version lacks) is left out.
+template (a string that is the placeholder alone takes the value itself, a number or a list). ``opsets`` lists
+the ai.onnx opsets the graph is built for; a combination whose quantization node the spec does not allow at an
+opset (an unknown version, a type or attribute the version lacks) is left out.
 
 The structure is checked before anything runs, each problem one line naming the file, the node's line and the
-node: an op outside the schema's list (the schema), a tensor produced twice, an input nothing produces (dangling),
-a cycle, a bound that must be constant but is not. The expected outputs are the oracle's composition
-(``reference.graph.run_graph``); a node it cannot compute (shapes that do not compose, a quantization rule broken)
-is refused naming that node. A graph case is normative: a quantization node whose answer a catalogued reading
-would change is refused too (choose other values).
+node: an op outside the schema's list (the schema), a tensor produced twice, an input nothing produces
+(dangling), a cycle, a bound that must be constant but is not. The expected outputs are the oracle's
+composition (``reference.graph.run_graph``); a node it cannot compute (shapes that do not compose, a
+quantization rule broken) is refused naming that node. A graph case is normative: a quantization node whose
+answer a catalogued reading would change is refused too (choose other values).
 """
 
 from __future__ import annotations
@@ -139,7 +139,8 @@ def _nodes(tpl: Template, raw: list[dict[str, Any]], lines: list[int]) -> list[G
     for k, (n, line) in enumerate(zip(raw, lines, strict=True)):
         attrs = dict(n.get("attributes", {}))
         nodes.append(GraphNode(n["op"], [str(i) for i in n["inputs"]], [str(o) for o in n["outputs"]],
-                               attrs, str(n.get("name", f"n{k}_{n['op'].lower()}")), n.get("domain", ""), line))
+                               attrs, str(n.get("name", f"n{k}_{n['op'].lower()}")), n.get("domain", ""),
+                               line))
     names = [g.name for g in nodes]
     for g in nodes:
         if names.count(g.name) > 1:
@@ -152,7 +153,8 @@ def _nodes(tpl: Template, raw: list[dict[str, Any]], lines: list[int]) -> list[G
     return nodes
 
 
-def _check_structure(tpl: Template, nodes: list[GraphNode], values: dict[str, str], outputs: list[str]) -> None:
+def _check_structure(tpl: Template, nodes: list[GraphNode], values: dict[str, str],
+                     outputs: list[str]) -> None:
     """Duplicate and dangling names, cycles, constant bounds; one line naming the node."""
     protos = [helper.make_node(n.op, n.inputs, n.outputs) for n in nodes]
     try:
@@ -163,7 +165,8 @@ def _check_structure(tpl: Template, nodes: list[GraphNode], values: dict[str, st
     for n in nodes:
         for k in CONSTANT_INPUTS.get(n.op, ()):
             if k < len(n.inputs) and n.inputs[k] and values.get(n.inputs[k]) != "constants":
-                raise _node_error(tpl, n, f"input {k} ({n.inputs[k]!r}) must be one of the template's constants "
+                raise _node_error(tpl, n,
+                                  f"input {k} ({n.inputs[k]!r}) must be one of the template's constants "
                                   "(a bound the graph stays exact with)")
     for o in outputs:
         if o not in produced:
@@ -189,7 +192,8 @@ def _is_normative(tpl: Template, case_id: str, nodes: list[GraphNode], model: on
         found = catalogue_readings(spec.domain, spec.name, spec.version, args, ints, s.outputs, None)
         status, entry, _ = decide(CaseStatus.NORMATIVE.value, None, found, s.outputs)
         if status != CaseStatus.NORMATIVE:
-            raise _node_error(tpl, n, f"{case_id}: its answer depends on the ambiguity-catalogue entry {entry} "
+            raise _node_error(tpl, n,
+                              f"{case_id}: its answer depends on the ambiguity-catalogue entry {entry} "
                               "(a graph case is normative: choose values the spec decides)")
 
 
@@ -199,14 +203,16 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
     for part in arrays:
         for name, src in data.get(part, {}).items():
             if name in values:
-                raise tpl.error(f"{part}.{name}", f"tensor {name!r} is also one of the template's {values[name]}")
+                raise tpl.error(f"{part}.{name}",
+                                f"tensor {name!r} is also one of the template's {values[name]}")
             values[name] = part
             arrays[part].append((name, _array(tpl, f"{part}.{name}", src)))
     raw_nodes = data["nodes"]
     nodes = _nodes(tpl, raw_nodes, [line_of(n) or tpl.line("nodes") for n in tpl.data["nodes"]])
     outputs = [str(o) for o in data["outputs"]]
     _check_structure(tpl, nodes, values, outputs)
-    parts = [f"graph-{tpl.data['id']}", *(_id_part(k, v, tpl.data["vary"]) for k, v in env.items()), f"o{opset}"]
+    parts = [f"graph-{tpl.data['id']}", *(_id_part(k, v, tpl.data["vary"]) for k, v in env.items()),
+             f"o{opset}"]
     case_id = "-".join(p for p in parts if p)
     check_id(tpl, case_id)
     clauses = [Clause(c.get("operator", "?"), str(c.get("versions", "")), c["text"]) for c in data["spec"]]
@@ -235,8 +241,8 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
 
 
 def _id_part(key: str, v: Any, vary: dict[str, Any]) -> str:
-    """A placeholder's value in a case id: a scalar as itself (``-`` as m, ``.`` as p), a list by its position in
-    the template's list (``x2``: the second value of X)."""
+    """A placeholder's value in a case id: a scalar as itself (``-`` as m, ``.`` as p), a list by its position
+    in the template's list (``x2``: the second value of X)."""
     if isinstance(v, (list, dict)):
         return f"{key.lower()}{vary[key].index(v) + 1}"
     return re.sub(r"[^a-z0-9]+", "", str(v).lower().replace("-", "m").replace(".", "p"))
@@ -271,7 +277,8 @@ def expand_graph(tpl: Template) -> list[GraphCase]:
     newest = onnx.defs.onnx_opset_version()
     for opset in tpl.data["opsets"]:
         if not MIN_OPSET <= opset <= newest:
-            raise tpl.error("opsets", f"opset {opset} outside [{MIN_OPSET}, {newest}] (graph cases use the ops' "
+            raise tpl.error("opsets",
+                            f"opset {opset} outside [{MIN_OPSET}, {newest}] (graph cases use the ops' "
                             f"opset-{MIN_OPSET} forms; onnx {onnx.__version__} knows up to {newest})")
     cases = []
     for env, opset in _candidates(tpl):
@@ -281,6 +288,7 @@ def expand_graph(tpl: Template) -> list[GraphCase]:
         except _Skip:
             continue
     if not cases:
-        raise tpl.error("opsets", "the template expands to no case (a quantization node the spec allows at none "
+        raise tpl.error("opsets",
+                        "the template expands to no case (a quantization node the spec allows at none "
                         "of its opsets?)")
     return cases

@@ -7,15 +7,16 @@
     DIR/invalid/test_<id>[_initializer]/model.onnx, test_data_set_0/input_K.pb
 
 Each kind folder is a ``kind`` of ONNX's backend-test loader (``load_model_tests(data_dir=DIR, kind=...)``).
-``normative`` is the one an output-comparing runner (ONNX's ``onnx.backend.test.runner.Runner``, ONNX Runtime's
-``onnx_test_runner``) judges right: every folder's ``data.json`` gives the loader rtol 0 and atol 0 (a case with
-a ULP bound: the smallest rtol that holds it, :func:`qdq_conformance.compare.relative_tolerance`). The other two
-kinds hold no ``output_K.pb`` in their data set, so such a runner can never count one as a pass (it finds fewer
-outputs than the model has): an invalid case passes only when the backend rejects the model, an
-implementation-defined one when its answer matches one of the catalogued readings under ``readings/`` (R is the
-reading's index in the case's ``readings`` list in ``manifest.json``; ``judged_K.pb``, a bool tensor, marks the
-elements a reading constrains when it leaves others free). ``expected/`` holds the reference kernel's answer.
-``qdq-conformance run --suite DIR`` reads all of it (``runner/suite.py``).
+``normative`` is the one an output-comparing runner (ONNX's ``onnx.backend.test.runner.Runner``, ONNX
+Runtime's ``onnx_test_runner``) judges right: every folder's ``data.json`` gives the loader rtol 0 and atol 0
+(a case with a ULP bound: the smallest rtol that holds it,
+:func:`qdq_conformance.compare.relative_tolerance`). The other two kinds hold no ``output_K.pb`` in their data
+set, so such a runner can never count one as a pass (it finds fewer outputs than the model has): an invalid
+case passes only when the backend rejects the model, an implementation-defined one when its answer matches one
+of the catalogued readings under ``readings/`` (R is the reading's index in the case's ``readings`` list in
+``manifest.json``; ``judged_K.pb``, a bool tensor, marks the elements a reading constrains when it leaves
+others free). ``expected/`` holds the reference kernel's answer. ``qdq-conformance run --suite DIR`` reads all
+of it (``runner/suite.py``).
 
 This module is the one place that knows the layout; the manifest (``export.py``) records, for every case, its
 kind, its folder per graph form, its tolerance and its readings, so a reader needs nothing but the manifest.
@@ -44,19 +45,19 @@ from .case import ConcreteCase, TemplateMetadata
 #: the kind folders, what each holds, and how an output-comparing runner must treat it (manifest's ``kinds``)
 KINDS: dict[str, dict[str, str]] = {
     CaseStatus.NORMATIVE.value: {
-        "holds": "cases whose answer the spec decides: outputs compared bit for bit (NaN matches any NaN), or "
-                 "within the ULP bound the case states",
+        "holds": "cases whose answer the spec decides: outputs compared bit for bit (NaN matches any NaN), "
+                 "or within the ULP bound the case states",
         "onnx_runner": "run it: each folder's data.json sets rtol and atol (0 and 0 for an exact case)"},
     CaseStatus.IMPLEMENTATION_DEFINED.value: {
         "holds": "cases whose answer depends on an entry of the ambiguity catalogue: a backend conforms when "
                  "its outputs match one of the catalogued readings (readings/R/output_K.pb)",
-        "onnx_runner": "do not run it as output tests: the data sets hold no outputs, so every case fails there; "
-                       "judge it with qdq-conformance run --suite or against readings/"},
+        "onnx_runner": "do not run it as output tests: the data sets hold no outputs, so every case fails "
+                       "there; judge it with qdq-conformance run --suite or against readings/"},
     CaseStatus.INVALID.value: {
         "holds": "models the spec forbids: a backend conforms when it rejects the model (at load or at run "
                  "time); the rule each breaks is the case's 'rule' in manifest.json",
-        "onnx_runner": "do not run it as output tests: a rejection is the pass, which an output-comparing runner "
-                       "counts as an error; the data sets hold no outputs"},
+        "onnx_runner": "do not run it as output tests: a rejection is the pass, which an output-comparing "
+                       "runner counts as an error; the data sets hold no outputs"},
 }
 DATA_SET = "test_data_set_0"
 MANIFEST = "manifest.json"
@@ -135,7 +136,8 @@ def kind_of(case: ConcreteCase) -> str:
 
 
 def test_name(case: ConcreteCase, form: str) -> str:
-    """The name of the case's folder in ``form``: ``test_<id>[_<form>]`` (ONNX's loader names a test after it)."""
+    """The name of the case's folder in ``form``: ``test_<id>[_<form>]`` (ONNX's loader names a test after
+    it)."""
     return f"test_{case.id}" if form == Form.RUNTIME else f"test_{case.id}_{form}"
 
 
@@ -145,7 +147,8 @@ def folder_name(case: ConcreteCase, form: str) -> str:
 
 
 def tolerance(case: ConcreteCase) -> dict[str, float] | None:
-    """What a normative case's data.json tells ONNX's loader (None for the other kinds, which hold no outputs)."""
+    """What a normative case's data.json tells ONNX's loader (None for the other kinds, which hold no
+    outputs)."""
     if case.status != CaseStatus.NORMATIVE or case.expected is None:
         return None
     rtol, atol = relative_tolerance(case.expected, case.ulp)
@@ -154,8 +157,8 @@ def tolerance(case: ConcreteCase) -> dict[str, float] | None:
 
 def onnx_runner_blind_to(case: ConcreteCase) -> list[str]:
     """What ONNX's backend-test runner cannot see in a normative case's outputs, even at rtol 0 and atol 0
-    (``numpy.testing.assert_allclose``): the sign of a zero (an expected float zero), and a difference within two
-    bfloat16 ULPs (the runner raises rtol to 2**-6 for bfloat16 outputs)."""
+    (``numpy.testing.assert_allclose``): the sign of a zero (an expected float zero), and a difference within
+    two bfloat16 ULPs (the runner raises rtol to 2**-6 for bfloat16 outputs)."""
     if case.status != CaseStatus.NORMATIVE or case.expected is None:
         return []
     blind = []
@@ -182,9 +185,9 @@ class Files:
     holds becomes a hard link to it. The default tier's export is ~204,000 files of ~61,000 distinct contents
     (the same scale, zero point, data.json in thousands of cases), and on a journaling file system creating a
     file (an inode) costs many times what linking one does (measured on this project's shared ext4 machine:
-    0.35-0.8 ms against 0.015 ms of CPU). Where links cannot be made (a file system without them, a file at its
-    link limit), the file is written, and becomes the one later copies link to. Paths are plain strings: pathlib
-    cost a fifth of the writing."""
+    0.35-0.8 ms against 0.015 ms of CPU). Where links cannot be made (a file system without them, a file at
+    its link limit), the file is written, and becomes the one later copies link to. Paths are plain strings:
+    pathlib cost a fifth of the writing."""
 
     def __init__(self) -> None:
         self._first: dict[bytes, str] = {}

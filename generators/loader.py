@@ -1,11 +1,12 @@
-"""Loading case and expectation files: safe YAML with the line of every key, and errors that name file, line and
-key (the one line-tracking YAML loader; each kind of file has its own :class:`Limits`).
+"""Loading case and expectation files: safe YAML with the line of every key, and errors that name file, line
+and key (the one line-tracking YAML loader; each kind of file has its own :class:`Limits`).
 
 Case files are data, never code: they are parsed with PyYAML's SafeLoader, so ``!!python/...`` tags and every
-other executable construct fail; that failure (like a syntax error) is reported with its file and line. Only plain
-data loads (mappings with string keys, lists, strings, numbers, booleans, null; an unquoted date stays a string),
-and a file is bounded before it can cost much: its size, its nesting depth and the number of nodes it holds once
-every alias is expanded (an alias counts as the nodes it repeats, so an alias bomb stops at the limit).
+other executable construct fail; that failure (like a syntax error) is reported with its file and line. Only
+plain data loads (mappings with string keys, lists, strings, numbers, booleans, null; an unquoted date stays a
+string), and a file is bounded before it can cost much: its size, its nesting depth and the number of nodes it
+holds once every alias is expanded (an alias counts as the nodes it repeats, so an alias bomb stops at the
+limit).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import yaml
 
 from qdq_conformance.errors import CaseFileError
 
-__all__ = ["CASE_FILE", "EXPECTATION_FILE", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "CaseFileError", "Limits",
-           "LineDict", "LineList", "line_of", "load_yaml", "read_case_file"]
+__all__ = ["CASE_FILE", "EXPECTATION_FILE", "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "CaseFileError",
+           "Limits", "LineDict", "LineList", "line_of", "load_yaml", "read_case_file"]
 
 #: the largest case file, in bytes (the corpus's largest is under 30 KB; PyYAML reads about 1 MB in 3 s)
 MAX_FILE_BYTES = 1 << 18
@@ -60,8 +61,8 @@ class LineList(list):
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that keeps lines, counts nodes (aliases expanded) and nesting as it composes, and turns every
-    problem of a value into a CaseFileError with the value's line."""
+    """SafeLoader that keeps lines, counts nodes (aliases expanded) and nesting as it composes, and turns
+    every problem of a value into a CaseFileError with the value's line."""
 
     def __init__(self, text: str, name: str, limits: Limits = CASE_FILE) -> None:
         super().__init__(text)
@@ -77,8 +78,10 @@ class _Loader(yaml.SafeLoader):
     def _count(self, n: int, mark: Any) -> None:
         self._nodes += n
         if self._nodes > self.limits.max_nodes:
-            raise self._error(mark, f"more than {self.limits.max_nodes:,} YAML nodes (aliases count as the nodes "
-                              f"they repeat); the limit keeps a {self.limits.what} from costing minutes and gigabytes")
+            raise self._error(mark,
+                              f"more than {self.limits.max_nodes:,} YAML nodes (aliases count as the nodes "
+                              f"they repeat); the limit keeps a {self.limits.what} from costing minutes and "
+                              "gigabytes")
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -87,13 +90,15 @@ class _Loader(yaml.SafeLoader):
             if target is not None:
                 size = self._sizes.get(id(target))
                 if size is None:
-                    raise self._error(event.start_mark, f"alias *{event.anchor} refers to a node that contains it "
+                    raise self._error(event.start_mark,
+                                      f"alias *{event.anchor} refers to a node that contains it "
                                       "(a recursive alias)")
                 self._count(size, event.start_mark)
             return super().compose_node(parent, index)
         self._depth += 1
         if self._depth > self.limits.max_depth:
-            raise self._error(self.peek_event().start_mark, f"nested more than {self.limits.max_depth} levels deep")
+            raise self._error(self.peek_event().start_mark,
+                              f"nested more than {self.limits.max_depth} levels deep")
         before = self._nodes
         node = super().compose_node(parent, index)
         self._depth -= 1
@@ -106,7 +111,8 @@ class _Loader(yaml.SafeLoader):
             return super().construct_object(node, deep)
         except (CaseFileError, yaml.YAMLError):
             raise
-        except (ValueError, TypeError, OverflowError, ArithmeticError) as e:  # e.g. an integer of 5,000 digits
+        except (ValueError, TypeError, OverflowError, ArithmeticError) as e:
+            # e.g. an integer of 5,000 digits
             raise self._error(node.start_mark, f"cannot read this value: {e}") from None
 
 
@@ -138,7 +144,8 @@ def _as_text(loader: _Loader, node: yaml.ScalarNode) -> str:
 
 def _not_plain(loader: _Loader, node: yaml.Node) -> None:
     raise CaseFileError(loader.name, node.start_mark.line + 1, "", f"not plain data ({node.tag}); "
-                        f"{loader.limits.what}s hold mappings, lists, strings, numbers, booleans and null only")
+                        f"{loader.limits.what}s hold mappings, lists, strings, numbers, booleans and null "
+                        "only")
 
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map)
@@ -149,14 +156,16 @@ for _tag in ("binary", "set", "omap", "pairs"):
 
 
 def read_case_file(path: str | Path, limits: Limits = CASE_FILE) -> bytes:
-    """The bytes of one file, at most ``limits.max_bytes`` of them (CaseFileError otherwise, or when unreadable)."""
+    """The bytes of one file, at most ``limits.max_bytes`` of them (CaseFileError otherwise, or when
+    unreadable)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read(limits.max_bytes + 1)
     except OSError as e:
         raise CaseFileError(path, None, "", f"cannot read: {e.strerror or e}") from None
     if len(data) > limits.max_bytes:
-        raise CaseFileError(path, None, "", f"larger than {limits.max_bytes:,} bytes, the limit for one {limits.what}")
+        raise CaseFileError(path, None, "",
+                            f"larger than {limits.max_bytes:,} bytes, the limit for one {limits.what}")
     return data
 
 
@@ -165,18 +174,20 @@ def _decode(path: Path, data: bytes, limits: Limits) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise CaseFileError(path, line, "", f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+        raise CaseFileError(path, line, "",
+                            f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
                             f"{limits.what}s are UTF-8") from None
 
 
 def load_yaml(path: str | Path, text: str | None = None, limits: Limits = CASE_FILE) -> Any:
-    """Parse one case file (or another kind, by its ``limits``); any problem (unreadable, too large, not UTF-8,
-    invalid YAML, not plain data, over a limit) becomes a CaseFileError with its line."""
+    """Parse one case file (or another kind, by its ``limits``); any problem (unreadable, too large, not
+    UTF-8, invalid YAML, not plain data, over a limit) becomes a CaseFileError with its line."""
     path = Path(path)
     if text is None:
         text = _decode(path, read_case_file(path, limits), limits)
     elif len(text) > limits.max_bytes:
-        raise CaseFileError(path, None, "", f"larger than {limits.max_bytes:,} bytes, the limit for one {limits.what}")
+        raise CaseFileError(path, None, "",
+                            f"larger than {limits.max_bytes:,} bytes, the limit for one {limits.what}")
     loader: _Loader | None = None
     try:
         loader = _Loader(text, str(path), limits)
@@ -186,10 +197,12 @@ def load_yaml(path: str | Path, text: str | None = None, limits: Limits = CASE_F
     except yaml.reader.ReaderError as e:
         line = text.count("\n", 0, e.position) + 1 if isinstance(e.position, int) else None
         ch = f"#x{e.character:04x}" if isinstance(e.character, int) else repr(e.character)
-        raise CaseFileError(path, line, "", f"invalid YAML: character {ch} is not allowed ({e.reason})") from None
+        raise CaseFileError(path, line, "",
+                            f"invalid YAML: character {ch} is not allowed ({e.reason})") from None
     except yaml.constructor.ConstructorError as e:
         line = e.problem_mark.line + 1 if e.problem_mark else None
-        raise CaseFileError(path, line, "", f"not plain data ({e.problem}); {limits.what}s may not contain tags "
+        raise CaseFileError(path, line, "",
+                            f"not plain data ({e.problem}); {limits.what}s may not contain tags "
                             "such as !!python/...") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)

@@ -1,10 +1,10 @@
 """Generating and exporting the corpus with one worker process per core, one case file at a time.
 
-Each worker expands a case file and writes its cases into a staging folder of its own inside ``out``; the parent
-gathers the results in file order, refuses a file that repeats a case id an earlier file produced (naming both),
-then replaces what a previous generate made in ``out`` (the folders its manifest lists, nothing else) with the
-staged cases and writes the manifest. Output is identical to a single-process run, and nothing is written outside
-``out``.
+Each worker expands a case file and writes its cases into a staging folder of its own inside ``out``; the
+parent gathers the results in file order, refuses a file that repeats a case id an earlier file produced
+(naming both), then replaces what a previous generate made in ``out`` (the folders its manifest lists, nothing
+else) with the staged cases and writes the manifest. Output is identical to a single-process run, and nothing
+is written outside ``out``.
 
 A worker expands its file through the expansion cache (``cache.py``), as a run's collection does: a file a run
 or a generate expanded before is read, not expanded again.
@@ -50,7 +50,8 @@ class _Claim(NamedTuple):
 _Result = tuple[list[ManifestEntry], dict[str, TemplateMetadata], "str | None", list[_Claim]]
 
 
-def _job(path: str, staging: str, forms: Sequence[str], tiers: Sequence[str], select: Sequence[str]) -> _Result:
+def _job(path: str, staging: str, forms: Sequence[str], tiers: Sequence[str],
+         select: Sequence[str]) -> _Result:
     try:
         loaded = load_file_cached(Path(path), tiers)  # (a run's collection and generate share expansions)
         cases = [c for c in loaded if c.tier in tiers and
@@ -109,7 +110,8 @@ def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequ
 
 
 def _run_jobs(files: Sequence[Path], staging: Path, forms: Sequence[str], tiers: Sequence[str],
-              select: Sequence[str], jobs: int, progress: Callable[[int, int], None] | None) -> dict[int, _Result]:
+              select: Sequence[str], jobs: int,
+              progress: Callable[[int, int], None] | None) -> dict[int, _Result]:
     def size(k: int) -> int:
         try:
             return files[k].stat().st_size

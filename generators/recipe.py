@@ -1,5 +1,5 @@
-"""What a value recipe computes from (the case's operator kind, element types, scale and zero point) and what it
-returns (the values, and a scale they need)."""
+"""What a value recipe computes from (the case's operator kind, element types, scale and zero point) and what
+it returns (the values, and a scale they need)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,9 @@
 
 A small interpreter of the JSON Schema keywords the schemas use (type, properties, additionalProperties,
 required, enum, pattern, items, minItems, minProperties, propertyNames, minimum, maximum, oneOf, $ref) plus
-``x-exactlyOne`` and ``x-message`` (the sentence said when a value under that node is wrong; ``x-message-required``
-when a required key is missing). Unknown keys fail. Every error names the file, the line and the key path.
+``x-exactlyOne`` and ``x-message`` (the sentence said when a value under that node is wrong;
+``x-message-required`` when a required key is missing). Unknown keys fail. Every error names the file, the
+line and the key path.
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def _check_one_of(value: Any, options: list[dict[str, Any]], path: str, line: in
     deepest = max(errors, key=lambda e: len(e.path))
     if deepest.path != path:
         raise deepest
-    raise _Invalid(path, line, f"{value!r} fits none of the allowed forms ({'; '.join(e.message for e in errors)})")
+    raise _Invalid(path, line,
+                   f"{value!r} fits none of the allowed forms ({'; '.join(e.message for e in errors)})")
 
 
 def _check_scalar(value: Any, node: dict[str, Any], path: str, line: int | None) -> None:
@@ -123,7 +125,8 @@ def _check_scalar(value: Any, node: dict[str, Any], path: str, line: int | None)
         raise _Invalid(path, line, f"{value} is above the maximum {node['maximum']}")
 
 
-def _check_list(value: list[Any], node: dict[str, Any], path: str, line: int | None, root: dict[str, Any]) -> None:
+def _check_list(value: list[Any], node: dict[str, Any], path: str, line: int | None,
+                root: dict[str, Any]) -> None:
     """A list's length (minItems) and each of its items."""
     if len(value) < node.get("minItems", 0):
         raise _Invalid(path, line, f"needs at least {node['minItems']} item(s)")
@@ -148,12 +151,14 @@ def _check_object(value: dict[str, Any], node: dict[str, Any], path: str, line: 
         present = [k for k in node["x-exactlyOne"] if k in value]
         if len(present) != 1:
             raise _Invalid(path, line_of(value) or line,
-                           f"needs exactly one of {', '.join(node['x-exactlyOne'])} (got {present or 'none'})")
+                           f"needs exactly one of {', '.join(node['x-exactlyOne'])} (got "
+                           f"{present or 'none'})")
 
 
 def _check_property(key: str, item: Any, node: dict[str, Any], sub: str, key_line: int | None,
                     root: dict[str, Any]) -> None:
-    """One key of an object (propertyNames) and its value: a known property, or an additional one if allowed."""
+    """One key of an object (propertyNames) and its value: a known property, or an additional one if
+    allowed."""
     props = node.get("properties", {})
     if "propertyNames" in node:
         _check(key, node["propertyNames"], sub, key_line, root)

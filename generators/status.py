@@ -1,7 +1,7 @@
 """The case-status policy: whether a case is normative or implementation-defined.
 
-The kernel computes the readings of the ambiguity catalogue (:func:`qdq_conformance.reference.readings.readings`);
-this module decides what they mean for a case:
+The kernel computes the readings of the ambiguity catalogue
+(:func:`qdq_conformance.reference.readings.readings`); this module decides what they mean for a case:
 - a normative case whose answer changes under another reading of a catalogued entry is implementation-defined,
   naming the entry (the first such entry, in catalogue-computation order), never normative by accident;
 - an implementation-defined case keeps the entry its template names;
@@ -34,9 +34,11 @@ def changes_answer(r: Reading, outputs: Sequence[np.ndarray]) -> bool:
 
 
 def catalogue_readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None],
-                       attrs: dict[str, int], outputs: Sequence[np.ndarray], ambiguity: str | None) -> list[Reading]:
-    """The catalogue's readings for a case's node: every entry whose question arises, the entries asked only of
-    a case that names them (its own), and its own entry's kernel reading when its question does not arise."""
+                       attrs: dict[str, int], outputs: Sequence[np.ndarray],
+                       ambiguity: str | None) -> list[Reading]:
+    """The catalogue's readings for a case's node: every entry whose question arises, the entries asked only
+    of a case that names them (its own), and its own entry's kernel reading when its question does not
+    arise."""
     found = readings(domain, op, version, inputs, attrs, outputs, (ambiguity,) if ambiguity else ())
     if ambiguity is not None and not any(r.ambiguity == ambiguity for r in found):
         x = inputs[0]

@@ -26,11 +26,13 @@ def readme(manifest: Manifest) -> str:
     same bytes)."""
     sel = manifest.get("selection") or {}
     patterns = sel.get("patterns") or []
-    selection = (("case ids matching " + ", ".join(f"`{p}`" for p in patterns)) if patterns else "every case") + \
+    selection = (("case ids matching " + ", ".join(f"`{p}`" for p in patterns)) if patterns
+                 else "every case") + \
         f" of the {', '.join(sel.get('tiers') or ['default'])} tier(s)" + \
         ("" if sel.get("complete") else " (a part of the corpus)")
     kinds = manifest.get("kinds") or {}
-    counts = f"{manifest.get('case_count', 0)}: " + ", ".join(f"{v.get('cases', 0)} {k}" for k, v in kinds.items())
+    counts = (f"{manifest.get('case_count', 0)}: "
+              + ", ".join(f"{v.get('cases', 0)} {k}" for k, v in kinds.items()))
     bounded = sum(1 for c in manifest.get("cases", []) if rule_ulp(c.get("comparison")) > 0)
     ulp_note = (f"{bounded} case(s) have a ULP bound." if bounded else
                 "every normative case is exact (no ULP bound): every data.json holds rtol 0 and atol 0.")

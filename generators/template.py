@@ -1,5 +1,5 @@
-"""A template: one case-file entry before expansion, with the file it came from (for errors naming file, line and
-key)."""
+"""A template: one case-file entry before expansion, with the file it came from (for errors naming file, line
+and key)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ class Template:
 
     def error(self, key: str, message: str) -> CaseFileError:
         top = key.split(".", 1)[0]  # (the line of ``inputs`` for ``inputs.x.shape``)
-        return CaseFileError(self.file, self.line(top if top in self.data else None), f"{self.data['id']}.{key}"
+        return CaseFileError(self.file, self.line(top if top in self.data else None),
+                             f"{self.data['id']}.{key}"
                              if key else self.data["id"], message)
 
     @property

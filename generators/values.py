@@ -53,7 +53,8 @@ def saturation_finite(ctx: Ctx) -> Recipe | None:
 def saturation_huge(ctx: Ctx) -> Recipe | None:
     """x / y_scale beyond 2**31: big values, or a tiny scale where the input type cannot hold them."""
     if ctx.x.name == "int32":
-        return Recipe([2**31 - 1, -(2**31), 2**31 - 128, -(2**31) + 1], scale=1.0 / 1024 if _float_scale(ctx) else None)
+        return Recipe([2**31 - 1, -(2**31), 2**31 - 128, -(2**31) + 1],
+                      scale=1.0 / 1024 if _float_scale(ctx) else None)
     if ctx.x.name == "float16":
         return Recipe([65504.0, -65504.0, 60000.0, -40000.0], scale=2.0**-14 if _float_scale(ctx) else None)
     return Recipe([3e9, -3e9, 2.0**31 + 2**8, -(2.0**31) - 2**8, 1e30, -1e30, 3e38, -3e38])
@@ -128,7 +129,8 @@ def codes_boundary(ctx: Ctx) -> Recipe | None:
         vals = sorted({t.int_min, t.int_min + 1, -1 if t.int_min < 0 else 0, 0, 1, t.int_max - 1, t.int_max})
         return Recipe([float(v) for v in vals])
     m = _finite_max(t)
-    tiny = 2.0 ** (t.min_exp - t.mantissa_bits) if t.min_exp is not None and t.mantissa_bits is not None else 0.0
+    tiny = (2.0 ** (t.min_exp - t.mantissa_bits) if t.min_exp is not None and t.mantissa_bits is not None
+            else 0.0)
     floats = [0.0, -0.0, tiny, -tiny, m, -m, 1.0, -1.0]
     if t.has_nan:
         floats.append(np.nan)
@@ -210,7 +212,8 @@ def parse_literal(value: object) -> np.ndarray:
             try:
                 return float(key)  # YAML 1.1 reads 3.0e4 (no exponent sign) as a string
             except ValueError:
-                raise ValueError(f"{v!r} is not a number (use a number, nan, -nan, inf, -inf or -0)") from None
+                raise ValueError(f"{v!r} is not a number (use a number, nan, -nan, inf, -inf or "
+                                 "-0)") from None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ValueError(f"{v!r} is not a number")
         return v
@@ -246,7 +249,8 @@ def to_type(values: np.ndarray, t: ElementType, coerce: bool = False) -> np.ndar
 
 def random_values(seed: int, n: int, ctx: Ctx, span: float = 1.2, low: float | None = None,
                   high: float | None = None, role: str = "x") -> np.ndarray:
-    """Seeded values: for a quantized x, uniform codes; otherwise uniform over [low, high] or the target range."""
+    """Seeded values: for a quantized x, uniform codes; otherwise uniform over [low, high] or the target
+    range."""
     rng = np.random.default_rng(seed)
     t = ctx.x if role == "x" else ctx.scale
     assert t is not None
@@ -280,8 +284,8 @@ def default_scale(t: ElementType, shape: tuple[int, ...], seed: int) -> np.ndarr
 
 
 def default_zp(t: ElementType, shape: tuple[int, ...], seed: int) -> np.ndarray:
-    """A case's zero point when its file gives none: the middle code, seeded codes when per-axis, zero for float
-    and 32-bit types."""
+    """A case's zero point when its file gives none: the middle code, seeded codes when per-axis, zero for
+    float and 32-bit types."""
     n = int(np.prod(shape)) if shape else 1
     if not t.is_integer:
         return to_type(np.zeros(n), t).reshape(shape)

@@ -1,11 +1,12 @@
-"""One case in detail, from its results record: the per-element table (inputs at each index, expected and actual
-values with their bit codes, which elements differ and why), the backend's error without this tool's frames, and
-a finding's plain sentence. The HTML report's case page (its script draws the table from what :func:`page_data`
-adds), ``qdq-conformance show`` (:func:`render_text`) and the findings (:func:`plain`) read it.
+"""One case in detail, from its results record: the per-element table (inputs at each index, expected and
+actual values with their bit codes, which elements differ and why), the backend's error without this tool's
+frames, and a finding's plain sentence. The HTML report's case page (its script draws the table from what
+:func:`page_data` adds), ``qdq-conformance show`` (:func:`render_text`) and the findings (:func:`plain`) read
+it.
 
 Which rows are marked is decided by the verdict's own comparison (:func:`qdq_conformance.compare.differs`: bit
-patterns, any NaN matching any NaN, a case's ULP bound), on arrays rebuilt from the record's bit codes; values are
-shown at their type's own precision (:func:`qdq_conformance.types.texts`), whatever the file's text says.
+patterns, any NaN matching any NaN, a case's ULP bound), on arrays rebuilt from the record's bit codes; values
+are shown at their type's own precision (:func:`qdq_conformance.types.texts`), whatever the file's text says.
 """
 
 from __future__ import annotations
@@ -96,8 +97,8 @@ def _flat(idx: Any, shape: list[int]) -> int | None:
 
 
 def strip_tool_frames(message: str) -> str:
-    """A backend's message with this tool's own frames taken out of its traceback (the backend's, the library's
-    and Python's stay)."""
+    """A backend's message with this tool's own frames taken out of its traceback (the backend's, the
+    library's and Python's stay)."""
     head, sep, trace = message.partition(_TRACEBACK)
     if not sep:
         return message
@@ -145,8 +146,8 @@ def param_index(flat: int, shape: list[int], pshape: list[int], attrs: Mapping[s
 
 
 def rows(rec: CaseRecord, k: int = 0) -> list[Row]:
-    """Output ``k``'s table: per previewed element its index, x / scale / zero point there, expected and actual
-    (value and code), whether it differs, and why it is hard."""
+    """Output ``k``'s table: per previewed element its index, x / scale / zero point there, expected and
+    actual (value and code), whether it differs, and why it is hard."""
     exp = retext(((rec.get("expected") or [])[k:k + 1] or [None])[0])
     act = retext(((rec.get("actual") or [])[k:k + 1] or [None])[0])
     if not exp:
@@ -198,8 +199,8 @@ def _code(p: PreviewRecord, j: int) -> str:
 
 def page_data(details: CaseRecord) -> dict[str, object]:
     """What the report's case page adds to a record's details: values at their type's precision, the rows the
-    verdict's comparison marks (``marks``), the per-element explanations (``why``) and the message without this
-    tool's frames."""
+    verdict's comparison marks (``marks``), the per-element explanations (``why``) and the message without
+    this tool's frames."""
     out: dict[str, Any] = dict(details)
     for key in ("expected", "actual"):
         if out.get(key):
@@ -208,12 +209,13 @@ def page_data(details: CaseRecord) -> dict[str, object]:
         out["inputs"] = {n: retext(p) for n, p in out["inputs"].items()}
     if out.get("expected") and out.get("actual"):
         # the table, row by row: [index, x, scale, zero point, expected, code, actual, code, differs, why]
-        out["table"] = [[[_index(r["index"], (e or {}).get("shape") or []), r.get("x", ""), r.get("scale", ""),
-                          r.get("zero point", ""), r["expected"], r["expected_code"], r.get("actual", "-"),
-                          r.get("actual_code", ""), int(r["differs"]), r["why"]]
+        out["table"] = [[[_index(r["index"], (e or {}).get("shape") or []), r.get("x", ""),
+                          r.get("scale", ""), r.get("zero point", ""), r["expected"], r["expected_code"],
+                          r.get("actual", "-"), r.get("actual_code", ""), int(r["differs"]), r["why"]]
                          for r in rows(cast(CaseRecord, out), k)]
                         for k, e in enumerate(out["expected"])]
-        out["shapes"] = [[(e or {}).get("type"), (e or {}).get("shape"), (a or {}).get("type"), (a or {}).get("shape")]
+        out["shapes"] = [[(e or {}).get("type"), (e or {}).get("shape"), (a or {}).get("type"),
+                          (a or {}).get("shape")]
                          for e, a in zip(out["expected"], out["actual"], strict=False)]
         del out["expected"], out["actual"]  # (the table holds them)
     if out.get("message"):
@@ -233,18 +235,22 @@ def first_explained(rec: CaseRecord) -> tuple[str, str, str] | None:
 def render_text(rec: CaseRecord) -> str:
     """``qdq-conformance show``: one case-form in full."""
     spec = rec.get("spec")
-    lines = [f"{rec['id']} [{rec.get('form')}] on {rec.get('backend')} {rec.get('backend_version')}: {rec['status']}"]
+    lines = [f"{rec['id']} [{rec.get('form')}] on {rec.get('backend')} {rec.get('backend_version')}: "
+             f"{rec['status']}"]
     if spec:
-        lines.append(f"spec ({spec.get('operator')} {spec.get('versions')}): \"{' '.join(str(spec.get('text')).split())}\"")
-    lines.append(f"case: {rec.get('case_status')}, family {rec.get('family')}, {rec.get('granularity')}, comparison "
-                 f"{rec.get('comparison')}, attributes {rec.get('attributes') or {}}"
+        lines.append(f"spec ({spec.get('operator')} {spec.get('versions')}): "
+                     f"\"{' '.join(str(spec.get('text')).split())}\"")
+    lines.append(f"case: {rec.get('case_status')}, family {rec.get('family')}, {rec.get('granularity')}, "
+                 f"comparison {rec.get('comparison')}, attributes {rec.get('attributes') or {}}"
                  + (f", ambiguity {rec['ambiguity']}" if rec.get("ambiguity") else "")
                  + (f", rule {rec['rule']}" if rec.get("rule") else ""))
     e = rec.get("expectation")
-    lines.append("expectation: " + (f"line {e.get('line')}: {e.get('status')}: {' '.join(str(e.get('reason')).split())}"
-                                    if e else "none"))
+    lines.append("expectation: "
+                 + (f"line {e.get('line')}: {e.get('status')}: {' '.join(str(e.get('reason')).split())}"
+                    if e else "none"))
     if rec.get("reading") or rec.get("behaviour"):
-        lines.append(f"reading followed: {rec.get('reading') or '-'}; behaviour: {rec.get('behaviour') or '-'}")
+        lines.append(f"reading followed: {rec.get('reading') or '-'}; behaviour: "
+                     f"{rec.get('behaviour') or '-'}")
     lines.append("message: " + strip_tool_frames(rec.get("message") or ""))
     for name, p in (rec.get("inputs") or {}).items():
         p = retext(p)
@@ -260,9 +266,10 @@ def render_text(rec: CaseRecord) -> str:
                f"{'actual':>14} {'code':>10}  why"
         lines.append(head)
         for r in table:
-            lines.append(f"  {'*' if r['differs'] else ' '} {r['index']:>4} {r.get('x', ''):>14} {r.get('scale', ''):>12} "
-                         f"{r.get('zero point', ''):>8} {r['expected']:>14} {r['expected_code']:>10} "
-                         f"{r.get('actual', '-'):>14} {r.get('actual_code', ''):>10}  {r['why']}")
+            lines.append(f"  {'*' if r['differs'] else ' '} {r['index']:>4} {r.get('x', ''):>14} "
+                         f"{r.get('scale', ''):>12} {r.get('zero point', ''):>8} {r['expected']:>14} "
+                         f"{r['expected_code']:>10} {r.get('actual', '-'):>14} "
+                         f"{r.get('actual_code', ''):>10}  {r['why']}")
     for m in rec.get("mismatches") or ():
         lines.append(f"mismatch: output {m.get('output')}: {m.get('reason')}"
                      + (f", {m.get('count')} of {m.get('total')} elements differ" if m.get("count") else ""))

@@ -1,9 +1,10 @@
 """The public compliance table: several results files summarised as Markdown.
 
 Per backend and operator version: passed / failed (failed, error, crashed, timeout, invalid-accepted) /
-unsupported / implementation-defined; then, per backend, its findings: the failing cases grouped by signature as the
-report groups them (``findings.group``), under the expectation entries that explain them (their reasons are written
-for people, the entries covering the most failing cases first), then the findings no entry explains.
+unsupported / implementation-defined; then, per backend, its findings: the failing cases grouped by signature
+as the report groups them (``findings.group``), under the expectation entries that explain them (their reasons
+are written for people, the entries covering the most failing cases first), then the findings no entry
+explains.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def _summary(text: str, limit: int = 700) -> str:
 
 
 def _findings(cases: list[CaseRecord], top: int, per_entry: int = 3) -> list[str]:
-    """Per backend: the expectation entries covering the most failing case-forms, each with its reason (written
-    for people) and the findings (:func:`findings.group`) it explains; then the findings no entry explains."""
+    """Per backend: the expectation entries covering the most failing case-forms, each with its reason
+    (written for people) and the findings (:func:`findings.group`) it explains; then the findings no entry
+    explains."""
     found = group(cases)
     known = known_versions(cases)
     by_entry: dict[Any, list[Finding]] = defaultdict(list)
@@ -58,8 +60,8 @@ def _findings(cases: list[CaseRecord], top: int, per_entry: int = 3) -> list[str
         lines += [f"  - {md(f.description(known))} ({f.expected} cases)" for f in fs[:per_entry]]
         if len(fs) > per_entry:
             rest = fs[per_entry:]
-            lines.append(f"  - and {len(rest)} more finding{'s' * (len(rest) != 1)} ({sum(f.expected for f in rest)} "
-                         "cases)")
+            lines.append(f"  - and {len(rest)} more finding{'s' * (len(rest) != 1)} "
+                         f"({sum(f.expected for f in rest)} cases)")
     if len(entries) > top:
         rest_fs = [f for _, fs in entries[top:] for f in fs]
         n, more = len(entries) - top, sum(f.expected for f in rest_fs)
@@ -79,9 +81,9 @@ def render_markdown(results: list[Results], top: int = 6,
     out = ["# ONNX Q/DQ compliance table", ""]
     if command:
         out += [f"Regenerate with `{command}`.", ""]
-    out += ["Counts are cases (each case in the graph forms run). *failed* includes error, crashed, timeout and "
-            "invalid-accepted; *impl.-def.* cases depend on an entry of the ambiguity catalogue and passed by "
-            "following one of its catalogued readings (one that follows none is failed).", ""]
+    out += ["Counts are cases (each case in the graph forms run). *failed* includes error, crashed, timeout "
+            "and invalid-accepted; *impl.-def.* cases depend on an entry of the ambiguity catalogue and "
+            "passed by following one of its catalogued readings (one that follows none is failed).", ""]
     out += ["| backend | version | results of | forms | passed | failed | unsupported | impl.-def. | score |",
             "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for head, cases, _ in results:
@@ -92,14 +94,14 @@ def render_markdown(results: list[Results], top: int = 6,
         forms = ",".join(sorted({c.get("form") or "" for c in cases}))
         if head.get("shard"):  # a run of one shard: its counts are of that shard only
             forms += f" (shard {head['shard']})"
-        out.append(f"| {md(head.get('backend'))} | {md(head.get('backend_version'))} | {md(run_date(head))} | "
-                   f"{md(forms)} | {cnt['passed']} | {bad} | {cnt['unsupported']} | {cnt['implementation-defined']} | "
-                   f"{score} |")
+        out.append(f"| {md(head.get('backend'))} | {md(head.get('backend_version'))} | {md(run_date(head))} "
+                   f"| {md(forms)} | {cnt['passed']} | {bad} | {cnt['unsupported']} | "
+                   f"{cnt['implementation-defined']} | {score} |")
     out.append("")
     kept = [h for h, _, _ in results if h.get(KEPT)]
     if kept:
-        out += [f"{', '.join(md(h.get('backend')) for h in kept)}: not run when this table was regenerated (not "
-                "installed on that machine, or left to its kept results with --from-kept); "
+        out += [f"{', '.join(md(h.get('backend')) for h in kept)}: not run when this table was regenerated "
+                "(not installed on that machine, or left to its kept results with --from-kept); "
                 + ("its row and column come" if len(kept) == 1 else "their rows and columns come")
                 + f" from the kept results of the date shown ({md(', '.join(str(h[KEPT]) for h in kept))})."]
         out += [f"{md(h.get('backend'))}'s kept results are reconstructed: {md(h['reconstructed'])}."
@@ -124,26 +126,28 @@ def render_markdown(results: list[Results], top: int = 6,
                                              f"{row['unsupported']}")
         out.append(f"| {md(key)} | " + " | ".join(cells) + " |")
     out.append("")
-    out += ["## Findings", "", f"What each backend's run finds, grouped by signature: [{FINDINGS_PAGE}]({FINDINGS_PAGE}).", ""]
+    out += ["## Findings", "",
+            f"What each backend's run finds, grouped by signature: [{FINDINGS_PAGE}]({FINDINGS_PAGE}).", ""]
     return "\n".join(out)
 
 
 def render_findings(results: list[Results], top: int = 6, command: str = "") -> str:
-    """The page ``docs/findings.md``: each backend's findings with the version and date of the run they come from
-    (generated with the compliance table from the same results files, never edited by hand)."""
+    """The page ``docs/findings.md``: each backend's findings with the version and date of the run they come
+    from (generated with the compliance table from the same results files, never edited by hand)."""
     out = ["# What each backend's run finds", ""]
     if command:
         out += [f"<!-- Generated by `{command}` from results files; do not edit by hand. -->", ""]
-    out += ["Failing case-forms grouped into findings (one per signature, as `qdq-conformance findings` and the "
-            "report group them), under the expectation entries that explain them. The counts per operator version "
-            f"are in [{COMPLIANCE_PAGE}]({COMPLIANCE_PAGE}).", ""]
+    out += ["Failing case-forms grouped into findings (one per signature, as `qdq-conformance findings` and "
+            "the report group them), under the expectation entries that explain them. The counts per "
+            f"operator version are in [{COMPLIANCE_PAGE}]({COMPLIANCE_PAGE}).", ""]
     out += _graph_section(results)
     for head, cases, _ in results:
         out.append(f"## {md(head.get('backend'))} {md(head.get('backend_version'))}")
         out.append("")
         forms = ",".join(sorted({c.get("form") or "" for c in cases}))
         out.append(f"Results of {md(run_date(head))}"  # (run_date marks kept results)
-                   + f", graph forms {md(forms)}, onnx {md(head.get('onnx_version') or head.get('onnx') or '?')}.")
+                   + f", graph forms {md(forms)}, onnx "
+                     f"{md(head.get('onnx_version') or head.get('onnx') or '?')}.")
         out.append("")
         found = _findings(cases, top)
         out += [line if line.startswith("  - ") else f"- {line}" for line in found] or ["- No failing case."]
@@ -152,8 +156,9 @@ def render_findings(results: list[Results], top: int = 6, command: str = "") -> 
 
 
 def _graph_section(results: list[Results]) -> list[str]:
-    """Graph cases per backend: failing templates by defect (``rewrite``: the backend's optimizer changes values
-    its own node-by-node run gets right; ``node``: a node is wrong on its own), each with one case id."""
+    """Graph cases per backend: failing templates by defect (``rewrite``: the backend's optimizer changes
+    values its own node-by-node run gets right; ``node``: a node is wrong on its own), each with one case
+    id."""
     rows = []
     for head, cases, _ in results:
         graph = [c for c in cases if c.get("operator") == "graph"]
@@ -165,18 +170,21 @@ def _graph_section(results: list[Results]) -> list[str]:
                 bad[(str(c.get("defect") or "-"), _template(c))].append((c["id"], str(c.get("form"))))
         passed = sum(c["status"] == RunStatus.PASSED for c in graph)
         rows.append(f"- **{md(head.get('backend'))} {md(head.get('backend_version'))}**"
-                    f"{' (' + md(head['optimization']) + ')' if head.get('optimization') else ''}: {passed} of "
-                    f"{len(graph)} graph case-forms pass; "
-                    + (", ".join(f"{d}: {sum(1 for k in bad if k[0] == d)} template(s)" for d in ("rewrite", "node")
+                    f"{' (' + md(head['optimization']) + ')' if head.get('optimization') else ''}: {passed} "
+                    f"of {len(graph)} graph case-forms pass; "
+                    + (", ".join(f"{d}: {sum(1 for k in bad if k[0] == d)} template(s)"
+                                 for d in ("rewrite", "node")
                                  if any(k[0] == d for k in bad)) or "no failing graph case"))
-        rows += [f"  - {md(defect)}: {md(tpl)} ({len(ids)} case-forms, e.g. `{ids[0][0]}`, {md(ids[0][1])} form)"
+        rows += [f"  - {md(defect)}: {md(tpl)} ({len(ids)} case-forms, e.g. `{ids[0][0]}`, {md(ids[0][1])} "
+                 "form)"
                  for (defect, tpl), ids in sorted(bad.items())]
     if not rows:
         return []
     return ["## Graph cases: rewrite or node", "",
-            "A failing graph case is a *rewrite* when the backend's own node-by-node run of the graph (each node "
-            "its own model, outputs fed forward) gives the expected values, and a *node* defect otherwise.", "",
-            *rows, ""]
+            "A failing graph case is a *rewrite* when the backend's own node-by-node run of the graph (each "
+            "node its own model, outputs fed forward) gives the expected values, and a *node* defect "
+            "otherwise.",
+            "", *rows, ""]
 
 
 def _template(rec: CaseRecord) -> str:
@@ -195,7 +203,8 @@ def run_date(head: Header) -> str:
 
 
 def load_marked(paths: list[Path], kept: list[Path]) -> list[Results]:
-    """The runs of ``paths``; those read from ``kept`` (a backend that could not run here) marked :data:`KEPT`."""
+    """The runs of ``paths``; those read from ``kept`` (a backend that could not run here) marked
+    :data:`KEPT`."""
     runs = load_runs(paths)
     for path, (head, _, _) in zip(paths, runs, strict=True):
         if path in kept:
@@ -212,7 +221,8 @@ def write(results: list[Results], out: Path, command: str = "") -> Path:
     """The compliance table at ``out`` and the findings page beside it (``findings.md``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_markdown(results, command=command) + "\n", encoding="utf-8")
-    (out.parent / FINDINGS_PAGE).write_text(render_findings(results, command=command) + "\n", encoding="utf-8")
+    (out.parent / FINDINGS_PAGE).write_text(render_findings(results, command=command) + "\n",
+                                            encoding="utf-8")
     return out
 
 

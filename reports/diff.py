@@ -10,8 +10,8 @@ Cases are matched by (case id, graph form). Every case lands in one category:
 - ``appeared`` / ``disappeared``: present in only one of the two files;
 - unchanged cases are counted, not listed.
 
-Two runs of different backends, backend versions or selections (``-k``, ``-m``, ``--shard``, ``--form``) are still
-compared, and the diff says so first (:meth:`Diff.warnings`).
+Two runs of different backends, backend versions or selections (``-k``, ``-m``, ``--shard``, ``--form``) are
+still compared, and the diff says so first (:meth:`Diff.warnings`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from qdq_conformance.results.merge import gap, incomplete, load_run
 
 from .page import environment, pack
 
-#: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a diff tests every record)
+#: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a diff tests every
+#: record)
 _IMPLEMENTATION_DEFINED = RunStatus.IMPLEMENTATION_DEFINED.value
 EXPECTED_NOW = "now failing (expected)"
 CATEGORIES = ("regressed", EXPECTED_NOW, "fixed", "changed", "appeared", "disappeared")
@@ -51,7 +52,8 @@ class Diff:
     new_cases: int = 0
     new_complete: bool = True  # the new run ended normally (its file has a summary line)
     new_stopped: str = ""  # how the new run ended early, when its summary says so (a signal, a backend error)
-    old_incomplete: list[str] = field(default_factory=list)  # merge.incomplete of each run: one line per problem
+    # merge.incomplete of each run: one line per problem
+    old_incomplete: list[str] = field(default_factory=list)
     new_incomplete: list[str] = field(default_factory=list)
 
     def empty(self) -> bool:
@@ -59,23 +61,25 @@ class Diff:
         return self.new_cases == 0
 
     def incomplete(self) -> str | None:
-        """Why the runs cannot pass a regression gate (the new one empty, interrupted, crashed or with malformed
-        lines; the old one incomplete, so that a case it lacks, failing now, counts as appeared, not regressed),
-        or None."""
+        """Why the runs cannot pass a regression gate (the new one empty, interrupted, crashed or with
+        malformed lines; the old one incomplete, so that a case it lacks, failing now, counts as appeared, not
+        regressed), or None."""
         if gap(self.new_head):
-            return f"the new run is incomplete ({gap(self.new_head)}), so the cases of missing shards are not known to pass"
+            return (f"the new run is incomplete ({gap(self.new_head)}), so the cases of missing shards are "
+                    "not known to pass")
         if self.new_stopped:
             return f"the new run {self.new_stopped}, so cases it did not reach are not known to pass"
         if self.new_cases == 0:
             return "the new results file has no case records (an empty run, or the wrong file)"
         if not self.new_complete:
-            return ("the new run did not finish (no summary line: interrupted or crashed), so cases it did not "
-                    "reach are not known to pass")
+            return ("the new run did not finish (no summary line: interrupted or crashed), so cases it did "
+                    "not reach are not known to pass")
         if self.new_incomplete:
-            return f"the new run is incomplete ({self.new_incomplete[0]}), so cases it lost are not known to pass"
+            return (f"the new run is incomplete ({self.new_incomplete[0]}), so cases it lost are not known "
+                    "to pass")
         if self.old_incomplete:
-            return (f"the old run is incomplete ({self.old_incomplete[0]}), so a case it lacks that fails now is "
-                    "counted as appeared, not as regressed")
+            return (f"the old run is incomplete ({self.old_incomplete[0]}), so a case it lacks that fails "
+                    "now is counted as appeared, not as regressed")
         return None
 
     def warnings(self) -> list[str]:
@@ -83,14 +87,16 @@ class Diff:
         out = []
         a, b = self.old_head, self.new_head
         if a.get("backend") != b.get("backend"):
-            out.append(f"the runs are of different backends ({a.get('backend')} and {b.get('backend')}): a change "
-                       "says how the backends differ, not that one changed")
+            out.append(f"the runs are of different backends ({a.get('backend')} and {b.get('backend')}): a "
+                       "change says how the backends differ, not that one changed")
         elif a.get("backend_version") != b.get("backend_version"):
-            out.append(f"the backend versions differ ({a.get('backend_version')} and {b.get('backend_version')})")
+            out.append(f"the backend versions differ ({a.get('backend_version')} and "
+                       f"{b.get('backend_version')})")
         sa, sb = selection_text(a), selection_text(b)
         if sa != sb:
-            out.append(f"the runs selected different cases ({sa or 'the whole corpus'} and {sb or 'the whole corpus'})"
-                       ": cases only one of them ran are listed as appeared or disappeared")
+            out.append(f"the runs selected different cases ({sa or 'the whole corpus'} and "
+                       f"{sb or 'the whole corpus'}): cases only one of them ran are listed as appeared or "
+                       "disappeared")
         elif sa:
             out.append(f"both runs are a subset of the corpus ({sa})")
         return out
@@ -138,14 +144,17 @@ def diff_records(old: Results, new: Results) -> Diff:
     old_cases = {_key(c): c for c in old[1]}
     new_cases = {_key(c): c for c in new[1]}
     result = Diff(old[0], new[0], new_cases=len(new[1]), new_complete=new[2] is not None,
-                  new_stopped=_stopped(new[2]), old_incomplete=incomplete(old), new_incomplete=incomplete(new))
+                  new_stopped=_stopped(new[2]), old_incomplete=incomplete(old),
+                  new_incomplete=incomplete(new))
     for key in sorted(old_cases.keys() | new_cases.keys()):
         a, b = old_cases.get(key), new_cases.get(key)
         if a is None:
             assert b is not None
-            result.changes.append(Change("appeared", key[0], key[1], None, b["status"], b.get("message") or ""))
+            result.changes.append(Change("appeared", key[0], key[1], None, b["status"],
+                                         b.get("message") or ""))
         elif b is None:
-            result.changes.append(Change("disappeared", key[0], key[1], a["status"], None, a.get("message") or ""))
+            result.changes.append(Change("disappeared", key[0], key[1], a["status"], None,
+                                         a.get("message") or ""))
         else:
             cat = _category(a, b)
             if cat is None:
@@ -179,19 +188,21 @@ def _run_name(head: Header) -> str:
     shards = head.get("shards")
     merged = f", {len(shards['given'])} of {shards['n']} shards" if shards else ""
     missing = f", INCOMPLETE: {gap(head)}" if gap(head) else ""
-    return f"{head.get('backend', '?')} {head.get('backend_version', '?')} ({head.get('started', '?')}{merged}{missing})"
+    return (f"{head.get('backend', '?')} {head.get('backend_version', '?')} "
+            f"({head.get('started', '?')}{merged}{missing})")
 
 
 def render_text(d: Diff, limit: int = 50, accepted: bool = False) -> str:
-    """Plain-text diff: header, one line per category, then up to ``limit`` cases per category (``accepted``: an
-    incomplete run does not fail the gate, --allow-incomplete)."""
+    """Plain-text diff: header, one line per category, then up to ``limit`` cases per category (``accepted``:
+    an incomplete run does not fail the gate, --allow-incomplete)."""
     lines = [f"old: {_run_name(d.old_head)}", f"new: {_run_name(d.new_head)}"]
     lines += [f"WARNING: {w}" for w in d.warnings()]
     counts = d.counts()
     lines.append(", ".join(f"{n} {k}" for k, n in counts.items()) + f", {d.unchanged} unchanged")
     why = d.incomplete()
     if why:
-        lines.append(f"INCOMPLETE{' (accepted: --allow-incomplete)' if accepted and not d.empty() else ''}: {why}")
+        lines.append(f"INCOMPLETE{' (accepted: --allow-incomplete)' if accepted and not d.empty() else ''}: "
+                     f"{why}")
     for old, new, n in d.transitions():
         lines.append(f"  {old:>22} -> {new:<22} {n}")
     for cat in CATEGORIES:
@@ -201,7 +212,8 @@ def render_text(d: Diff, limit: int = 50, accepted: bool = False) -> str:
         lines.append(f"\n{cat.upper()} ({len(items)})")
         for ch in items[:limit]:
             msg = " ".join(ch.message.split())[:120]
-            lines.append(f"  {ch.id} [{ch.form}]  {ch.old or '-'} -> {ch.new or '-'}" + (f"  {msg}" if msg else ""))
+            lines.append(f"  {ch.id} [{ch.form}]  {ch.old or '-'} -> {ch.new or '-'}"
+                         + (f"  {msg}" if msg else ""))
         if len(items) > limit:
             lines.append(f"  ... and {len(items) - limit} more (--limit 0 lists them all)")
     return "\n".join(lines)
@@ -214,7 +226,8 @@ def render_html(d: Diff, out: Path, report: str = "") -> Path:
             for ch in d.changes]
     html = environment().get_template("diff.html.j2").render(
         old=_run_name(d.old_head), new=_run_name(d.new_head), counts=d.counts(), unchanged=d.unchanged,
-        transitions=d.transitions(), data=pack(rows), categories=CATEGORIES, warnings=d.warnings(), report=report)
+        transitions=d.transitions(), data=pack(rows), categories=CATEGORIES, warnings=d.warnings(),
+        report=report)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
     return out

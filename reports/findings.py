@@ -1,9 +1,9 @@
 """Failing cases grouped into findings: one finding per signature, the rows of a report's first screen.
 
-A signature (:mod:`.signature`) is what a person reading the failures would call "the same problem". What is not
-in the signature a finding spans and lists: versions, concrete types, families, granularities. The report, the
-scoreboard, the compliance table and ``qdq-conformance findings`` all group with :func:`group`; a finding's first
-line is the plain sentence of one of its cases (:mod:`.wording`).
+A signature (:mod:`.signature`) is what a person reading the failures would call "the same problem". What is
+not in the signature a finding spans and lists: versions, concrete types, families, granularities. The report,
+the scoreboard, the compliance table and ``qdq-conformance findings`` all group with :func:`group`; a
+finding's first line is the plain sentence of one of its cases (:mod:`.wording`).
 """
 
 from __future__ import annotations
@@ -28,12 +28,14 @@ _ROLES = ("x", "x_scale", "y_scale", "scale", "x_zero_point", "y_zero_point", "z
 
 @dataclass
 class Finding:
-    key: tuple[str, ...]  # (operator, type pattern, granularity, form, status, kind, masked message): signature()
+    # (operator, type pattern, granularity, form, status, kind, masked message): signature()
+    key: tuple[str, ...]
     count: int = 0
     expected: int = 0
     versions: set[Any] = field(default_factory=set)
     types: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    spans: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))  # family, ... -> counts
+    # family, ... -> counts
+    spans: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     cases: list[tuple[str, str]] = field(default_factory=list)  # (id, form) of every case-form
     example: dict[str, Any] = field(default_factory=dict)  # id, form, message, rule, repro of one case
     entries: dict[int, dict[str, Any]] = field(default_factory=dict)  # expectation line -> entry, case-forms
@@ -80,12 +82,14 @@ class Finding:
         if is_expected(rec):
             self.expected += n_forms
             e = expectation_of(rec)
-            entry = self.entries.setdefault(e.get("line") or 0, {"line": e.get("line"), "reason": e.get("reason"),
-                                                                  "link": e.get("link"), "cases": 0})
+            entry = self.entries.setdefault(e.get("line") or 0,
+                                            {"line": e.get("line"), "reason": e.get("reason"),
+                                              "link": e.get("link"), "cases": 0})
             entry["cases"] += n_forms
         if not self.example:
-            self.example = {"id": rec["id"], "form": rec.get("form"), "message": first_part(rec.get("message") or ""),
-                            "rule": rec.get("rule"), "repro": rec.get("repro"), "plain": plain(rec)}
+            self.example = {"id": rec["id"], "form": rec.get("form"),
+                            "message": first_part(rec.get("message") or ""), "rule": rec.get("rule"),
+                            "repro": rec.get("repro"), "plain": plain(rec)}
 
     def what(self) -> str:
         """What goes wrong, in a line: the kind of mismatch, or the status and the example's message."""
@@ -99,7 +103,8 @@ class Finding:
             msg = f"{msg} (it breaks {rule}{': ' + summary if summary else ''})"
         msg, no_reading, _ = msg.partition("; no catalogued reading rejects this model")
         note = " (no catalogued reading allows rejecting it)" if no_reading else ""
-        return shorten(msg if msg.startswith(self.status) else f"{self.status}: {msg}", 180 - len(note)) + note
+        return shorten(msg if msg.startswith(self.status) else f"{self.status}: {msg}",
+                       180 - len(note)) + note
 
     def span_text(self, what: str, limit: int = 4) -> str:
         """``per-tensor, blocked``: the values of a spanned field, most frequent first (at most ``limit``)."""
@@ -116,8 +121,8 @@ class Finding:
         if self.defect is not None:
             said = DEFECT_TEXT.get(self.defect, "not attributed")
             return f"graph, {said}; {family}; {forms_text(self.form)}"
-        return f"{role} {self.span_text('type class')}{zp_text}; {self.span_text('granularity')}; {family}; " \
-               f"{forms_text(self.form)}"
+        return f"{role} {self.span_text('type class')}{zp_text}; {self.span_text('granularity')}; " \
+               f"{family}; {forms_text(self.form)}"
 
     def description(self, known: dict[str, list[Any]] | None = None) -> str:
         """One line: operator versions, where (types, granularity, families, forms), what goes wrong."""
@@ -134,23 +139,26 @@ class Finding:
         order = {r: k for k, r in enumerate(_ROLES)}
         quantized = self.types.get(quantized_role(self.operator))
         return "; ".join(f"{role} {', '.join(sorted(ts, key=_type_order))}"
-                         for role, ts in sorted(self.types.items(), key=lambda kv: (order.get(kv[0], 99), kv[0]))
+                         for role,
+                         ts in sorted(self.types.items(), key=lambda kv: (order.get(kv[0], 99), kv[0]))
                          if not (role.endswith("zero_point") and ts == quantized))
 
     def to_json(self, known: dict[str, list[Any]] | None = None) -> dict[str, Any]:
-        return {"id": self.id, "state": self.state, "count": self.count, "expected": self.expected, "new": self.new,
-                "description": self.description(known), "what": self.what(), "operator": self.operator,
-                "versions": sorted(self.versions, key=_version_order), "version_span": self.version_span(known),
+        return {"id": self.id, "state": self.state, "count": self.count, "expected": self.expected,
+                "new": self.new, "description": self.description(known), "what": self.what(),
+                "operator": self.operator, "versions": sorted(self.versions, key=_version_order),
+                "version_span": self.version_span(known),
                 "types": {r: sorted(ts, key=_type_order) for r, ts in self.types.items()},
-                "type_pattern": self.key[1], "spans": {k: dict(v.most_common()) for k, v in self.spans.items()},
-                "form": self.form, "status": self.status, "kind": self.kind, "signature": list(self.key),
-                "defect": self.defect,
-                "example": self.example, "expectations": sorted(self.entries.values(), key=lambda e: -e["cases"])}
+                "type_pattern": self.key[1],
+                "spans": {k: dict(v.most_common()) for k, v in self.spans.items()}, "form": self.form,
+                "status": self.status, "kind": self.kind, "signature": list(self.key), "defect": self.defect,
+                "example": self.example,
+                "expectations": sorted(self.entries.values(), key=lambda e: -e["cases"])}
 
 
 #: what a graph finding's defect means, for the reader
-DEFECT_TEXT = {"rewrite": "rewrite: the backend's own node-by-node run gives the expected values, its optimizer "
-                          "changes them",
+DEFECT_TEXT = {"rewrite": "rewrite: the backend's own node-by-node run gives the expected values, its "
+                          "optimizer changes them",
                "node": "node: a node is wrong on its own (node by node the values differ too)"}
 
 _TYPE_ORDER = {name: k for k, name in enumerate(TYPES)}
@@ -199,8 +207,9 @@ _BOTH_FORMS = sorted(FORMS)
 
 
 def group(cases: Iterable[CaseRecord]) -> list[Finding]:
-    """Every failing case-form in exactly one finding (so the counts add up to the failing case-forms), sorted by
-    :func:`sort_key`. A case that fails with one signature in both graph forms counts twice under form ``both``."""
+    """Every failing case-form in exactly one finding (so the counts add up to the failing case-forms), sorted
+    by :func:`sort_key`. A case that fails with one signature in both graph forms counts twice under form
+    ``both``."""
     by_id: dict[str, list[CaseRecord]] = defaultdict(list)
     for c in cases:
         if c["status"] in FAILING:

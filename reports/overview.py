@@ -35,8 +35,8 @@ class Since:
 
     def line(self) -> str:
         cats = ", ".join(f"{n:,} {k}" for k, n in self.counts.items() if n) or "no case changed status"
-        return (f"Since {self.baseline}: {cats}; {n_of(len(self.appeared), 'finding')} new, {len(self.gone)} gone, "
-                f"{len(self.grown)} grown.")
+        return (f"Since {self.baseline}: {cats}; {n_of(len(self.appeared), 'finding')} new, {len(self.gone)} "
+                f"gone, {len(self.grown)} grown.")
 
 
 @dataclass
@@ -65,7 +65,8 @@ class Overview:
         return self.failing - self.expected_failing
 
     def verdict(self) -> tuple[str, str]:
-        """(``ok`` / ``known`` / ``bad`` / ``none``, the sentence that answers "does this backend conform?")."""
+        """(``ok`` / ``known`` / ``bad`` / ``none``, the sentence that answers "does this backend
+        conform?")."""
         n, failing, judged = len(self.findings), self.failing, self.judged
         if not judged:
             kind, text = "none", "Nothing was judged: every case was unsupported or implementation-defined."
@@ -73,8 +74,8 @@ class Overview:
             kind, text = "ok", f"Conforms: all {n_of(judged, 'judged case-form')} pass."
         elif not self.new_failing:
             kind, text = "known", (f"Does not conform in {n_of(n, 'finding')} ({failing:,} of "
-                                   f"{n_of(judged, 'judged case-form')} fail), all of them expected: an expectation "
-                                   "entry covers every failing case. Nothing new.")
+                                   f"{n_of(judged, 'judged case-form')} fail), all of them expected: an "
+                                   "expectation entry covers every failing case. Nothing new.")
         else:
             new = [f for f in self.findings if f.new]
             known = n - len(new)
@@ -85,7 +86,8 @@ class Overview:
                     (f" in {n_of(known, 'known finding')}" if known else "")
             kind, text = "bad", text + f"; {failing:,} of {n_of(judged, 'judged case-form')} fail."
         if self.unexpected_passes:
-            text += f" {n_of(self.unexpected_passes, 'case-form')} passed that an expectation entry says fail."
+            text += (f" {n_of(self.unexpected_passes, 'case-form')} passed that an expectation entry says "
+                     "fail.")
         if self.gap:
             text += f" The run is incomplete ({self.gap}): cases of missing shards are not counted."
         if not self.complete:
@@ -99,8 +101,8 @@ class Overview:
     def stats(self) -> str:
         c, judged = self.counts, self.judged
         share = f" ({100 * c['passed'] / judged:.1f}%)" if judged else ""
-        return (f"{c['passed']:,} of {n_of(judged, 'judged case-form')} pass{share}; {c['unsupported']:,} unsupported, "
-                f"{c['implementation-defined']:,} implementation-defined (not scored).")
+        return (f"{c['passed']:,} of {n_of(judged, 'judged case-form')} pass{share}; {c['unsupported']:,} "
+                f"unsupported, {c['implementation-defined']:,} implementation-defined (not scored).")
 
 
 def overview(results: Results, baseline: Results | None = None, baseline_name: str = "") -> Overview:
@@ -109,8 +111,9 @@ def overview(results: Results, baseline: Results | None = None, baseline_name: s
     ov = Overview(group(cases), known_versions(cases), counts,
                   expected_failing=sum(1 for c in cases if c["status"] in FAILING and is_expected(c)),
                   unexpected_passes=sum(1 for c in cases if passed_against_entry(c)),
-                  complete=summary is not None and not summary.get("interrupted") and not summary.get("error"),
-                  gap=gap(head), subset=selection_text(head), incomplete=incomplete(results))
+                  complete=summary is not None and not summary.get("interrupted")
+                  and not summary.get("error"), gap=gap(head), subset=selection_text(head),
+                  incomplete=incomplete(results))
     if baseline is not None:
         ov.since = since(baseline, results, ov.findings, baseline_name)
     return ov
@@ -121,11 +124,13 @@ def since(baseline: Results, results: Results, findings: list[Finding], name: st
     old = {f.key: f for f in group(baseline[1])}
     new = {f.key: f for f in findings}
     head = baseline[0]
-    label = name or f"{head.get('backend', '?')} {head.get('backend_version', '?')} ({head.get('started', '?')})"
+    label = (name
+             or f"{head.get('backend', '?')} {head.get('backend_version', '?')} ({head.get('started', '?')})")
     return Since(label, {k: d.counts()[k] for k in CATEGORIES},
                  appeared=[f for f in findings if f.key not in old],
                  gone=[f for k, f in old.items() if k not in new],
-                 grown=[(f, old[f.key].count) for f in findings if f.key in old and f.count > old[f.key].count])
+                 grown=[(f, old[f.key].count) for f in findings
+                        if f.key in old and f.count > old[f.key].count])
 
 
 def _entry_text(f: Finding, limit: int = 160) -> str:
@@ -139,7 +144,8 @@ def _entry_text(f: Finding, limit: int = 160) -> str:
 
 def render_text(head: Header, ov: Overview, limit: int = 50, repro: bool = False) -> str:
     """``qdq-conformance findings``: verdict, then each finding in a few lines."""
-    lines = [f"{head.get('backend', '?')} {head.get('backend_version', '?')} (onnx {head.get('onnx_version', '?')})",
+    lines = [f"{head.get('backend', '?')} {head.get('backend_version', '?')} (onnx "
+             f"{head.get('onnx_version', '?')})",
              *(f"INCOMPLETE: {line}" for line in ov.incomplete), ov.verdict()[1], ov.stats()]
     if head.get("shards"):
         lines.append(shards_text(head))
@@ -160,11 +166,13 @@ def render_text(head: Header, ov: Overview, limit: int = 50, repro: bool = False
             lines += ["     repro:", *("       " + ln for ln in str(f.example["repro"]).splitlines())]
     if len(shown) < len(ov.findings):
         rest = ov.findings[len(shown):]
-        lines += ["", f"... and {n_of(len(rest), 'more finding')} ({n_of(sum(f.count for f in rest), 'case-form')}; "
+        lines += ["", f"... and {n_of(len(rest), 'more finding')} "
+                      f"({n_of(sum(f.count for f in rest), 'case-form')}; "
                   "--limit 0 lists them all)"]
     if ov.since and ov.since.gone:
         lines += ["", f"Gone since the baseline ({len(ov.since.gone)}):"]
-        lines += [f"  {f.id} {f.count:,} case-forms: {f.description()}" for f in ov.since.gone[: limit or None]]
+        lines += [f"  {f.id} {f.count:,} case-forms: {f.description()}"
+                  for f in ov.since.gone[: limit or None]]
     return "\n".join(lines)
 
 
@@ -184,15 +192,16 @@ def to_json(head: Header, ov: Overview) -> dict[str, object]:
         out["since"] = {"baseline": ov.since.baseline, "counts": ov.since.counts,
                         "appeared": [f.id for f in ov.since.appeared],
                         "gone": [f.to_json() for f in ov.since.gone],
-                        "grown": [{"id": f.id, "count": f.count, "baseline_count": n} for f, n in ov.since.grown]}
+                        "grown": [{"id": f.id, "count": f.count, "baseline_count": n}
+                                  for f, n in ov.since.grown]}
     return out
 
 
-DESCRIPTION = """A signature is, for wrong values, the operator (any version), the type pattern (the quantized side's
-type class, whether a zero point is given), granularity, graph form, kind of mismatch and the message with numbers
-masked; for a backend's own error (error, crashed, timeout, an invalid model run), the operator, graph form, status
-and the error message with numbers, type and node names masked. Each finding: its count of case-forms, whether an
-expectation entry covers its cases (expected) or not (new), the operator versions, types, granularities and
-families it spans, and an example case; new findings first, then by count; the counts add up to the failing
-case-forms."""
+DESCRIPTION = """A signature is, for wrong values, the operator (any version), the type pattern (the quantized
+side's type class, whether a zero point is given), granularity, graph form, kind of mismatch and the message
+with numbers masked; for a backend's own error (error, crashed, timeout, an invalid model run), the operator,
+graph form, status and the error message with numbers, type and node names masked. Each finding: its count of
+case-forms, whether an expectation entry covers its cases (expected) or not (new), the operator versions,
+types, granularities and families it spans, and an example case; new findings first, then by count; the counts
+add up to the failing case-forms."""
 

@@ -1,7 +1,7 @@
 """What every HTML page of the reports shares: the template environment and the packing of embedded data.
 
-The report and the scoreboard (:mod:`.render`) and the diff page (:mod:`.diff`) import it; it imports nothing of
-theirs (so no module of the reports imports another in a circle).
+The report and the scoreboard (:mod:`.render`) and the diff page (:mod:`.diff`) import it; it imports nothing
+of theirs (so no module of the reports imports another in a circle).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ def environment() -> Environment:
 
 def pack(obj: object) -> str:
     """JSON, gzip-compressed (deterministic: no timestamp), base64: inert inside a <script> element and about
-    ten times smaller than the JSON. The page decodes it with DecompressionStream (``templates/_unpack.js``)."""
+    ten times smaller than the JSON. The page decodes it with DecompressionStream
+    (``templates/_unpack.js``)."""
     text = json.dumps(obj, separators=(",", ":"), sort_keys=True).encode("utf-8")
     return base64.b64encode(gzip.compress(text, compresslevel=6, mtime=0)).decode("ascii")
 

@@ -27,24 +27,27 @@ from .page import unpack as unpack  # (re-exported: tests and tools read a rende
 from .wording import shorten
 
 #: the statuses in the order the report lists them: failures first
-ORDER = [*FAILING_ORDER, RunStatus.UNSUPPORTED.value, RunStatus.IMPLEMENTATION_DEFINED.value, RunStatus.PASSED.value]
+ORDER = [*FAILING_ORDER, RunStatus.UNSUPPORTED.value, RunStatus.IMPLEMENTATION_DEFINED.value,
+         RunStatus.PASSED.value]
 #: The short names of a record's fields in the report's embedded case list (the page's script reads ``r.i``,
-#: ``r.s`` ...): a report embeds one entry per case-form (63,754 for a full run), and the record's own names made
-#: that data 3.4 % larger after compression (2.16 MB -> 2.23 MB of base64, measured on a full ONNX Runtime run).
-COMPACT = {"id": "i", "form": "f", "status": "s", "operator": "o", "domain": "d", "version": "v", "types": "t",
-           "family": "fa", "granularity": "g", "case_status": "c", "message": "m", "ambiguity": "a",
-           "expectation": "e", "duration": "du"}
+#: ``r.s`` ...): a report embeds one entry per case-form (63,754 for a full run), and the record's own names
+#: made that data 3.4 % larger after compression (2.16 MB -> 2.23 MB of base64, measured on a full ONNX
+#: Runtime run).
+COMPACT = {"id": "i", "form": "f", "status": "s", "operator": "o", "domain": "d", "version": "v",
+           "types": "t", "family": "fa", "granularity": "g", "case_status": "c", "message": "m",
+           "ambiguity": "a", "expectation": "e", "duration": "du"}
 #: the short names of what is not a record field: the case's finding (its row), and the details of a case that
 #: did not plainly pass (the record's fields under their own names)
 FINDING, DETAILS = "fi", "x"
 _COMPACT_ITEMS, _MESSAGE = tuple(COMPACT.items()), COMPACT["message"]
-#: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a report tests every record)
+#: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a report tests every
+#: record)
 _PASSED, _UNSUPPORTED = RunStatus.PASSED.value, RunStatus.UNSUPPORTED.value
 _IMPLEMENTATION_DEFINED = RunStatus.IMPLEMENTATION_DEFINED.value
 _CASE_IMPLEMENTATION_DEFINED = CaseStatus.IMPLEMENTATION_DEFINED.value
 #: the fields of a case's details
-DETAIL_FIELDS = ("spec", "attributes", "inputs", "expected", "actual", "mismatches", "repro", "behaviour", "reading",
-                 "readings", "comparison", "rule", "defect", "defect_why")
+DETAIL_FIELDS = ("spec", "attributes", "inputs", "expected", "actual", "mismatches", "repro", "behaviour",
+                 "reading", "readings", "comparison", "rule", "defect", "defect_why")
 
 
 
@@ -52,7 +55,8 @@ DETAIL_FIELDS = ("spec", "attributes", "inputs", "expected", "actual", "mismatch
 def _compact(rec: CaseRecord, finding: int | None) -> dict[str, Any]:
     get = cast(dict[str, Any], rec).get  # (read by the names of the tables above)
     message = rec.get("message") or ""
-    out = {short: get(name) for name, short in _COMPACT_ITEMS}  # (a record read by results.read has id, status)
+    # (a record read by results.read has id, status)
+    out = {short: get(name) for name, short in _COMPACT_ITEMS}
     out[_MESSAGE] = shorten(message, 300, middle=False)
     if finding is not None:
         out[FINDING] = finding
@@ -107,7 +111,8 @@ def summarize(head: Header, cases: list[CaseRecord]) -> dict[str, object]:
     scores = []
     for key, cnt in sorted(per_version.items()):
         judged = sum(cnt[s] for s in JUDGED)
-        scores.append({"key": key, "counts": dict(cnt), "score": (100.0 * cnt["passed"] / judged) if judged else None,
+        scores.append({"key": key, "counts": dict(cnt),
+                       "score": (100.0 * cnt["passed"] / judged) if judged else None,
                        "unexpected": sum(cnt[s] for s in FAILING) - cnt["expected"]})
     types = sorted({y for _, y in matrix})
     return {"counts": {s: counts.get(s, 0) for s in ORDER}, "expected": expected, "total": len(cases),
@@ -149,8 +154,8 @@ def readings_table(cases: list[CaseRecord]) -> dict[str, list[tuple[str, int]]]:
 
 
 def readings_expected(cases: list[CaseRecord]) -> dict[str, int]:
-    """Per ambiguity-catalogue entry, the case-forms that follow none of its readings that an expectation entry
-    covers (the readings table colours them as expected failures)."""
+    """Per ambiguity-catalogue entry, the case-forms that follow none of its readings that an expectation
+    entry covers (the readings table colours them as expected failures)."""
     out: Counter[str] = Counter()
     for c in cases:
         f = followed(c)
@@ -207,7 +212,8 @@ def finding_rows(ov: Overview, findings: list[Finding] | None = None) -> list[di
             for k, f in enumerate(ov.findings if findings is None else findings)]
 
 
-def render(results: list[Results], out: Path, baseline: Results | None = None, baseline_name: str = "") -> Path:
+def render(results: list[Results], out: Path, baseline: Results | None = None,
+           baseline_name: str = "") -> Path:
     """One report (one results file, optionally against a baseline run) or a scoreboard (several)."""
     with gc_paused():  # (the page's data is tens of thousands of objects that live until it is written)
         html = _page(results, baseline, baseline_name)
@@ -223,7 +229,8 @@ def _page(results: list[Results], baseline: Results | None, baseline_name: str) 
         ov = overview(results[0], baseline, baseline_name)
         return env.get_template("report.html.j2").render(
             head=head, summary=summarize(head, cases), run_summary=summary or {},
-            expectation_lines=summary_lines(head.get("expectations_status"), (summary or {}).get("expectations")),
+            expectation_lines=summary_lines(head.get("expectations_status"),
+                                            (summary or {}).get("expectations")),
             expectations_attention=needs_attention(head.get("expectations_status")),
             ov=ov, verdict=ov.verdict(), findings=pack(finding_rows(ov)), failing=FAILING,
             gone=pack(finding_rows(ov, ov.since.gone)) if ov.since else "",
@@ -249,15 +256,17 @@ def scoreboard(results: list[Results]) -> dict[str, object]:
     rows = [{"id": cid, "statuses": values, "disagree": not agree} for agree, cid, values in keyed]
     sums = [summarize(h, cases) for h, cases, _ in results]
     per_backend = [readings_table(cases) for _, cases, _ in results]
-    readings = {a: [dict(t.get(a, [])) for t in per_backend] for a in sorted({a for t in per_backend for a in t})}
+    readings = {a: [dict(t.get(a, [])) for t in per_backend]
+                for a in sorted({a for t in per_backend for a in t})}
     expected_readings = [readings_expected(cases) for _, cases, _ in results]
     overviews = [overview(r) for r in results]
     return {"backends": backends, "data": pack(rows), "totals": [s["counts"] for s in sums],
-            "expected": [s["expected"] for s in sums], "readings": readings, "readings_expected": expected_readings,
-            "disagreements": sum(not agree for agree, _, _ in keyed), "total": len(rows),
-            "incomplete": [line for ov in overviews for line in ov.incomplete],
-            "per_backend": [{"name": name, "verdict": ov.verdict(), "stats": ov.stats(), "failing": ov.failing,
-                             "count": len(ov.findings), "findings": pack(finding_rows(ov))}
+            "expected": [s["expected"] for s in sums], "readings": readings,
+            "readings_expected": expected_readings, "disagreements": sum(not agree for agree, _, _ in keyed),
+            "total": len(rows), "incomplete": [line for ov in overviews for line in ov.incomplete],
+            "per_backend": [{"name": name, "verdict": ov.verdict(), "stats": ov.stats(),
+                             "failing": ov.failing, "count": len(ov.findings),
+                             "findings": pack(finding_rows(ov))}
                             for name, ov in zip(backends, overviews, strict=True)]}
 
 
@@ -268,7 +277,8 @@ def render_results_file(path: Path, out: Path) -> Path:
 
 
 def render_files(paths: list[Path], out: Path, baseline: list[Path] | None = None) -> Path:
-    """A report of one run or a scoreboard of several (shard files merged: :mod:`qdq_conformance.results.merge`);
-    ``baseline``: an earlier run (a results file or its shard files) the report (one run) compares against."""
+    """A report of one run or a scoreboard of several (shard files merged:
+    :mod:`qdq_conformance.results.merge`); ``baseline``: an earlier run (a results file or its shard files)
+    the report (one run) compares against."""
     return render(load_runs(paths), out, load_run(baseline) if baseline else None,
                   ", ".join(map(str, baseline or [])))

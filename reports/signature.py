@@ -1,12 +1,12 @@
 """The signature of a failing case: what a person reading the failures would call "the same problem".
 
-For wrong values (status failed, values differ) it is the operator (any version), the type pattern (the class of
-the quantized side's element type and whether a zero point is given), granularity, graph form (``both`` when a
-case fails the same way in both forms: :func:`qdq_conformance.reports.findings.group`), the kind of mismatch (the
-other end of the range, off by one, NaN, ...) and the message with its case-specific parts masked (numbers, type
-names, node names, source paths, tracebacks). For a backend's own error (error, crashed, timeout, outputs of the
-wrong kind, an invalid model accepted) its masked message says what the problem is: the signature is the
-operator, graph form, status, the rule an invalid model breaks and the masked message.
+For wrong values (status failed, values differ) it is the operator (any version), the type pattern (the class
+of the quantized side's element type and whether a zero point is given), granularity, graph form (``both``
+when a case fails the same way in both forms: :func:`qdq_conformance.reports.findings.group`), the kind of
+mismatch (the other end of the range, off by one, NaN, ...) and the message with its case-specific parts
+masked (numbers, type names, node names, source paths, tracebacks). For a backend's own error (error, crashed,
+timeout, outputs of the wrong kind, an invalid model accepted) its masked message says what the problem is:
+the signature is the operator, graph form, status, the rule an invalid model breaks and the masked message.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from .casepage import marks
 
 #: a graph case's ``operator`` in its record
 GRAPH = "graph"
-_TYPE_NAME = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(TYPES, key=len, reverse=True)) + r")(?![A-Za-z0-9_])")
+_TYPE_NAME = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(TYPES, key=len, reverse=True))
+                        + r")(?![A-Za-z0-9_])")
 _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"'[A-Za-z0-9_.]+(?:-[A-Za-z0-9_.]+){2,}'"), "'<name>'"),  # node / case names
     (re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.+-]+)+\.(?:cc|cpp|cxx|h|hpp|c|py)\b(?::\d+)?"), "<source>"),
@@ -36,7 +37,8 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\[[N,()\s\[\].]*\]"), "[N]"),  # index lists and shapes of any length
 )
 _TRACEBACK = re.compile(r"\s*Traceback \(most recent call last\)")
-_FREE_NUMBER = re.compile(r"(?<![A-Za-z0-9_])\d+")  # digits the number mask masks (not those of int8, FLOAT16, _9)
+# digits the number mask masks (not those of int8, FLOAT16, _9)
+_FREE_NUMBER = re.compile(r"(?<![A-Za-z0-9_])\d+")
 RUNNER_WORDS = re.compile(r"^(?:rejected a valid model|rejected|error|crashed|timeout): ")
 
 
@@ -74,9 +76,10 @@ def first_part(message: str) -> str:
 
 
 def mask(rec: CaseRecord) -> str:
-    """The message with what differs between cases of one problem masked: numbers, names, the runner's own words
-    around a backend's error (``rejected a valid model: ...``, ``error: ...; no catalogued reading rejects this
-    model``, which depend on the case's status, not on the problem); a long one keeps its start and its end."""
+    """The message with what differs between cases of one problem masked: numbers, names, the runner's own
+    words around a backend's error (``rejected a valid model: ...``, ``error: ...; no catalogued reading
+    rejects this model``, which depend on the case's status, not on the problem); a long one keeps its start
+    and its end."""
     m = first_part(rec.get("message") or "").replace(rec["id"], "<case>")
     # the numbers the masks below turn into N, as 0: messages that differ only in them share one masking
     return _mask_text(_FREE_NUMBER.sub("0", m))
@@ -109,17 +112,19 @@ def _element_kind(t: ElementType, e: float, a: float) -> str:
     return "infinity" if math.isinf(e) or math.isinf(a) else "other values"
 
 
-#: the kind a case gets when its elements differ in several ways: the first of these it shows; and how it reads
+#: the kind a case gets when its elements differ in several ways: the first of these it shows; and how it
+#: reads
 _KIND_ORDER = ("wrong saturation bound", "NaN", "infinity", "other values", "off by one")
-KIND_TEXT = {"wrong saturation bound": "values differ: the other end of the range", "off by one": "values differ by one",
+KIND_TEXT = {"wrong saturation bound": "values differ: the other end of the range",
+             "off by one": "values differ by one",
              "NaN": "values differ: NaN where a number is expected, or the reverse",
              "infinity": "values differ at an infinity", "other values": "values differ"}
 
 
 def mismatch_kind(rec: CaseRecord) -> str:
     """How a failed case's values differ, from the previews of its mismatching outputs: ``wrong saturation
-    bound`` (one end of the range for the other), ``NaN``, ``infinity``, ``off by one`` (every differing element),
-    ``other values``; ``""`` for other statuses and mismatches that are not about values."""
+    bound`` (one end of the range for the other), ``NaN``, ``infinity``, ``off by one`` (every differing
+    element), ``other values``; ``""`` for other statuses and mismatches that are not about values."""
     if rec.get("status") != "failed":
         return ""
     kinds: set[str] = set()
@@ -152,11 +157,13 @@ def signature(rec: CaseRecord, form: str) -> tuple[str, ...]:
     backend's own error message stands for the problem (see the module's text)."""
     op, kind = f"{rec.get('domain')}::{rec.get('operator')}", mismatch_kind(rec)
     if rec.get("operator") == GRAPH:  # a graph case: grouped by its defect (rewrite or node) and family
-        return (op, f"{GRAPH} {rec.get('defect') or '-'}", str(rec.get("family") or "-"), form, rec["status"], kind,
-                mask(rec))
+        return (op, f"{GRAPH} {rec.get('defect') or '-'}", str(rec.get("family") or "-"), form, rec["status"],
+                kind, mask(rec))
     if kind:
-        return (op, type_pattern(rec), str(rec.get("granularity") or "-"), form, rec["status"], kind, mask(rec))
-    rule = f"rule {rec.get('rule')}: " if rec["status"] == RunStatus.INVALID_ACCEPTED and rec.get("rule") else ""
+        return (op, type_pattern(rec), str(rec.get("granularity") or "-"), form, rec["status"], kind,
+                mask(rec))
+    rule = (f"rule {rec.get('rule')}: " if rec["status"] == RunStatus.INVALID_ACCEPTED and rec.get("rule")
+            else "")
     return (op, "*", "*", form, rec["status"], "", rule + mask(rec))
 
 

@@ -15,9 +15,9 @@ from .signature import RUNNER_WORDS, first_part
 
 
 def shorten(text: str, limit: int, middle: bool = True) -> str:
-    """``text`` in at most about ``limit`` characters, cut at word boundaries, an ellipsis for what is left out:
-    its start and its end (``middle``: where a backend's error says what went wrong, after its boilerplate), or
-    its start."""
+    """``text`` in at most about ``limit`` characters, cut at word boundaries, an ellipsis for what is left
+    out: its start and its end (``middle``: where a backend's error says what went wrong, after its
+    boilerplate), or its start."""
     if len(text) <= limit:
         return text
     if not middle:
@@ -43,7 +43,8 @@ def gist(message: str) -> str:
     text = first_part(message)
     text = RUNNER_WORDS.sub("", text)
     parts = _STATUS_MESSAGE.split(text, maxsplit=1)
-    text = parts[-1] if len(parts) > 1 else re.sub(r"^.*?\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*", "", text)
+    text = (parts[-1] if len(parts) > 1
+            else re.sub(r"^.*?\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*", "", text))
     text = text.split("; no catalogued reading rejects this model")[0]
     text = _SIGNATURE.sub("", text, count=1)
     condition, false, after = text.partition(" was false.")
@@ -53,8 +54,8 @@ def gist(message: str) -> str:
 
 
 def plain(rec: CaseRecord) -> str:
-    """One plain sentence of what goes wrong in a failing case, from its per-element explanations and its family
-    (never from an expectation file's reason), for a finding's first line."""
+    """One plain sentence of what goes wrong in a failing case, from its per-element explanations and its
+    family (never from an expectation file's reason), for a finding's first line."""
     family = rec.get("family") or "these"
     status = rec["status"]
     first = first_explained(rec) if rec.get("actual") else None
@@ -68,13 +69,15 @@ def plain(rec: CaseRecord) -> str:
     if status == RunStatus.INVALID_ACCEPTED:
         rule = rec.get("rule")
         summary = RULES[rule].summary if rule in RULES else "a model the spec forbids"
-        return f"In {family} cases, the backend runs a model the spec forbids ({rule}: {summary}) instead of " \
-               "rejecting it."
+        return f"In {family} cases, the backend runs a model the spec forbids ({rule}: {summary}) instead " \
+               "of rejecting it."
     if status in _VERBS:
         said = gist(rec.get("message") or "")
-        return f"In {family} cases, the backend {_VERBS[RunStatus(status)]}" + (f": {said}" if said else "") + \
-            ("" if said.endswith(".") else ".")
+        return (f"In {family} cases, the backend {_VERBS[RunStatus(status)]}" + (f": {said}" if said else "")
+                +
+                ("" if said.endswith(".") else "."))
     said = gist(rec.get("message") or "")
-    return f"In {family} cases, the backend's outputs differ from the spec's" + (f": {said}" if said else "") + "."
+    return (f"In {family} cases, the backend's outputs differ from the spec's" + (f": {said}" if said else "")
+            + ".")
 
 

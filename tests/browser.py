@@ -1,7 +1,7 @@
 """A minimal headless-Chromium driver over the DevTools protocol on pipes (``--remote-debugging-pipe``).
 
-Standard library only: Chromium reads NUL-terminated JSON commands on fd 3 and writes replies and events on fd 4.
-Enough to open a file, evaluate JavaScript, dispatch input events and take a screenshot.
+Standard library only: Chromium reads NUL-terminated JSON commands on fd 3 and writes replies and events on fd
+4. Enough to open a file, evaluate JavaScript, dispatch input events and take a screenshot.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ class Browser:
         self._out_r, out_w = os.pipe()
 
         def _fds() -> None:  # runs in the child before exec: fd 3 = commands in, fd 4 = replies out
-            a, b = fcntl.fcntl(cmd_r, fcntl.F_DUPFD, 10), fcntl.fcntl(out_w, fcntl.F_DUPFD, 10)  # may be 3 or 4
+            # may be 3 or 4
+            a, b = fcntl.fcntl(cmd_r, fcntl.F_DUPFD, 10), fcntl.fcntl(out_w, fcntl.F_DUPFD, 10)
             os.dup2(a, 3)
             os.dup2(b, 4)
             os.set_inheritable(3, True)
@@ -124,8 +125,8 @@ class Browser:
 
 
 #: JavaScript: the words of table headers, finding sentences and legends, and the numbers of every table cell,
-#: that a line break splits (a word or number whose characters sit on two lines), and the headers and number cells
-#: whose text sticks out of the cell; at most 20
+#: that a line break splits (a word or number whose characters sit on two lines), and the headers and number
+#: cells whose text sticks out of the cell; at most 20
 SPLIT_WORDS_JS = r"""(() => {
   const bad = [];
   for (const cell of document.querySelectorAll('th, td')) {
@@ -146,7 +147,8 @@ SPLIT_WORDS_JS = r"""(() => {
     }
   }
   for (const cell of document.querySelectorAll('th, td.num')) {  // nor does one stick out of its cell
-    if (cell.getClientRects().length && cell.scrollWidth > cell.clientWidth + 1) bad.push('overflow: ' + cell.textContent);
+    if (cell.getClientRects().length && cell.scrollWidth > cell.clientWidth + 1)
+      bad.push('overflow: ' + cell.textContent);
   }
   return bad.slice(0, 20);
 })()"""

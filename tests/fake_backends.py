@@ -28,7 +28,8 @@ class Misbehaving(OracleBackend):
         if "saturation-inf" in name and "uint8" in name:
             time.sleep(3600)
         if "block-size" in name:
-            return [np.zeros([d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim], np.float32)]
+            return [np.zeros([d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim],
+                             np.float32)]
         if "saturation-huge" in name:
             raise Unsupported("saturation is not implemented here")
         outputs = super().run(model, feeds)
@@ -73,8 +74,9 @@ def hangs_when_replaced(**options):
 
 
 class Slow(OracleBackend):
-    """The oracle, but every case takes ``QDQ_TEST_CASE_SECONDS`` (default 0.5) while a child process of its own
-    runs (as a ``command:`` runner would), in a temporary folder: what a run must clean up when it is stopped."""
+    """The oracle, but every case takes ``QDQ_TEST_CASE_SECONDS`` (default 0.5) while a child process of its
+    own runs (as a ``command:`` runner would), in a temporary folder: what a run must clean up when it is
+    stopped."""
 
     name = "slow"
     version = "0.0-test"
@@ -87,7 +89,8 @@ class Slow(OracleBackend):
         seconds = float(os.environ.get("QDQ_TEST_CASE_SECONDS", "0.5"))
         with tempfile.TemporaryDirectory(prefix="qdq-slow-") as tmp:
             marker = os.environ.get("QDQ_TEST_MARKER", "")  # (in its command line: tests find it by that)
-            child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(600)  # {marker}"], cwd=tmp)
+            child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(600)  # {marker}"],
+                                     cwd=tmp)
             try:
                 child.wait(seconds)
             except subprocess.TimeoutExpired:
@@ -255,8 +258,8 @@ def not_a_backend(**options):
 
 
 class Batching(OracleBackend):
-    """The oracle, handed its cases in batches (``prepare``, as IREE is): it appends the size of each batch and its
-    time budget to the file ``$QDQ_TEST_BATCH_LOG``."""
+    """The oracle, handed its cases in batches (``prepare``, as IREE is): it appends the size of each batch
+    and its time budget to the file ``$QDQ_TEST_BATCH_LOG``."""
 
     name = "batching"
     version = "0.0-test"
@@ -271,14 +274,15 @@ def batching(**options):
     return Batching()
 
 
-# --- backends whose processes leave the worker's session, and factories that hang or crash -------------------
+# --- backends whose processes leave the worker's session, and factories that hang or crash
+# -------------------
 
 def _escape(how: str) -> None:
-    """Start a process that leaves the worker's process group and session (``start_new_session``), with an empty
-    environment (so only its command line carries ``QDQ_TEST_MARKER``, by which tests find it): ``child``, a
-    direct child left running; ``daemon``, a daemon that double-forks, whose parent exits at once (so it is
-    handed to the nearest subreaper, or to init); ``forker``, a child that keeps forking (20 children, each in a
-    session of its own, one every 20 ms) while the run tries to kill it."""
+    """Start a process that leaves the worker's process group and session (``start_new_session``), with an
+    empty environment (so only its command line carries ``QDQ_TEST_MARKER``, by which tests find it):
+    ``child``, a direct child left running; ``daemon``, a daemon that double-forks, whose parent exits at once
+    (so it is handed to the nearest subreaper, or to init); ``forker``, a child that keeps forking (20
+    children, each in a session of its own, one every 20 ms) while the run tries to kill it."""
     import subprocess
     import sys
 
@@ -287,7 +291,8 @@ def _escape(how: str) -> None:
         code = f"import time; time.sleep(600)  # {marker}"
     elif how == "forker":
         code = ("import os, time\nfor _ in range(20):\n    if os.fork() == 0:\n        os.setsid()\n"
-                f"        time.sleep(600)  # {marker}\n        os._exit(0)\n    time.sleep(0.02)\ntime.sleep(600)\n")
+                f"        time.sleep(600)  # {marker}\n        os._exit(0)\n    "
+                "time.sleep(0.02)\ntime.sleep(600)\n")
     else:
         code = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
                 f"        time.sleep(600)  # {marker}\n    os._exit(0)\nos._exit(0)\n")
@@ -372,8 +377,8 @@ def unavailable(**options):
 
 
 class DeclinesEverything(OracleBackend):
-    """Every case unsupported, invalid ones included (NotApplicable: the adapter hands nothing over): a run that
-    tests nothing."""
+    """Every case unsupported, invalid ones included (NotApplicable: the adapter hands nothing over): a run
+    that tests nothing."""
 
     name = "declines-everything"
     version = "0.0-test"

@@ -1,4 +1,5 @@
-"""Backends with one planted bug, for ``qdq-conformance fuzz``'s tests: the oracle, except where the bug is."""
+"""Backends with one planted bug, for ``qdq-conformance fuzz``'s tests: the oracle, except where the bug
+is."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from qdq_conformance.backends.builtin import OracleBackend
 
 
 class ZeroPointTwice(OracleBackend):
-    """ai.onnx QuantizeLinear from float to uint8 with a zero point input and a scalar scale adds the zero point
-    twice (then saturates) for finite x; everything else is the oracle's."""
+    """ai.onnx QuantizeLinear from float to uint8 with a zero point input and a scalar scale adds the zero
+    point twice (then saturates) for finite x; everything else is the oracle's."""
 
     name = "planted-zp-twice"
     version = "0.0-test"
@@ -37,8 +38,8 @@ def planted(**options: object) -> ZeroPointTwice:
 
 class PerAxisPlusOne(OracleBackend):
     """ai.onnx DequantizeLinear with a 1-D scale (per-axis, or per-tensor given as [1]) adds 1 to every output
-    element; everything else is the oracle's. Any per-axis case fails, whatever its shape: the fuzzer must shrink
-    the shape, the scale and the zero point together down to the smallest valid per-axis case."""
+    element; everything else is the oracle's. Any per-axis case fails, whatever its shape: the fuzzer must
+    shrink the shape, the scale and the zero point together down to the smallest valid per-axis case."""
 
     name = "planted-per-axis-plus-one"
     version = "0.0-test"

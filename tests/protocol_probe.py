@@ -1,8 +1,9 @@
-"""A pytest plugin for the runner's tests (``-p tests.protocol_probe``): counts the calls of pytest's per-phase
-hooks, checks item locations, tells whether garbage collection is back on at the end and which pytest ran. With
-``--probe-full`` it gives every corpus item pytest's full protocol (through an extra marker, as a conftest adding
-a marker would); with ``--probe-skip ID`` it skips the cases whose id contains ID; with ``--probe-reports PATH`` it
-writes every test report (node id, phase, outcome, expected-failure reason, longrepr) to PATH as JSON."""
+"""A pytest plugin for the runner's tests (``-p tests.protocol_probe``): counts the calls of pytest's
+per-phase hooks, checks item locations, tells whether garbage collection is back on at the end and which
+pytest ran. With ``--probe-full`` it gives every corpus item pytest's full protocol (through an extra marker,
+as a conftest adding a marker would); with ``--probe-skip ID`` it skips the cases whose id contains ID; with
+``--probe-reports PATH`` it writes every test report (node id, phase, outcome, expected-failure reason,
+longrepr) to PATH as JSON."""
 
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
     if path:
         with open(path, "w") as fh:
             json.dump(_reports, fh)
-    terminalreporter.write_line(f"probe: setup hooks {_calls['setup']}, makereport hooks {_calls['makereport']}, "
-                                f"locations differ {_calls['location']}, gc on {gc.isenabled()}")
+    terminalreporter.write_line(f"probe: setup hooks {_calls['setup']}, makereport hooks "
+                                f"{_calls['makereport']}, locations differ {_calls['location']}, gc on "
+                                f"{gc.isenabled()}")
     terminalreporter.write_line(f"probe: pytest {pytest.__version__}")

@@ -1,7 +1,7 @@
 """The modules of the installed ``qdq_conformance`` namespace and their files, wherever its folders are: the
-repository's ``conformance/``, ``generators/`` and ``reports/`` under an editable install (pyproject maps each folder
-into the namespace, which tools that look for a ``qdq_conformance`` folder cannot see), site-packages under a wheel.
-Used by the import-direction test (test_layers.py) and the type check (typecheck.py)."""
+repository's ``conformance/``, ``generators/`` and ``reports/`` under an editable install (pyproject maps each
+folder into the namespace, which tools that look for a ``qdq_conformance`` folder cannot see), site-packages
+under a wheel. Used by the import-direction test (test_layers.py) and the type check (typecheck.py)."""
 
 from __future__ import annotations
 

@@ -40,7 +40,8 @@ def test_spec_notes_page_is_the_rendered_catalogue():
     from qdq_conformance.ambiguities import SPEC_NOTES, catalogue, markdown
 
     page = Path(__file__).resolve().parents[1] / SPEC_NOTES
-    assert page.read_text(encoding="utf-8") == markdown(), "run: qdq-conformance ambiguities --markdown > " + SPEC_NOTES
+    assert (page.read_text(encoding="utf-8")
+            == markdown()), "run: qdq-conformance ambiguities --markdown > " + SPEC_NOTES
     assert all(f"\n## {entry}\n" in page.read_text(encoding="utf-8") for entry in catalogue())
 
 
@@ -65,7 +66,8 @@ def test_every_mutant_reading_is_a_catalogued_one():
 
 
 def test_the_readings_table_reads_keys_and_survives_a_bad_one():
-    rec = {"case_status": "implementation-defined", "status": "implementation-defined", "ambiguity": "dql-nan"}
+    rec = {"case_status": "implementation-defined", "status": "implementation-defined",
+           "ambiguity": "dql-nan"}
     assert followed({**rec, "reading": "dql-nan:ignored+dql-zero:guard-one"}) == ("dql-nan",
                                                                                    "ignored+dql-zero:guard-one")
     assert followed({**rec, "reading": "no key"}) == ("dql-nan", "no key")  # type: ignore[arg-type]

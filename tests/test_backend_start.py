@@ -1,7 +1,7 @@
 """A run must not go green having tested nothing: a backend that cannot be imported or created (a package not
-installed, a library not built, a factory that raises or never returns) ends the run before its first case with
-exit status 4 and one line naming the backend; a run in which every case was unsupported says so in capitals and
-exits 5 unless --allow-all-unsupported. Each case: the exit status, and the one line."""
+installed, a library not built, a factory that raises or never returns) ends the run before its first case
+with exit status 4 and one line naming the backend; a run in which every case was unsupported says so in
+capitals and exits 5 unless --allow-all-unsupported. Each case: the exit status, and the one line."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def _run(tmp_path: Path, backend: str, *extra: str, env: dict[str, str] | None =
     """``qdq-conformance run`` on the small case folder: the process, its non-empty output lines, seconds."""
     args = ["--results", str(tmp_path / "r.jsonl")] if results else []
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", backend, "--cases", str(SMALL),
-                        *args, *extra], cwd=ROOT, capture_output=True, text=True, timeout=300,
+    p = subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", backend, "--cases",
+                        str(SMALL), *args, *extra], cwd=ROOT, capture_output=True, text=True, timeout=300,
                        env={**os.environ, "COLUMNS": "300", **(env or {})})
     return p, [ln for ln in (p.stdout + p.stderr).splitlines() if ln.strip()], time.monotonic() - t0
 
@@ -37,23 +37,28 @@ def _hidden(tmp_path: Path, *modules: str) -> dict[str, str]:
     shim = tmp_path / "hide"
     for module in modules:
         (shim / module).mkdir(parents=True)
-        (shim / module / "__init__.py").write_text(f"raise ModuleNotFoundError(\"No module named '{module}'\")\n")
+        (shim / module
+         / "__init__.py").write_text(f"raise ModuleNotFoundError(\"No module named '{module}'\")\n")
     return {"PYTHONPATH": os.pathsep.join([str(shim), str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 
 #: backend, how to make it unavailable (None: as it is), the one line (after "--backend=NAME: backend 'NAME'")
 UNAVAILABLE: list[tuple[str, str | None, str]] = [
-    ("openvino", "openvino", " could not be created: openvino cannot be imported (No module named 'openvino'); "
+    ("openvino", "openvino",
+     " could not be created: openvino cannot be imported (No module named 'openvino'); "
                              "pip install 'onnx-qdq-conformance[openvino]'"),
-    ("tvm", "tvm", " could not be created: tvm cannot be imported (No module named 'tvm'); Apache TVM: pip install "
+    ("tvm", "tvm",
+     " could not be created: tvm cannot be imported (No module named 'tvm'); Apache TVM: pip install "
                    "'onnx-qdq-conformance[tvm]'"),
-    ("iree", "iree", " could not be created: iree.compiler cannot be imported (No module named 'iree'); pip install "
+    ("iree", "iree",
+     " could not be created: iree.compiler cannot be imported (No module named 'iree'); pip install "
                      "'onnx-qdq-conformance[iree]'"),
     ("quark", None, " could not be created: AMD Quark's custom-op library is not built: run `qdq-conformance "
                     "build-quark` once"),
     (FAKE + "unavailable", None, " could not be created: fakevendor-runtime is not installed; pip install "
                                  "fakevendor-runtime"),
-    (FAKE + "not_a_backend", None, " could not be created: TypeError: the factory returned a dict, which has no "
+    (FAKE + "not_a_backend", None,
+     " could not be created: TypeError: the factory returned a dict, which has no "
                                    "run(model, feeds) method"),
 ]
 
@@ -67,10 +72,12 @@ def test_a_backend_that_cannot_be_created_is_a_usage_error_before_any_case(tmp_p
     assert len(lines) == 1 and lines[0].startswith(f"ERROR: --backend={backend}: backend {backend!r}"), lines
     assert line in lines[0] and "Traceback" not in lines[0], lines
     head, cases, summary = read(tmp_path / "r.jsonl")  # the header and a summary that says why; no case
-    assert cases == [] and summary is not None and summary["exitstatus"] == 4 and line.strip() in summary["error"]
+    assert (cases == [] and summary is not None and summary["exitstatus"] == 4
+            and line.strip() in summary["error"])
 
 
-@pytest.mark.parametrize(("extra", "seconds"), [(["--case-timeout", "2"], 2), (["--backend-timeout", "1"], 1)])
+@pytest.mark.parametrize(("extra", "seconds"),
+                         [(["--case-timeout", "2"], 2), (["--backend-timeout", "1"], 1)])
 def test_a_factory_that_never_returns_is_a_usage_error_within_its_time_limit(tmp_path, extra, seconds):
     backend = FAKE + "sleeps_forever"
     p, lines, took = _run(tmp_path, backend, *extra)
@@ -85,7 +92,8 @@ def test_a_factory_that_never_returns_is_a_usage_error_within_its_time_limit(tmp
 def test_a_backend_timeout_out_of_range_is_one_usage_error_line(tmp_path, value):
     p, lines, _ = _run(tmp_path, "reference", "--backend-timeout", value, results=False)
     assert p.returncode == 4 and len(lines) == 1, lines
-    assert f"--backend-timeout: expected a positive number of seconds, got {float(value):g}" in lines[0], lines
+    assert ("--backend-timeout: expected a positive number of seconds, got "
+            f"{float(value):g}") in lines[0], lines
 
 
 CAPITALS = "NOTHING WAS TESTED: ALL 16 CASE(S) WERE UNSUPPORTED by declines-everything 0.0-test"
@@ -95,8 +103,9 @@ def test_a_run_in_which_every_case_was_unsupported_exits_5_and_says_so(tmp_path)
     p, lines, _ = _run(tmp_path, FAKE + "declines_everything")
     assert p.returncode == 5, lines[-5:]
     assert any(ln.startswith(CAPITALS) for ln in lines), lines[-8:]
-    assert lines[-1] == ("exit status 5: nothing tested: every case that ran was unsupported (--allow-all-unsupported "
-                         "accepts that)"), lines[-1]
+    assert (lines[-1]
+            == ("exit status 5: nothing tested: every case that ran was unsupported (--allow-all-unsupported "
+                "accepts that)")), lines[-1]
     _, cases, summary = read(tmp_path / "r.jsonl")
     assert len(cases) == 16 and {c["status"] for c in cases} == {"unsupported"}
     assert summary["exitstatus"] == 5 and summary["all_unsupported"] is True
@@ -105,7 +114,8 @@ def test_a_run_in_which_every_case_was_unsupported_exits_5_and_says_so(tmp_path)
 def test_allow_all_unsupported_exits_0_and_still_says_so(tmp_path):
     p, lines, _ = _run(tmp_path, FAKE + "declines_everything", "--allow-all-unsupported")
     assert p.returncode == 0, lines[-5:]
-    assert any(ln.startswith(CAPITALS) and ln.endswith("--allow-all-unsupported: exit status 0") for ln in lines)
+    assert any(ln.startswith(CAPITALS) and ln.endswith("--allow-all-unsupported: exit status 0")
+               for ln in lines)
     assert read(tmp_path / "r.jsonl")[2]["exitstatus"] == 0
 
 
@@ -118,13 +128,13 @@ def test_a_run_with_one_judged_case_is_not_nothing_tested(tmp_path):
 
 
 def test_run_help_documents_the_exit_statuses_and_options():
-    p = subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "run", "--help"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120, env={**os.environ, "COLUMNS": "120"})
+    p = subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "run", "--help"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "120"})
     text = " ".join(p.stdout.split())
     assert p.returncode == 0
     for needle in ("--backend-timeout SECONDS", "--allow-all-unsupported", "4 usage error:",
-                   "a backend that cannot be created (its package not installed, its factory raising, or taking "
-                   "longer than --backend-timeout)", "5 nothing tested: no case selected",
+                   "a backend that cannot be created (its package not installed, its factory raising, or "
+                   "taking longer than --backend-timeout)", "5 nothing tested: no case selected",
                    "or every case that ran was unsupported by the backend"):
         assert needle in text, needle
 

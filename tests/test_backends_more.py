@@ -18,7 +18,8 @@ from qdq_conformance.types import by_dtype
 def _dq_model(x: np.ndarray, version: int = 21):
     inputs = [("x", x), ("x_scale", np.array(1, np.float32)), ("x_zero_point", np.zeros((), x.dtype))]
     return single_node_model("ai.onnx", "DequantizeLinear", version, inputs,
-                             [("y", by_dtype(np.dtype(np.float32)).proto, list(x.shape))], {}, initializers=())
+                             [("y", by_dtype(np.dtype(np.float32)).proto, list(x.shape))], {},
+                             initializers=())
 
 
 def _q_model(x: np.ndarray, zp: np.ndarray, version: int = 21):
@@ -72,8 +73,8 @@ def test_openvino_declines_types_it_has_no_element_type_for():
 
 
 def test_missing_packages_make_the_backend_unavailable_with_the_fix(monkeypatch):
-    """Not a backend that declines every case (a run that tests nothing and exits 0): one that cannot be created,
-    which the runner turns into a usage error before the first case (tests/test_backend_start.py)."""
+    """Not a backend that declines every case (a run that tests nothing and exits 0): one that cannot be
+    created, which the runner turns into a usage error before the first case (tests/test_backend_start.py)."""
     monkeypatch.setitem(sys.modules, "openvino", None)  # import openvino -> ImportError
     monkeypatch.setitem(sys.modules, "tvm", None)
     for name, hint in (("openvino", "[openvino]"), ("tvm", "[tvm]")):
@@ -120,8 +121,8 @@ def test_a_case_the_adapter_cannot_hand_over_is_unsupported_even_when_invalid():
                     ulp=0).status == "unsupported"
     assert classify(RawResult("unsupported", message="NOT_IMPLEMENTED"), case_status="invalid", expected=None,
                     ulp=0).status == "passed"  # the backend itself refused to run the model
-    assert classify(RawResult("not-applicable", message="x"), case_status="implementation-defined", expected=None,
-                    ulp=0).status == "unsupported"
+    assert classify(RawResult("not-applicable", message="x"), case_status="implementation-defined",
+                    expected=None, ulp=0).status == "unsupported"
 
 
 def test_every_help_lists_every_builtin_backend():
@@ -136,7 +137,8 @@ def test_every_help_lists_every_builtin_backend():
     assert set(BUILTIN) == set(BUILTIN_NAMES)
     for command in (["run"], ["fuzz"], ["compliance"]):
         text = " ".join(subprocess.run([sys.executable, "-m", "qdq_conformance.cli", *command, "--help"],
-                                       capture_output=True, text=True, timeout=120, check=True).stdout.split())
+                                       capture_output=True, text=True, timeout=120,
+                                       check=True).stdout.split())
         text = text.replace("- ", "-")  # (argparse wraps lines at hyphens)
         missing = [n for n in BUILTIN_NAMES if n != "reference" and n not in text]
         assert not missing, (command, missing)

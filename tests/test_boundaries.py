@@ -79,7 +79,8 @@ def test_saturate0_threshold_is_a_boundary(y):
     assert not np.isfinite(out_above[0])
     assert _quantize(above, 1.0, y, saturate=1).astype(np.float32)[0] == t.max_finite
     lab = labels("ai.onnx", "QuantizeLinear", 25, [above, np.array(1.0, np.float32),
-                                                   to_type(np.array([0.0]), t).reshape(())], {"saturate": 0}, [(0,)])
+                                                   to_type(np.array([0.0]), t).reshape(())], {"saturate": 0},
+                 [(0,)])
     assert lab is not None and f"saturate=0 threshold {thr:g}" in lab[0] and y in lab[0]
 
 
@@ -132,8 +133,8 @@ def test_dequantize_codes_find_ties_and_float32_double_rounding():
     big = critical_codes(Ctx("DQ", TYPES["int16"], TYPES["float16"], TYPES["float16"], 3.0, 0.0))
     assert big is not None
     xb = np.array(big.values).astype(np.int16)
-    lab = labels("ai.onnx", "DequantizeLinear", 25, [xb, np.array(3.0, np.float16), np.array(0, np.int16)], {},
-                 [(i,) for i in range(xb.size)])
+    lab = labels("ai.onnx", "DequantizeLinear", 25, [xb, np.array(3.0, np.float16), np.array(0, np.int16)],
+                 {}, [(i,) for i in range(xb.size)])
     assert lab is not None and any("product overflows float16" in s for s in lab)
 
 

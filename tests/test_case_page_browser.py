@@ -1,9 +1,10 @@
 """The report's case page, deep links and a report that agrees with its verdict (issue 31), in real headless
-Chromium at 1,280 px: a link ``report.html#case=ID&form=F`` opens that case's table (index, x / scale / zero point,
-expected and actual with their codes, the explanation; only the rows the verdict's comparison marks); an error
-case shows the backend's traceback without this tool's frames and no table; ``#finding=F...`` lists a finding;
-the scoreboard and the diff link the same way; an entry's unsupported cases are counted as such; expected failures
-are never red; each finding has its plain sentence; no header, sentence or number breaks across lines.
+Chromium at 1,280 px: a link ``report.html#case=ID&form=F`` opens that case's table (index, x / scale / zero
+point, expected and actual with their codes, the explanation; only the rows the verdict's comparison marks);
+an error case shows the backend's traceback without this tool's frames and no table; ``#finding=F...`` lists a
+finding; the scoreboard and the diff link the same way; an entry's unsupported cases are counted as such;
+expected failures are never red; each finding has its plain sentence; no header, sentence or number breaks
+across lines.
 
 Skipped without Chromium unless QDQ_REQUIRE_BROWSER=1.
 """
@@ -48,8 +49,8 @@ def _records() -> list[dict[str, Any]]:
                  "    returned = backend.run(model, feeds)\n"
                  '  File "/site/onnxruntime/capi/onnxruntime_inference_collection.py", line 470, in invoke\n'
                  "    result = sess.run_with_ort_values(input_dict, output_names, run_options)",
-                 expected=[{"type": "float", "shape": [64], "values": ["1.5"] * 64, "codes": [0x3FC00000] * 64,
-                            "truncated": False}])
+                 expected=[{"type": "float", "shape": [64], "values": ["1.5"] * 64,
+                            "codes": [0x3FC00000] * 64, "truncated": False}])
     out.append(error)
     entry = {"status": "failed", "reason": "Known: NaN for 480.", "line": 9}
     for k in range(3):  # an entry whose cases this backend does not run
@@ -88,11 +89,13 @@ def test_case_page_deep_links_and_a_report_that_agrees_with_itself(tmp_path, chr
         assert heads == ["", "index", "x", "scale", "zero point", "expected", "code", "actual", "code",
                          "why (where x sits)"]
         table = b.eval("[...document.querySelectorAll('#cases tr.detail table.elements tbody tr')].map(tr => "
-                       "({marked: tr.classList.contains('differs'), cells: [...tr.children].map(td => td.textContent)}))")
+                       "({marked: tr.classList.contains('differs'), cells: [...tr.children].map(td => "
+                       "td.textContent)}))")
         assert [r["marked"] for r in table] == [False, False, True, False]  # NaN vs NaN (0x7f, 0xff): no mark
         assert table[0]["cells"][1:5] == ["0, 0", "0.1", "0.5", ""]  # float32 0.1, the per-axis scale
         assert table[2]["cells"][0] == "*" and table[2]["cells"][1] == "1, 0"
-        assert table[2]["cells"][5:9] == ["nan", "0x7f", "448.0", "0x7e"] and "beyond max 448" in table[2]["cells"][9]
+        assert (table[2]["cells"][5:9] == ["nan", "0x7f", "448.0", "0x7e"]
+                and "beyond max 448" in table[2]["cells"][9])
         assert b.eval("document.querySelector('#cases tr.target').id") == _link(CASE, "runtime")
         _layout_holds(b)
         shot = b.screenshot(tmp_path / "case.png")
@@ -119,11 +122,13 @@ def test_case_page_deep_links_and_a_report_that_agrees_with_itself(tmp_path, chr
         assert "values differ" in b.eval("document.querySelector('#findings tbody tr .raw').textContent")
 
         # the expectations table: the entry's unsupported cases are unsupported, not unexpected; nothing red
-        row = b.eval("[...document.querySelectorAll('#expectations tr')].filter(tr => tr.children[0].textContent "
-                     "=== '9').map(tr => [...tr.children].map(td => td.textContent))[0]")
+        row = b.eval("[...document.querySelectorAll('#expectations tr')].filter(tr => "
+                     "tr.children[0].textContent === '9').map(tr => [...tr.children].map(td => "
+                     "td.textContent))[0]")
         assert row[2:6] == ["4", "1", "3", "0"]
-        assert b.eval("[...document.querySelectorAll('#expectations tr')].filter(tr => tr.children[0].textContent "
-                      "=== '9').map(tr => tr.querySelectorAll('.failed').length)") == [0]
+        assert (b.eval("[...document.querySelectorAll('#expectations tr')].filter(tr => "
+                       "tr.children[0].textContent === '9').map(tr => tr.querySelectorAll('.failed').length)")
+                == [0])
         # one legend: an expected failure is lilac, never red, in the readings table too
         assert b.eval("[...document.querySelectorAll('#readings span')].filter(s => s.textContent.indexOf("
                       "'none of the catalogued') >= 0).map(s => s.className)") == ["xfail"]
@@ -141,7 +146,8 @@ def test_scoreboard_and_diff_link_the_same_way(tmp_path, chromium):
     bb = write_run(tmp_path / "b.jsonl", recs, backend="b")
     board = render_files([a, bb], tmp_path / "board.html")
     out = tmp_path / "diff.html"
-    ns = build_parser().parse_args(["diff", str(bb), str(a), "-o", str(out), "--exit-zero", "--report", "run.html"])
+    ns = build_parser().parse_args(["diff", str(bb), str(a), "-o", str(out), "--exit-zero", "--report",
+                                    "run.html"])
     assert run_diff(ns) == 0
     with Browser(chromium, width=WIDTH, height=900) as b:
         b.open(board, _link(CASE, "runtime"))

@@ -24,7 +24,8 @@ def _rules(report, severity=None):
     return sorted({f.rule for f in report.findings if severity is None or f.severity == severity})
 
 
-# --- the corpus: invalid cases break exactly their rule, valid cases break none -------------------------------
+# --- the corpus: invalid cases break exactly their rule, valid cases break none
+# -------------------------------
 
 
 @pytest.mark.parametrize("form", ["runtime", "initializer"])
@@ -36,8 +37,8 @@ def test_invalid_corpus_cases_report_exactly_their_rule(corpus, form):
         report = check_model(case.model(form), Path("."), case.id)
         got = sorted({f.rule for f in report.findings if f.severity == "error" and f.node_index is not None})
         model = sorted({f.rule for f in report.findings if f.severity == "error" and f.node_index is None})
-        # A type the version does not allow can be one the model's IR version (its opset's) does not have either:
-        # a second, model-level problem (QDQ023), never another.
+        # A type the version does not allow can be one the model's IR version (its opset's) does not have
+        # either: a second, model-level problem (QDQ023), never another.
         if got != [case.rule] or model not in ([], ["QDQ023"] if case.rule == "QDQ002" else []):
             wrong[case.id] = (case.rule, got, model)
     assert not wrong, list(wrong.items())[:5]
@@ -54,7 +55,8 @@ def test_valid_corpus_cases_report_no_error(corpus, form):
         checked += 1
         report = check_model(case.model(form), Path("."), case.id)
         for f in report.findings:
-            if getattr(case, "is_graph", False):  # a graph case: ONNX's type inference knows no custom domain, so
+            # a graph case: ONNX's type inference knows no custom domain, so
+            if getattr(case, "is_graph", False):
                 # an input made by a com.amd.quark node has no type to check (the note says so, rightly)
                 quark_made = any(n.domain == "com.amd.quark" for n in case.nodes)
                 if not (f.rule == "QDQ020" and quark_made):
@@ -74,12 +76,14 @@ def test_valid_corpus_cases_report_no_error(corpus, form):
     assert not unexpected, list(unexpected.items())[:5]
 
 
-# --- one valid and one invalid fixture per checker rule ---------------------------------------------------------
+# --- one valid and one invalid fixture per checker rule
+# ---------------------------------------------------------
 
 
 def _model(op="QuantizeLinear", version=21, inputs=(), attrs=None, out=U8, domain="", opsets=None,
            value_info=(), extra_nodes=()):
-    """A model around one node. ``inputs``: (name, elem, shape, value or None); a value makes an initializer."""
+    """A model around one node. ``inputs``: (name, elem, shape, value or None); a value makes an
+    initializer."""
     names, graph_inputs, inits = [], [], []
     for name, elem, shape, value in inputs:
         names.append(name)
@@ -92,8 +96,8 @@ def _model(op="QuantizeLinear", version=21, inputs=(), attrs=None, out=U8, domai
         else:
             inits.append(helper.make_tensor(name, elem, shape, np.asarray(value).reshape(-1).tolist()))
     node = helper.make_node(op, names, ["y"], name="q", domain=domain, **(attrs or {}))
-    g = helper.make_graph([*extra_nodes, node], "g", graph_inputs, [helper.make_tensor_value_info("y", out, None)],
-                          inits, value_info=list(value_info))
+    g = helper.make_graph([*extra_nodes, node], "g", graph_inputs,
+                          [helper.make_tensor_value_info("y", out, None)], inits, value_info=list(value_info))
     imports = opsets or [helper.make_opsetid("", version)]
     m = helper.make_model(g, opset_imports=imports)
     m.ir_version = max(10, helper.find_min_ir_version_for(imports, ignore_unknown=True))  # (QDQ022, QDQ023)
@@ -107,7 +111,8 @@ Z8 = ("z", U8, [], 3)
 
 def _behind(producer, opsets, value_info):
     """Q fed by a node of an unknown domain: x's type is known only if value_info declares it."""
-    m = _model(inputs=[("", F, [], None), S, Z8], opsets=opsets, extra_nodes=[producer], value_info=value_info)
+    m = _model(inputs=[("", F, [], None), S, Z8], opsets=opsets, extra_nodes=[producer],
+               value_info=value_info)
     m.graph.node[-1].input[0] = "x"
     m.graph.input.append(helper.make_tensor_value_info("a", F, [2, 4]))
     return m
@@ -124,7 +129,8 @@ def _fixtures():
     return {
         "QDQ001": (_model("DequantizeLinear", 10, [("x", U8, [4], None), S], out=F),
                    _model("DequantizeLinear", 9, [("x", U8, [4], None), S], out=F)),
-        "QDQ002": (_model(inputs=[X, S, Z8]), _model(inputs=[("x", TensorProto.DOUBLE, [2, 4], None), S, Z8])),
+        "QDQ002": (_model(inputs=[X, S, Z8]),
+                   _model(inputs=[("x", TensorProto.DOUBLE, [2, 4], None), S, Z8])),
         "QDQ003": (_model("DequantizeLinear", inputs=[("x", U8, [4], None), S, Z8], out=F),
                    _model("DequantizeLinear", inputs=[("x", I8, [4], None), S, Z8], out=F)),
         "QDQ004": (_model(inputs=[X, S, Z8], attrs={"output_dtype": U8}),
@@ -138,12 +144,14 @@ def _fixtures():
                    _model(inputs=[X, ("s", F, [2, 2], [1.0] * 4)], attrs={"axis": 1, "block_size": 4})),
         "QDQ009": (_model(version=19, inputs=[X, S, Z8]), _model(version=19, inputs=[X, S, Z8],
                                                                  attrs={"block_size": 2})),
-        "QDQ010": (_model(inputs=[X, S, Z8], attrs={"axis": 1}), _model(inputs=[X, S, Z8], attrs={"axis": 1.0})),
+        "QDQ010": (_model(inputs=[X, S, Z8], attrs={"axis": 1}),
+                   _model(inputs=[X, S, Z8], attrs={"axis": 1.0})),
         "QDQ011": (_model(inputs=[X, S, Z8]), _model(inputs=[X, S, Z8, ("w", U8, [], 1)])),
-        "QDQ013": (_model("DequantizeLinear", 24, [("x", U8, [4], None), ("s", TensorProto.FLOAT8E8M0, [], None)],
+        "QDQ013": (_model("DequantizeLinear", 24,
+                          [("x", U8, [4], None), ("s", TensorProto.FLOAT8E8M0, [], None)],
                           attrs={"output_dtype": F}, out=F),
-                   _model("DequantizeLinear", 24, [("x", U8, [4], None), ("s", TensorProto.FLOAT8E8M0, [], None)],
-                          out=F)),
+                   _model("DequantizeLinear", 24,
+                          [("x", U8, [4], None), ("s", TensorProto.FLOAT8E8M0, [], None)], out=F)),
         "QDQ014": (_model(inputs=[X, S, Z8]), _model(inputs=[X, ("s", F, [], 0.0), Z8])),
         "QDQ015": (_model(inputs=[X, S, ("z", I8, [], good_i8)], out=I8),
                    _model(inputs=[X, S, ("z", I8, [], bad_i8)], out=I8)),
@@ -154,7 +162,8 @@ def _fixtures():
         "QDQ018": (_model(inputs=[X, S, ("z", E4M3, [], e4m3_zero)], attrs={"saturate": 0}, out=E4M3),
                    _model(inputs=[X, S, Z8], attrs={"saturate": 0})),
         "QDQ019": (_model(inputs=[X, S, Z8], out=U8), _model(inputs=[X, S, Z8], out=I8)),
-        "QDQ020": (_behind(unknown, two, [helper.make_tensor_value_info("x", F, [2, 4])]), _behind(unknown, two, [])),
+        "QDQ020": (_behind(unknown, two, [helper.make_tensor_value_info("x", F, [2, 4])]),
+                   _behind(unknown, two, [])),
         **_model_rule_fixtures(),
     }
 
@@ -180,7 +189,8 @@ def _model_rule_fixtures():
         "QDQ021": (sorted_, unsorted),
         "QDQ022": (new_ir, old_ir),
         "QDQ023": (int4_ok, int4_old),
-        "QDQ024": (_behind(known, quark, []), _behind(bfp, quark, [helper.make_tensor_value_info("x", F, [2, 4])])),
+        "QDQ024": (_behind(known, quark, []),
+                   _behind(bfp, quark, [helper.make_tensor_value_info("x", F, [2, 4])])),
     }
 
 
@@ -188,7 +198,8 @@ FIXTURES = _fixtures()
 
 
 def test_every_checker_rule_has_fixtures():
-    assert set(RULES) - set(FIXTURES) == {"QDQ012"}  # "not a single node the kernel can evaluate": kernel-only
+    # "not a single node the kernel can evaluate": kernel-only
+    assert set(RULES) - set(FIXTURES) == {"QDQ012"}
 
 
 @pytest.mark.parametrize("rule", sorted(FIXTURES))
@@ -198,7 +209,8 @@ def test_rule_fixtures(rule):
     assert _rules(check_model(invalid, Path("."))) == [rule], check_model(invalid, Path(".")).findings
 
 
-# --- subgraphs, local functions, unknowns ---------------------------------------------------------------------
+# --- subgraphs, local functions, unknowns
+# ---------------------------------------------------------------------
 
 
 def _q(name, block_size=None):
@@ -222,7 +234,8 @@ def test_subgraphs_and_local_functions_are_checked():
     g = helper.make_graph([if_node, call], "main",
                           [helper.make_tensor_value_info(n, t, s) for n, t, s in
                            [("c", TensorProto.BOOL, []), ("x", F, [2, 4]), ("qx", U8, [2, 4])]],
-                          [helper.make_tensor_value_info("r", U8, None), helper.make_tensor_value_info("out", F, None)],
+                          [helper.make_tensor_value_info("r", U8, None),
+                           helper.make_tensor_value_info("out", F, None)],
                           [s2, z2])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("local", 1)],
                           functions=[func])
@@ -244,7 +257,8 @@ def test_symbolic_batch_dimension_still_checks_the_channel_axis():
     assert _rules(check_model(wrong, Path("."))) == ["QDQ005"]
 
 
-# --- files: external data, bad input, the command line ---------------------------------------------------------
+# --- files: external data, bad input, the command line
+# ---------------------------------------------------------
 
 
 def _external_model(tmp_path: Path) -> Path:
@@ -252,7 +266,8 @@ def _external_model(tmp_path: Path) -> Path:
     scale = numpy_helper.from_array(np.full(1024, 0.1, np.float32), "s")
     zp = numpy_helper.from_array(np.zeros(1024, np.int8), "z")
     node = helper.make_node("DequantizeLinear", ["w", "s", "z"], ["y"], name="dq", axis=1)
-    g = helper.make_graph([node], "g", [], [helper.make_tensor_value_info("y", F, [256, 1024])], [w, scale, zp])
+    g = helper.make_graph([node], "g", [], [helper.make_tensor_value_info("y", F, [256, 1024])],
+                          [w, scale, zp])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
     m.ir_version = 10
     path = tmp_path / "ext.onnx"
@@ -272,13 +287,14 @@ def test_external_data_reads_only_scales_and_zero_points(tmp_path, monkeypatch):
 
 
 def _cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "check", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
+    return subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "check", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=120)
 
 
 def test_unreadable_inputs_exit_2_with_one_line(tmp_path):
     good = _external_model(tmp_path)
-    cases = {"empty.onnx": b"", "garbage.onnx": bytes(range(256)) * 8, "truncated.onnx": good.read_bytes()[:40]}
+    cases = {"empty.onnx": b"", "garbage.onnx": bytes(range(256)) * 8,
+             "truncated.onnx": good.read_bytes()[:40]}
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
     missing = tmp_path / "missing"
@@ -292,8 +308,8 @@ def test_unreadable_inputs_exit_2_with_one_line(tmp_path):
     m.opset_import[0].version = 99
     onnx.save(m, tmp_path / "future.onnx")
     said: dict[Path, str] = {}  # stderr by model
-    for path in [*(tmp_path / n for n in cases), missing / "ext.onnx", short / "ext.onnx", tmp_path / "future.onnx",
-                 tmp_path / "nonexistent.onnx"]:
+    for path in [*(tmp_path / n for n in cases), missing / "ext.onnx", short / "ext.onnx", tmp_path
+                 / "future.onnx", tmp_path / "nonexistent.onnx"]:
         r = _cli(str(path))
         assert r.returncode == 2, (path, r.stdout, r.stderr)
         assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
@@ -311,8 +327,9 @@ def test_cli_exit_status_text_and_json(tmp_path, capsys):
     onnx.save(warn, tmp_path / "warn.onnx")
     assert main(["check", str(tmp_path / "ok.onnx"), str(tmp_path / "warn.onnx")]) == 0  # warnings allowed
     out = capsys.readouterr().out
-    assert "warning QDQ016" in out and out.strip().endswith("2 models, 2 quantization nodes: 0 errors, 1 warning, "
-                                                             "0 notes")
+    assert ("warning QDQ016" in out
+            and out.strip().endswith("2 models, 2 quantization nodes: 0 errors, 1 warning, "
+                                      "0 notes"))
     assert main(["check", str(tmp_path / "bad.onnx")]) == 1
     line = capsys.readouterr().out.splitlines()[0]
     assert line.startswith(f"{tmp_path / 'bad.onnx'}: node 0 'q' ai.onnx::QuantizeLinear-21: error QDQ008: ")

@@ -1,5 +1,5 @@
-"""``check`` reports every problem of a node (each rule once), blames the input that is wrong, and checks nodes
-whose types onnx shape inference could not give with what the initializers and declarations do give."""
+"""``check`` reports every problem of a node (each rule once), blames the input that is wrong, and checks
+nodes whose types onnx shape inference could not give with what the initializers and declarations do give."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ F, U8, I8, I16 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorP
 
 
 def _q(scale: list[int], zp: list[int] | None, x: list | None = (4, 8), op: str = "QuantizeLinear",  # type: ignore[assignment]
-       x_type: int = F, zp_type: int = U8, opset: int = 21, extra: tuple = (), **attrs: object) -> onnx.ModelProto:
+       x_type: int = F, zp_type: int = U8, opset: int = 21, extra: tuple = (),
+       **attrs: object) -> onnx.ModelProto:
     """One Q (or DQ) node over x (a graph input, or the output of ``extra`` nodes), scale and zero point
     initializers of the given shapes."""
     import numpy as np
@@ -28,10 +29,14 @@ def _q(scale: list[int], zp: list[int] | None, x: list | None = (4, 8), op: str 
         inits.append(helper.make_tensor("z", zp_type, zp, [0] * int(np.prod(zp))))
         names.append("z")
     node = helper.make_node(op, names, ["y"], name="node", **attrs)
-    inputs = [helper.make_tensor_value_info("x" if not extra else "a", x_type, None if x is None else list(x))]
-    g = helper.make_graph([*extra, node], "g", inputs, [helper.make_tensor_value_info("y", TensorProto.UNDEFINED,
-                                                                                       None)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.example", 1)])
+    inputs = [helper.make_tensor_value_info("x" if not extra else "a", x_type,
+                                            None if x is None else list(x))]
+    g = helper.make_graph([*extra, node], "g", inputs,
+                          [helper.make_tensor_value_info("y", TensorProto.UNDEFINED,
+                                                          None)], inits)
+    m = helper.make_model(g,
+                          opset_imports=[helper.make_opsetid("", opset),
+                                         helper.make_opsetid("com.example", 1)])
     m.ir_version = 10
     return m
 
@@ -43,7 +48,8 @@ def _findings(m: onnx.ModelProto) -> dict[str, tuple[str | None, str]]:
     return by_rule
 
 
-# --- every problem, each rule once --------------------------------------------------------------------------------
+# --- every problem, each rule once
+# --------------------------------------------------------------------------------
 
 
 def test_a_bad_zero_point_type_and_an_out_of_range_axis_are_both_reported():
@@ -76,11 +82,13 @@ def test_consequences_of_a_problem_are_not_reported_as_more_problems():
     m.graph.output[0].type.tensor_type.elem_type = I8
     assert set(_findings(m)) == {"QDQ004"}
     m = _q([4], [4], x=(4, 8), axis=0)
-    m.graph.node[0].attribute[0].CopyFrom(helper.make_attribute("axis", "0"))  # a string: QDQ010, nothing more
+    # a string: QDQ010, nothing more
+    m.graph.node[0].attribute[0].CopyFrom(helper.make_attribute("axis", "0"))
     assert set(_findings(m)) == {"QDQ010"}
 
 
-# --- the input at fault ----------------------------------------------------------------------------------------
+# --- the input at fault
+# ----------------------------------------------------------------------------------------
 
 
 def test_only_the_scale_length_wrong_blames_the_scale_not_the_zero_point():
@@ -113,10 +121,12 @@ def test_the_blame_on_the_command_line_is_one_line(tmp_path, capsys):
     assert main(["check", str(tmp_path / "m.onnx")]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and lines[0].startswith(f"{tmp_path / 'm.onnx'}: node 0 'node' "
-                                                   "ai.onnx::QuantizeLinear-21: error QDQ005: y_scale: per-axis")
+                                                   "ai.onnx::QuantizeLinear-21: error QDQ005: y_scale: "
+                                                   "per-axis")
 
 
-# --- nodes whose types inference could not give --------------------------------------------------------------
+# --- nodes whose types inference could not give
+# --------------------------------------------------------------
 
 
 def _behind_unknown(**kw: object) -> onnx.ModelProto:
@@ -146,7 +156,8 @@ def test_an_unknown_x_is_no_finding_by_itself():
 
 @pytest.fixture
 def inference_fails(monkeypatch):
-    """onnx shape inference raising, whatever the reason (real models: a contrib op, a malformed subgraph...)."""
+    """onnx shape inference raising, whatever the reason (real models: a contrib op, a malformed
+    subgraph...)."""
     def fail(*_: object, **__: object) -> None:
         raise onnx.shape_inference.InferenceError("[ShapeInferenceError] something in the model")
     monkeypatch.setattr(onnx.shape_inference, "infer_shapes", fail)

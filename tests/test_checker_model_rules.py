@@ -1,6 +1,6 @@
-"""``check`` on what surrounds the nodes: folders of models, node order (QDQ021), the IR version against the opsets
-(QDQ022) and the element types (QDQ023), quantization operators it does not know (QDQ024), and a run that checked
-nothing (exit status 3). Each through the command line: the exit status and the one line."""
+"""``check`` on what surrounds the nodes: folders of models, node order (QDQ021), the IR version against the
+opsets (QDQ022) and the element types (QDQ023), quantization operators it does not know (QDQ024), and a run
+that checked nothing (exit status 3). Each through the command line: the exit status and the one line."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def test_a_folder_is_searched_recursively_for_onnx_files(tmp_path, capsys):
     doc = json.loads("\n".join(out))
     assert status == 0 and err == []
     # a folder's own files (sorted) before its subfolders' (sorted)
-    assert [m["path"] for m in doc["models"]] == [str(tmp_path / "top.onnx"), str(tmp_path / "a" / "b" / "deep.ONNX")]
+    assert [m["path"] for m in doc["models"]] == [str(tmp_path / "top.onnx"),
+                                                  str(tmp_path / "a" / "b" / "deep.ONNX")]
     assert doc["summary"]["nodes_checked"] == 4
 
 
@@ -112,12 +113,14 @@ def test_a_fifo_named_onnx_in_a_folder_is_not_opened(tmp_path, capsys):
     onnx.save(_qdq(), tmp_path / "m.onnx")
     os.mkfifo(tmp_path / "pipe.onnx")
     status, out, err = _run(capsys, str(tmp_path))
-    assert status == 2 and err == [f"{tmp_path / 'pipe.onnx'}: cannot check: not a regular file (a FIFO); it was "
-                                   "not opened"]
+    assert (status == 2
+            and err == [f"{tmp_path / 'pipe.onnx'}: cannot check: not a regular file (a FIFO); it was "
+                        "not opened"])
     assert out[-1].endswith("; 1 unreadable")
 
 
-# --- QDQ021: topological order --------------------------------------------------------------------------------
+# --- QDQ021: topological order
+# --------------------------------------------------------------------------------
 
 
 def test_a_quantize_reading_a_tensor_produced_later_is_an_error(tmp_path, capsys):
@@ -129,8 +132,9 @@ def test_a_quantize_reading_a_tensor_produced_later_is_an_error(tmp_path, capsys
     onnx.save(m, tmp_path / "m.onnx")
     status, out, _ = _run(capsys, str(tmp_path / "m.onnx"))
     assert status == 1
-    assert out[0] == (f"{tmp_path / 'm.onnx'}: node 0 'q' ai.onnx::QuantizeLinear-21: error QDQ021: input 'r' is "
-                      "produced later, by node 2 'relu' (Relu)")
+    assert (out[0]
+            == (f"{tmp_path / 'm.onnx'}: node 0 'q' ai.onnx::QuantizeLinear-21: error QDQ021: input 'r' is "
+                "produced later, by node 2 'relu' (Relu)"))
 
 
 def test_order_in_subgraphs_and_functions_and_a_node_reading_its_own_output():
@@ -141,9 +145,11 @@ def test_order_in_subgraphs_and_functions_and_a_node_reading_its_own_output():
     cyc = helper.make_node("Relu", ["own"], ["own"], name="cyc")
     m = _qdq(extra=(if_node, cyc))
     m.graph.input.append(helper.make_tensor_value_info("c", TensorProto.BOOL, []))
-    found = [(f.graph, f.node_name, f.message) for f in check_model(m, Path(".")).findings if f.rule == "QDQ021"]
+    found = [(f.graph, f.node_name, f.message) for f in check_model(m, Path(".")).findings
+             if f.rule == "QDQ021"]
     assert ("main", "cyc", "input 'own' is produced later, by node 3 'cyc' (Relu)") in found
-    assert ("main/node 2 'branch'.then_branch", "a", "input 't1' is produced later, by node 1 'b' (Relu)") in found
+    assert ("main/node 2 'branch'.then_branch", "a",
+            "input 't1' is produced later, by node 1 'b' (Relu)") in found
 
 
 def test_a_subgraph_reading_an_outer_tensor_produced_after_its_node():
@@ -153,11 +159,13 @@ def test_a_subgraph_reading_an_outer_tensor_produced_after_its_node():
     m = _qdq(extra=(if_node, helper.make_node("Relu", ["y"], ["late"], name="producer")))
     m.graph.input.append(helper.make_tensor_value_info("c", TensorProto.BOOL, []))
     found = [f for f in check_model(m, Path(".")).findings if f.rule == "QDQ021"]
-    assert sorted(f.graph for f in found) == ["main/node 2 'branch'.else_branch", "main/node 2 'branch'.then_branch"]
+    assert sorted(f.graph for f in found) == ["main/node 2 'branch'.else_branch",
+                                              "main/node 2 'branch'.then_branch"]
     assert all(f.node_name == "use" and "main's node 3 'producer'" in f.message for f in found)
 
 
-# --- QDQ022, QDQ023: IR version -------------------------------------------------------------------------------
+# --- QDQ022, QDQ023: IR version
+# -------------------------------------------------------------------------------
 
 
 def test_ir_8_with_float8_and_int4_tensors_is_an_error(tmp_path, capsys):
@@ -167,13 +175,13 @@ def test_ir_8_with_float8_and_int4_tensors_is_an_error(tmp_path, capsys):
     onnx.save(m, tmp_path / "m.onnx")
     status, out, _ = _run(capsys, str(tmp_path / "m.onnx"))
     assert status == 1
-    assert f"{tmp_path / 'm.onnx'}: model: error QDQ023: IR version 8 has no float8e4m3fn (IR 9), int4 (IR 10); " \
-           "used by initializer 'z', graph output 'y' and" not in out  # (y is float)
+    assert f"{tmp_path / 'm.onnx'}: model: error QDQ023: IR version 8 has no float8e4m3fn (IR 9), int4 (IR " \
+           "10); used by initializer 'z', graph output 'y' and" not in out  # (y is float)
     line = next(ln for ln in out if "QDQ023" in ln)
-    assert line.startswith(f"{tmp_path / 'm.onnx'}: model: error QDQ023: IR version 8 has no float8e4m3fn (IR 9), "
-                           "int4 (IR 10); used by initializer 'z', initializer 'w4'")
-    assert any(ln.endswith("warning QDQ022: IR version 8 is older than its opsets: the model imports ai.onnx opset "
-                           "21, which came with IR version 10 (onnx 1.16.0)") for ln in out)
+    assert line.startswith(f"{tmp_path / 'm.onnx'}: model: error QDQ023: IR version 8 has no float8e4m3fn "
+                           "(IR 9), int4 (IR 10); used by initializer 'z', initializer 'w4'")
+    assert any(ln.endswith("warning QDQ022: IR version 8 is older than its opsets: the model imports ai.onnx "
+                           "opset 21, which came with IR version 10 (onnx 1.16.0)") for ln in out)
 
 
 def test_types_in_value_infos_attributes_subgraphs_and_functions_are_seen():
@@ -199,13 +207,15 @@ def test_a_type_in_a_subgraph_is_named_once_per_place():
         return helper.make_graph([helper.make_node("Identity", [name], [f"{name}_o"])], name, [],
                                  [helper.make_tensor_value_info(f"{name}_o", TensorProto.INT4, None)],
                                  [helper.make_tensor(name, TensorProto.INT4, [1], [1])])
-    if_node = helper.make_node("If", ["c"], ["r"], name="branch", then_branch=branch("t"), else_branch=branch("e"))
+    if_node = helper.make_node("If", ["c"], ["r"], name="branch", then_branch=branch("t"),
+                               else_branch=branch("e"))
     m = _qdq(ir=9, opset=19, extra=(if_node,))
     m.graph.input.append(helper.make_tensor_value_info("c", TensorProto.BOOL, []))
     found = [f.message for f in check_model(m, Path(".")).findings if f.rule == "QDQ023"]
-    assert found == ["IR version 9 has no int4 (IR 10); used by node 2 'branch''s else_branch: initializer 'e', "
-                     "node 2 'branch''s else_branch: graph output 'e_o', node 2 'branch''s then_branch: initializer "
-                     "'t' and 1 more"]
+    assert (found
+            == ["IR version 9 has no int4 (IR 10); used by node 2 'branch''s else_branch: initializer 'e', "
+                "node 2 'branch''s else_branch: graph output 'e_o', node 2 'branch''s then_branch: "
+                "initializer 't' and 1 more"])
 
 
 def test_the_type_table_follows_onnx_proto():
@@ -225,7 +235,8 @@ def test_every_opset_import_at_its_release_ir_version_is_clean():
         assert [f.line() for f in check_model(m, Path(".")).findings if f.rule in ("QDQ022", "QDQ023")] == []
 
 
-# --- QDQ024: quantization operators the checker does not know --------------------------------------------------
+# --- QDQ024: quantization operators the checker does not know
+# --------------------------------------------------
 
 
 def _quark_only(n: int) -> onnx.ModelProto:
@@ -233,7 +244,9 @@ def _quark_only(n: int) -> onnx.ModelProto:
                               [f"t{k + 1}"], name=f"n{k}", domain="com.amd.quark") for k in range(n)]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("t0", F, [2, 4])],
                           [helper.make_tensor_value_info(f"t{n}", F, None)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.amd.quark", 1)])
+    m = helper.make_model(g,
+                          opset_imports=[helper.make_opsetid("", 21),
+                                         helper.make_opsetid("com.amd.quark", 1)])
     m.ir_version = 10
     return m
 
@@ -247,8 +260,8 @@ def test_a_model_of_only_unknown_quark_ops_is_not_a_silent_pass(tmp_path, capsys
         "com.amd.quark::MXQuantizeDequantize is not an operator the checker knows; 3 nodes not checked",
         f"{tmp_path / 'quark.onnx'}: node 1 'n1' com.amd.quark::BFPQuantizeDequantize-1: note QDQ024: "
         "com.amd.quark::BFPQuantizeDequantize is not an operator the checker knows; 2 nodes not checked",
-        "1 model, 0 quantization nodes (5 more not checked: an operator the checker does not know): 0 errors, "
-        "0 warnings, 2 notes"]
+        "1 model, 0 quantization nodes (5 more not checked: an operator the checker does not know): 0 "
+        "errors, 0 warnings, 2 notes"]
     assert err == ["NOTHING CHECKED: no model holds a quantization node the checker knows (exit status 3)"]
 
 
@@ -264,8 +277,9 @@ def test_unknown_microsoft_variants_are_named_and_known_ops_still_checked(tmp_pa
     notes = [ln for ln in out if "QDQ024" in ln]
     assert len(notes) == 2 and "com.microsoft::DequantizeWithOrder" in notes[0] and "QuantizeBFP" in notes[1]
     assert not any("FusedMatMul" in ln for ln in out)  # not a quantization operator
-    assert out[-1] == "1 model, 2 quantization nodes (2 more not checked: an operator the checker does not know): " \
-                      "0 errors, 0 warnings, 2 notes"
+    assert (out[-1]
+            == "1 model, 2 quantization nodes (2 more not checked: an operator the checker does not know): "
+            "0 errors, 0 warnings, 2 notes")
 
 
 def test_a_local_function_named_like_a_quantizer_is_checked_through_its_body():
@@ -281,7 +295,8 @@ def test_a_local_function_named_like_a_quantizer_is_checked_through_its_body():
 
 def test_no_quantization_node_at_all_exits_3_and_json_says_why(tmp_path, capsys):
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", F, [2])], [helper.make_tensor_value_info("y", F, [2])])
+                          [helper.make_tensor_value_info("x", F, [2])],
+                          [helper.make_tensor_value_info("y", F, [2])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
     m.ir_version = 10
     onnx.save(m, tmp_path / "float.onnx")
@@ -290,7 +305,8 @@ def test_no_quantization_node_at_all_exits_3_and_json_says_why(tmp_path, capsys)
     assert status == 3 and doc["summary"]["exit_status"] == 3 and "nothing was checked" in doc["summary"][
         "exit_meaning"]
     onnx.save(_qdq(), tmp_path / "q.onnx")
-    assert main(["check", str(tmp_path / "float.onnx"), str(tmp_path / "q.onnx")]) == 0  # something was checked
+    # something was checked
+    assert main(["check", str(tmp_path / "float.onnx"), str(tmp_path / "q.onnx")]) == 0
 
 
 def test_rules_lists_the_model_rules(capsys):

@@ -1,8 +1,9 @@
 """No false findings on what ``onnxruntime.quantization`` writes, and the spec's silence kept as silence.
 
 * Symmetric blocked int4 weight-only (MatMulNBitsQuantizer in QDQ format) stores negative block scales. The
-  DequantizeLinear text gives the formula ``y = (x - x_zero_point) * x_scale`` and sets no range for the scale,
-  so a negative scale is no finding at all, and a zero or non-finite one is a warning (QDQ014), not an error.
+  DequantizeLinear text gives the formula ``y = (x - x_zero_point) * x_scale`` and sets no range for the
+  scale, so a negative scale is no finding at all, and a zero or non-finite one is a warning (QDQ014), not an
+  error.
 * A com.microsoft DequantizeLinear for a bias, with a one-element ``[1]`` scale and no ``axis``, is per-tensor
   (ambiguity catalogue: ms-one-element-no-axis, the reading the kernel and ONNX Runtime share).
 """
@@ -34,7 +35,8 @@ def _not_clean(path: Path) -> list[str]:
 def test_symmetric_blocked_int4_with_negative_scales_checks_clean(tmp_path, capsys):
     nbits = pytest.importorskip("onnxruntime.quantization.matmul_nbits_quantizer")
     src = onnx.load(_float_model(tmp_path / "float.onnx"))
-    q = nbits.MatMulNBitsQuantizer(src, block_size=32, is_symmetric=True, quant_format=quantization.QuantFormat.QDQ)
+    q = nbits.MatMulNBitsQuantizer(src, block_size=32, is_symmetric=True,
+                                   quant_format=quantization.QuantFormat.QDQ)
     q.process()
     out = tmp_path / "blocked-symmetric.onnx"
     q.model.save_model_to_file(str(out))
@@ -58,7 +60,8 @@ def test_contrib_bias_with_a_one_element_scale_checks_clean(tmp_path, per_channe
                                  extra_options={"UseQDQContribOps": True, "WeightSymmetric": True})
     m = onnx.load(out)
     inits = {t.name: t for t in m.graph.initializer}
-    bias = next(n for n in m.graph.node if n.op_type == "DequantizeLinear" and n.input[0].startswith("conv_b"))
+    bias = next(n for n in m.graph.node
+                if n.op_type == "DequantizeLinear" and n.input[0].startswith("conv_b"))
     assert bias.domain == "com.microsoft"
     if not per_channel:
         assert list(inits[bias.input[1]].dims) == [1] and not any(a.name == "axis" for a in bias.attribute)
@@ -76,7 +79,9 @@ def _ms_dq(x_shape: list | None, scale_shape: list[int], zp_shape: list[int] | N
                             **({} if axis is None else {"axis": axis}))
     g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.INT32, x_shape)],
                           [helper.make_tensor_value_info("y", F, None)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    m = helper.make_model(g,
+                          opset_imports=[helper.make_opsetid("", 21),
+                                         helper.make_opsetid("com.microsoft", 1)])
     m.ir_version = 10
     return m
 
@@ -104,8 +109,9 @@ def test_scale_values_the_spec_does_not_decide_are_at_most_warnings(scale, expec
 
 
 def test_ir_8_kept_with_int4_weights_is_caught(tmp_path, capsys):
-    """What the issue saw on real output: ONNX Runtime's quantizer keeps the float model's IR version 8 and writes
-    int4 weights and zero points, a type IR 8 does not have (QDQ023); the nodes themselves check clean."""
+    """What the issue saw on real output: ONNX Runtime's quantizer keeps the float model's IR version 8 and
+    writes int4 weights and zero points, a type IR 8 does not have (QDQ023); the nodes themselves check
+    clean."""
     src = _float_model(tmp_path / "float.onnx")
     m = onnx.load(src)
     m.ir_version, m.opset_import[0].version = 8, 17
@@ -117,5 +123,6 @@ def test_ir_8_kept_with_int4_weights_is_caught(tmp_path, capsys):
     assert onnx.load(out).ir_version == 8
     assert main(["check", str(out)]) == 1
     errors = [ln for ln in capsys.readouterr().out.splitlines() if " error " in ln]
-    assert len(errors) == 1 and errors[0].startswith(f"{out}: model: error QDQ023: IR version 8 has no int4 (IR 10); "
-                                                     "used by initializer ")
+    assert (len(errors) == 1
+            and errors[0].startswith(f"{out}: model: error QDQ023: IR version 8 has no int4 (IR 10); "
+                                     "used by initializer "))

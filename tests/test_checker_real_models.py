@@ -1,8 +1,8 @@
 """Models quantized by ONNX Runtime's own quantization tool check clean (no error, no warning).
 
 A small float model (Conv, Relu, Reshape, MatMul) is quantized with ``onnxruntime.quantization``: static QDQ,
-per-tensor and per-channel, int8 / uint8 / int16 / uint16 activations, int8 / uint8 / int4 / uint4 weights, the
-com.microsoft contrib Q/DQ ops, and blocked weight-only int4 (MatMulNBitsQuantizer in QDQ format).
+per-tensor and per-channel, int8 / uint8 / int16 / uint16 activations, int8 / uint8 / int4 / uint4 weights,
+the com.microsoft contrib Q/DQ ops, and blocked weight-only int4 (MatMulNBitsQuantizer in QDQ format).
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ def _float_model(path: Path) -> Path:
              helper.make_node("Relu", ["c"], ["r"], name="relu"),
              helper.make_node("Reshape", ["r", "shape"], ["f"], name="flatten"),
              helper.make_node("MatMul", ["f", "fc_w"], ["y"], name="fc")]
-    g = helper.make_graph(nodes, "small", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+    g = helper.make_graph(nodes, "small",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
     m.ir_version = 10
@@ -103,7 +104,8 @@ def test_a_corrupted_quantized_model_is_caught(tmp_path):
     quantization.quantize_static(str(src), str(out), _Reader(), quant_format=quantization.QuantFormat.QDQ,
                                  per_channel=True, activation_type=QT.QUInt8, weight_type=QT.QInt8)
     m = onnx.load(out)
-    dq = next(n for n in m.graph.node if n.op_type == "DequantizeLinear" and any(a.name == "axis" for a in n.attribute))
+    dq = next(n for n in m.graph.node
+              if n.op_type == "DequantizeLinear" and any(a.name == "axis" for a in n.attribute))
     next(a for a in dq.attribute if a.name == "axis").i = 7
     onnx.save(m, out)
     assert {f.rule for f in check_file(out).findings if f.severity == "error"} == {"QDQ007"}

@@ -27,7 +27,8 @@ def test_specs_counts_1701_ai_onnx_combinations(capsys):
 
 
 def test_console_script_entry_point():
-    r = subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "--version"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "--version"], capture_output=True,
+                       text=True)
     assert r.returncode == 0 and "qdq-conformance" in r.stdout
 
 
@@ -35,7 +36,8 @@ def test_generate_selection_and_coverage_commands(tmp_path, capsys):
     out = tmp_path / "suite"
     assert main(["generate", "--out", str(out), "dynamicquantizelinear-*"]) == 0
     manifest = __import__("json").loads((out / "manifest.json").read_text())
-    assert manifest["case_count"] >= 10 and all(e["operator"] == "DynamicQuantizeLinear" for e in manifest["cases"])
+    assert (manifest["case_count"] >= 10
+            and all(e["operator"] == "DynamicQuantizeLinear" for e in manifest["cases"]))
     assert all(set(e["folders"]) == {"runtime"} for e in manifest["cases"])
     capsys.readouterr()
     assert main(["coverage", "--strict"]) == 0
@@ -46,7 +48,8 @@ def test_generate_selection_and_coverage_commands(tmp_path, capsys):
 def test_generate_reports_a_bad_case_file_and_keeps_going(tmp_path, capsys):
     cases = tmp_path / "cases"
     cases.mkdir()
-    (cases / "good.yaml").write_text((__import__("pathlib").Path(__file__).parent / "data" / "good.yaml").read_text())
+    (cases / "good.yaml").write_text((__import__("pathlib").Path(__file__).parent / "data"
+                                      / "good.yaml").read_text())
     (cases / "bad.yaml").write_text("cases:\n  - id: x\n    colour: red\n")
     code = main(["generate", "--cases", str(cases), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err

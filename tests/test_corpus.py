@@ -30,8 +30,8 @@ def test_every_case_file_loads_without_error(corpus):
 
 def test_expanding_dequantize_cases_warns_nothing():
     """generate and coverage print what expansion warns: numpy's RuntimeWarning "overflow encountered in
-    multiply" did, from the kernel's float32 dequantization, whose inf is the spec's answer (the dequantize case
-    files, expanded here without the cache, are where it came from)."""
+    multiply" did, from the kernel's float32 dequantization, whose inf is the spec's answer (the dequantize
+    case files, expanded here without the cache, are where it came from)."""
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
@@ -71,7 +71,8 @@ def test_coverage_has_no_gap(corpus):
     ai = [c for c in result if c.key.startswith("ai.onnx")]
     assert sum(c.types_allowed for c in ai) == 1701
     assert sum(c.types_covered for c in ai) == 1701
-    assert {c.key for c in result} >= {"com.microsoft::QuantizeLinear-1", "com.amd.quark::ExtendedDequantizeLinear-1"}
+    assert {c.key for c in result} >= {"com.microsoft::QuantizeLinear-1",
+                                       "com.amd.quark::ExtendedDequantizeLinear-1"}
 
 
 def test_coverage_crosses_parameter_forms_so_a_removed_family_is_a_gap(corpus):
@@ -86,7 +87,8 @@ def test_coverage_crosses_parameter_forms_so_a_removed_family_is_a_gap(corpus):
     assert "parameters: per-axis axis negative without zero point" in gaps["ai.onnx::DequantizeLinear-21"]
     assert "parameters: blocked axis default with zero point" in gaps["ai.onnx::DequantizeLinear-28"]
     assert "parameters: per-tensor [1] scale without zero point" in gaps["ai.onnx::DequantizeLinear-10"]
-    assert "parameters: per-axis axis default without zero point" in gaps["com.amd.quark::ExtendedDequantizeLinear-1"]
+    assert ("parameters: per-axis axis default without zero "
+            "point") in gaps["com.amd.quark::ExtendedDequantizeLinear-1"]
     assert all(g.startswith("parameters: ") for found in gaps.values() for g in found)
     assert all(not k.startswith("ai.onnx::QuantizeLinear") for k in gaps)
     negative = gaps_without("quantize_negative_scales.yaml", "dequantize_negative_scales.yaml")
@@ -96,7 +98,8 @@ def test_coverage_crosses_parameter_forms_so_a_removed_family_is_a_gap(corpus):
     cov = {c.key: c for c in coverage(corpus.cases)}
     # com.microsoft reads a missing axis as per-tensor: no default-axis form is asked of it.
     assert not any("default" in r for r in cov["com.microsoft::DequantizeLinear-1"].required["parameters"])
-    assert "per-axis axis default with zero point" in cov["ai.onnx::DequantizeLinear-13"].required["parameters"]
+    assert ("per-axis axis default with zero "
+            "point") in cov["ai.onnx::DequantizeLinear-13"].required["parameters"]
     assert not cov["ai.onnx::DynamicQuantizeLinear-11"].required["parameters"]
 
 
@@ -117,7 +120,8 @@ def test_large_tier_is_opt_in():
     assert all(c.inputs[0][1].size >= 1_000_000 for c in large)
 
 
-# --- malformed case files --------------------------------------------------------------------------------------
+# --- malformed case files
+# --------------------------------------------------------------------------------------
 
 GOOD = """\
 cases:
@@ -170,7 +174,8 @@ def test_missing_key_and_wrong_type(tmp_path):
 
 
 def test_python_tags_are_refused(tmp_path):
-    e = _err(tmp_path, GOOD.replace("description: d", "description: !!python/object/apply:os.system ['true']"))
+    e = _err(tmp_path,
+             GOOD.replace("description: d", "description: !!python/object/apply:os.system ['true']"))
     assert e.line == 3 and "tags" in e.message
 
 
@@ -180,7 +185,8 @@ def test_yaml_syntax_error_has_a_line(tmp_path):
 
 
 def test_ambiguity_must_be_catalogued(tmp_path):
-    e = _err(tmp_path, GOOD.replace("status: normative", "status: implementation-defined\n    ambiguity: nope"))
+    e = _err(tmp_path,
+             GOOD.replace("status: normative", "status: implementation-defined\n    ambiguity: nope"))
     assert "ambiguity catalogue" in e.message
 
 
@@ -203,12 +209,14 @@ def test_a_bad_file_does_not_stop_the_others(tmp_path):
     assert "b.yaml:7" in str(result.errors[0])
 
 
-# --- export ----------------------------------------------------------------------------------------------------
+# --- export
+# ----------------------------------------------------------------------------------------------------
 
 SAMPLE = ["quantizelinear-21-ties-float-int4", "dequantizelinear-25-all-codes-int2-float16",
-          "quantizelinear-28-saturate-inf-float-float8e4m3fn-saturate0", "dynamicquantizelinear-11-mixed-signs",
-          "dynamicquantizelinear-11-nan",
-          "quantizelinear-21-block-size-below-range-*", "quantizelinear-23-blocked-float-int4-blocked-partial-axis1-r2"]
+          "quantizelinear-28-saturate-inf-float-float8e4m3fn-saturate0",
+          "dynamicquantizelinear-11-mixed-signs", "dynamicquantizelinear-11-nan",
+          "quantizelinear-21-block-size-below-range-*",
+          "quantizelinear-23-blocked-float-int4-blocked-partial-axis1-r2"]
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +234,8 @@ def test_export_is_readable_by_onnx_loader_and_matches_the_oracle(exported):
     out, manifest, cases = exported
     tests = [(kind, t) for kind in manifest["kinds"] for t in load_model_tests(data_dir=str(out), kind=kind)]
     assert len(tests) == 2 * len(cases)
-    assert {kind for kind, _ in tests} == {"normative", "implementation-defined", "invalid"}  # (SAMPLE has all)
+    # (SAMPLE has all)
+    assert {kind for kind, _ in tests} == {"normative", "implementation-defined", "invalid"}
     by_folder = {e["folders"][form]: (e, form) for e in manifest["cases"] for form in e["folders"]}
     for kind, t in tests:
         entry, form = by_folder[f"{kind}/{os.path.basename(t.model_dir)}"]
@@ -234,15 +243,18 @@ def test_export_is_readable_by_onnx_loader_and_matches_the_oracle(exported):
         model = onnx.load(os.path.join(t.model_dir, "model.onnx"))
         onnx.checker.check_model(model)
         data = Path(t.model_dir) / "test_data_set_0"
-        inputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p))) for p in sorted(data.glob("input_*.pb"))]
-        outputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p))) for p in sorted(data.glob("output_*.pb"))]
+        inputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p)))
+                  for p in sorted(data.glob("input_*.pb"))]
+        outputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p)))
+                   for p in sorted(data.glob("output_*.pb"))]
         feeds = {i.name: a for i, a in zip(model.graph.input, inputs, strict=True)}
         assert len(inputs) == len(model.graph.input)
         if kind != "normative":  # an output-comparing runner finds no output to count as a pass
             assert outputs == [] and not (Path(t.model_dir) / "data.json").exists()
         if kind == "invalid":
             continue
-        assert (t.rtol, t.atol) == ((0.0, 0.0) if kind == "normative" else (1e-3, 1e-7))  # exact: the loader's
+        # exact: the loader's
+        assert (t.rtol, t.atol) == ((0.0, 0.0) if kind == "normative" else (1e-3, 1e-7))
         if kind == "implementation-defined":
             outputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p)))
                        for p in sorted((Path(t.model_dir) / "expected").glob("output_*.pb"))]

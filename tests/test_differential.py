@@ -1,7 +1,7 @@
 """Differential tests against onnx.reference and ONNX Runtime.
 
-On random inputs where the spec leaves nothing open, all three must agree bit for bit. Where a backend deviates
-from the spec, a test below pins the kernel to the spec's answer and names the deviation.
+On random inputs where the spec leaves nothing open, all three must agree bit for bit. Where a backend
+deviates from the spec, a test below pins the kernel to the spec's answer and names the deviation.
 """
 
 from __future__ import annotations
@@ -104,7 +104,8 @@ def test_float8_quantize_agrees_with_both_backends(target, saturate):
     assert compare(expected, _ort(model, feeds)) is None
 
 
-# --- named deviations: the kernel gives the spec's answer ---------------------------------------------------------
+# --- named deviations: the kernel gives the spec's answer
+# ---------------------------------------------------------
 
 def test_deviation_onnx_reference_casts_to_int32_before_clipping():
     """onnx.reference QuantizeLinear: ``np.rint(x).astype(np.int32)`` before ``np.clip`` wraps values beyond
@@ -122,15 +123,16 @@ def test_deviation_ort_int32_dequantize_zero_point_overflows():
     Spec: "y = (x - x_zero_point) * x_scale" (a real subtraction; no overflow in the formula)."""
     x = np.array([-(2**31), 2**31 - 1], np.int32)
     feeds = {"x": x, "s": np.array(1, F32), "z": np.array(2**31 - 1, np.int32)}
-    model = _model("DequantizeLinear", 21, [("x", x), ("s", feeds["s"]), ("z", feeds["z"])], TensorProto.FLOAT)
+    model = _model("DequantizeLinear", 21, [("x", x), ("s", feeds["s"]), ("z", feeds["z"])],
+                   TensorProto.FLOAT)
     spec_answer = np.array([-4294967296.0, 0.0], F32)
     assert compare(spec_answer, run(model, feeds)[0]) is None
     assert compare(spec_answer, _ort(model, feeds)) is not None
 
 
 def test_deviation_onnx_reference_ignores_float8_zero_point():
-    """onnx.reference QuantizeLinear to float8 never adds the zero point. Spec: "the quantization formula remains
-    the same for consistency" (y = saturate(x / y_scale + y_zero_point))."""
+    """onnx.reference QuantizeLinear to float8 never adds the zero point. Spec: "the quantization formula
+    remains the same for consistency" (y = saturate(x / y_scale + y_zero_point))."""
     t = TYPES["float8e4m3fn"]
     x = np.array([1.0, 8.0], F32)
     feeds = {"x": x, "s": np.array(8, F32), "z": np.array(8, F32).astype(t.dtype)}

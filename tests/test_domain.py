@@ -1,6 +1,6 @@
 """The shared vocabulary (conformance/domain.py) and the results-record schema (results/): the enums are
-the strings files hold, both kinds of case satisfy the Case protocol, and what a record holds is what the schema
-names."""
+the strings files hold, both kinds of case satisfy the Case protocol, and what a record holds is what the
+schema names."""
 
 from __future__ import annotations
 
@@ -42,12 +42,15 @@ def test_members_are_the_strings_files_hold():
     assert json.dumps({"status": RunStatus.PASSED}) == '{"status": "passed"}'
     assert f"{Form.INITIALIZER}" == str(Form.INITIALIZER) == "initializer"
     assert {RunStatus.ERROR: 1}.get("error") == 1 and "error" in FAILING
-    assert FORMS == ("runtime", "initializer") and forms_of("both") == FORMS and forms_of("runtime") == ("runtime",)
-    assert tiers_of("all") == ("default", "large") and tiers_of("large") == ("large",) and Tier.DEFAULT == "default"
+    assert (FORMS == ("runtime", "initializer") and forms_of("both") == FORMS
+            and forms_of("runtime") == ("runtime",))
+    assert (tiers_of("all") == ("default", "large") and tiers_of("large") == ("large",)
+            and Tier.DEFAULT == "default")
     assert CaseStatus.values() == ("normative", "implementation-defined", "invalid")
     assert {"failed", "error", "crashed", "timeout", "invalid-accepted"} == FAILING
     assert set(JUDGED) == FAILING | {"passed"} and FAILING | {"unsupported"} == EXPECTABLE
-    assert all(type(s) is str for s in (*FAILING, *JUDGED, *EXPECTABLE, *FORMS))  # (plain, for YAML and xdist)
+    # (plain, for YAML and xdist)
+    assert all(type(s) is str for s in (*FAILING, *JUDGED, *EXPECTABLE, *FORMS))
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +72,8 @@ def test_a_record_holds_only_what_the_schema_names(cases):
     case = cases[0]
     entry = Expectation("failed", "a reason", None, 7)
     for raw in (RawResult("ok", list(case.expected)), RawResult("error", message="boom")):
-        outcome = classify(raw, case_status=case.status, expected=case.expected, ulp=case.ulp, readings=case.readings)
+        outcome = classify(raw, case_status=case.status, expected=case.expected, ulp=case.ulp,
+                           readings=case.readings)
         rec = record.build(case, "runtime", outcome, entry, ("x", "1"), None, case.feeds("runtime"), None)
         assert set(rec) <= names, set(rec) - names
         assert rec["expectation"] == {"status": "failed", "reason": "a reason", "link": None, "line": 7}

@@ -48,7 +48,8 @@ def test_zero_point_type_must_match_x_for_dequantize():
 
 
 def test_output_dtype_conflicting_with_zero_point():
-    raises("QDQ004", Q, 21, [np.zeros(2, F32), F32(1), np.zeros((), np.uint8)], {"output_dtype": TensorProto.INT8})
+    raises("QDQ004", Q, 21, [np.zeros(2, F32), F32(1), np.zeros((), np.uint8)],
+           {"output_dtype": TensorProto.INT8})
     raises("QDQ004", Q, 21, [np.zeros(2, F32), F32(1)], {"output_dtype": TensorProto.FLOAT})
 
 

@@ -47,8 +47,8 @@ def test_exact_ids_globs_and_forms(tmp_path):
 
 
 def test_the_first_matching_entry_wins_whatever_its_kind(tmp_path):
-    """Entries are looked up through an index (exact ids in a dict, globs in one regex); the answer must be the
-    first entry in file order that matches, as a scan of the entries gives."""
+    """Entries are looked up through an index (exact ids in a dict, globs in one regex); the answer must be
+    the first entry in file order that matches, as a scan of the entries gives."""
     p = _write(tmp_path, """
   - cases: "q-*-x"
     status: failed
@@ -80,9 +80,12 @@ def test_the_first_matching_entry_wins_whatever_its_kind(tmp_path):
     ("  - cases: a\n    status: fine\n    reason: r\n", "status must be", 5),
     ("  - cases: a\n    status: failed\n", "needs 'cases' and a 'reason'", 4),
     ("  - cases: a\n    status: failed\n    reason: r\n    typo: 1\n", "unknown key", 7),
-    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: avx512f\n", "cpu must map processor features", 7),
-    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {avx512f: 1}\n", "cpu must map processor features", 7),
-    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {AVX-512: true}\n", "cpu must map processor", 7),
+    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: avx512f\n", "cpu must map processor features",
+     7),
+    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {avx512f: 1}\n",
+     "cpu must map processor features", 7),
+    ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {AVX-512: true}\n", "cpu must map processor",
+     7),
     ("  - cases: a\n    status: failed\n    reason: r\n    cpu: {}\n", "cpu must map processor features", 7),
     ("  - cases: [a, 3]\n    status: failed\n    reason: r\n", "cases must be case-id patterns", 4),
 ])
@@ -122,7 +125,8 @@ def test_a_thousand_exact_ids_stay_fast(tmp_path):
     assert all(e.lookup(i) is not None for i in ids[::50]) and e.lookup("quantizelinear-21-case-x") is None
 
 
-# --- versions -----------------------------------------------------------------------------------------------------
+# --- versions
+# -----------------------------------------------------------------------------------------------------
 
 VERSIONED = """
   - cases: "q-fixed-in-2"
@@ -148,7 +152,8 @@ def test_version_order_is_pep440_like():
                "1.10.0+ort1.32.0", "2026.4.1"]
     assert sorted(ordered, key=version_key) == ordered
     assert version_key("1.2") == version_key("1.2.0") and version_key("v1.2.0") == version_key("1.2")
-    assert version_key("unknown") is None and version_key("not installed") is None and version_key(None) is None
+    assert (version_key("unknown") is None and version_key("not installed") is None
+            and version_key(None) is None)
 
 
 @pytest.mark.parametrize("running, applied, mode", [
@@ -176,7 +181,8 @@ def test_entries_in_force_follow_their_measured_versions(tmp_path):
     e = load(p, "2.0.0")
     assert e.lookup("q-fixed-in-2") is None and e.lookup("q-new-in-2").reason == "appeared in 2.0"
     a = e.applicability
-    assert (a.applied, a.mode, a.in_force, a.total, a.recorded) == ("2.0.0", "exact", 2, 3, ("1.2.3", "2.0.0"))
+    assert ((a.applied, a.mode, a.in_force, a.total, a.recorded)
+            == ("2.0.0", "exact", 2, 3, ("1.2.3", "2.0.0")))
 
 
 @pytest.mark.parametrize(("features", "reasons", "other"), [
@@ -184,15 +190,16 @@ def test_entries_in_force_follow_their_measured_versions(tmp_path):
     (frozenset({"avx2"}), ["anywhere", "without avx512f", "without avx512f and with avx2"], 1),
     (frozenset(), ["anywhere", "without avx512f"], 2),
 ])
-def test_entries_recorded_for_a_processor_hold_only_on_one_like_it(tmp_path, monkeypatch, features, reasons, other):
+def test_entries_recorded_for_a_processor_hold_only_on_one_like_it(tmp_path, monkeypatch, features, reasons,
+                                                                   other):
     """An entry with ``cpu`` is in force only where the processor's features are as it says; the applicability
     names the features the file's entries name and counts the entries left out for this processor."""
     monkeypatch.setattr(expectations_mod, "cpu_features", lambda: features)
     p = _write(tmp_path, "  - cases: a\n    status: failed\n    reason: anywhere\n"
-                         "  - cases: b\n    status: failed\n    reason: with avx512f\n    cpu: {avx512f: true}\n"
-                         "  - cases: b\n    status: error\n    reason: without avx512f\n    cpu: {avx512f: false}\n"
-                         "  - cases: c\n    status: error\n    reason: without avx512f and with avx2\n"
-                         "    cpu: {avx512f: false, avx2: true}\n")
+                         "  - cases: b\n    status: failed\n    reason: with avx512f\n    cpu: {avx512f: "
+                         "true}\n  - cases: b\n    status: error\n    reason: without avx512f\n    cpu: "
+                         "{avx512f: false}\n  - cases: c\n    status: error\n    reason: without avx512f and "
+                         "with avx2\n    cpu: {avx512f: false, avx2: true}\n")
     e = load(p, "1.2.3")
     assert [x.reason for x in e.entries] == reasons
     a = e.applicability
@@ -250,7 +257,8 @@ def test_newer_version_applies_the_newest_entries_and_says_so(tmp_path):
 
 
 @pytest.mark.parametrize("version, words", [
-    ("1.0", "older than every version"), ("1.5", "nearest older version, 1.2.3"), ("unknown", "not comparable")])
+    ("1.0", "older than every version"), ("1.5", "nearest older version, 1.2.3"),
+    ("unknown", "not comparable")])
 def test_unrecorded_versions_are_said_clearly(tmp_path, version, words):
     status = load(_versioned(tmp_path), version, "x").status()
     assert needs_attention(status) and words in summary_lines(status, None)[0]
@@ -261,8 +269,8 @@ def test_a_recorded_version_is_not_shouted(tmp_path):
     status = load(_versioned(tmp_path), "1.2.3", "x").status()
     assert not needs_attention(status)
     assert summary_lines(status, None) == [
-        f"expectations: {tmp_path / 'e.yaml'}, 2 of 3 entries in force, recorded for x 1.2.3 (recorded versions: "
-        "1.2.3, 2.0.0)"]
+        f"expectations: {tmp_path / 'e.yaml'}, 2 of 3 entries in force, recorded for x 1.2.3 (recorded "
+        "versions: 1.2.3, 2.0.0)"]
 
 
 def test_stale_entries_held_entries_and_new_failures(tmp_path):
@@ -307,22 +315,26 @@ def test_stale_entries_held_entries_and_new_failures(tmp_path):
     assert [(x.patterns[0], why) for x, why in stale] == [
         ("fixed-*", "its cases pass or are unsupported now"), ("gone", "matches no collected case"),
         ("runtime-only", "matches no collected case")]
-    assert [x.patterns[0] for x, _ in tracker.stale(e, subset=False, forms={"initializer"})] == ["fixed-*", "gone"]
+    assert ([x.patterns[0] for x, _ in tracker.stale(e, subset=False, forms={"initializer"})]
+            == ["fixed-*", "gone"])
     assert [x.patterns[0] for x, _ in tracker.stale(e, subset=True, forms={"runtime"})] == ["fixed-*"]
     fixed = Tracker()
     fixed.note("fixed-1", "runtime", "passed", "failed", lines["fixed-*"])
     assert [x.patterns[0] for x, _ in fixed.stale(e, True, ["runtime"])] == ["fixed-*"]
     assert fixed.stale(e, True, ["runtime"])[0][1] == "all its cases pass now"
     tally = tracker.tally(e, stale=3)
-    assert tally == {"in_force": 5, "held": 1, "stale": 3, "changed": 1, "new_failures": 4, "unexpected_passes": 2}
+    assert tally == {"in_force": 5, "held": 1, "stale": 3, "changed": 1, "new_failures": 4,
+                     "unexpected_passes": 2}
     text = summary_lines(e.status(), tally)[1]
-    assert text == ("of the 5 entries in force: 1 held, 3 stale, 1 ended in another failing status; 4 failing "
-                    "case(s) are new (no entry, or another status), 2 case(s) passed against their entry")
+    assert (text
+            == ("of the 5 entries in force: 1 held, 3 stale, 1 ended in another failing status; 4 failing "
+                "case(s) are new (no entry, or another status), 2 case(s) passed against their entry"))
 
 
 def test_no_expectations_file_is_said_too(tmp_path):
     e = find("no-such-backend", "1.0")
-    assert e.entries == [] and summary_lines(e.status(), None) == ["expectations: none for no-such-backend 1.0"]
+    assert (e.entries == []
+            and summary_lines(e.status(), None) == ["expectations: none for no-such-backend 1.0"])
     assert summary_lines(Expectations().status("ort", "1.32.0"), {"in_force": 0, "held": 0, "stale": 0,
                                                                    "changed": 0, "new_failures": 3,
                                                                    "unexpected_passes": 0})[1] == \
@@ -342,13 +354,16 @@ def _results_file(path, status, tally):
 
     from qdq_conformance.results import header
 
-    head = header("x", "2.1.0", {"expectations": status and status.get("path"), "expectations_status": status})
-    case = {"type": "case", "id": "q-new-in-2", "form": "runtime", "status": "failed", "operator": "QuantizeLinear",
-            "domain": "ai.onnx", "version": 21, "types": {"x": "float", "y": "int8"}, "case_status": "normative",
+    head = header("x", "2.1.0",
+                  {"expectations": status and status.get("path"), "expectations_status": status})
+    case = {"type": "case", "id": "q-new-in-2", "form": "runtime", "status": "failed",
+            "operator": "QuantizeLinear", "domain": "ai.onnx", "version": 21,
+            "types": {"x": "float", "y": "int8"}, "case_status": "normative",
             "expectation": {"status": "failed", "reason": "appeared in 2.0", "link": None, "line": 12}}
     summary = {"type": "summary", "counts": {"failed": 1}, **({"expectations": tally} if tally else {})}
     path.write_text("".join(json.dumps(x) + "\n" for x in (head if status else
-                                                          {k: v for k, v in head.items() if k != "expectations_status"},
+                                                          {k: v for k, v in head.items()
+                                                           if k != "expectations_status"},
                                                           case, summary)))
     return path
 
@@ -360,17 +375,20 @@ def test_report_header_says_which_version_the_expectations_were_recorded_for(tmp
     tracker = Tracker()
     tracker.note("q-new-in-2", "runtime", "failed", "failed", 12)
     tally = tracker.tally(e, stale=1)
-    html = render_files([_results_file(tmp_path / "r.jsonl", e.status(), tally)], tmp_path / "r.html").read_text()
+    html = render_files([_results_file(tmp_path / "r.jsonl", e.status(), tally)],
+                        tmp_path / "r.html").read_text()
     banner = re.search(r'<p class="attention" id="expectations-attention">(.*?)</p>', html, re.S)
     assert banner is not None
     text = banner.group(1).replace("<br>", "\n")
     assert "EXPECTATIONS NOT RECORDED FOR x 2.1.0: it is newer than every version" in text
     assert "the 2 entries recorded for the newest, 2.0.0, are applied" in text
     assert "of the 2 entries in force: 1 held, 1 stale; 0 failing case(s) are new" in text
-    assert "EXPECTATIONS NOT RECORDED" in re.search(r'id="expectations-status">(.*?)</td>', html, re.S).group(1)
+    assert "EXPECTATIONS NOT RECORDED" in re.search(r'id="expectations-status">(.*?)</td>', html,
+                                                    re.S).group(1)
     # a recorded version: the meta table says it, without the banner
     e = load(_versioned(tmp_path), "2.0.0", "x")
-    html = render_files([_results_file(tmp_path / "r.jsonl", e.status(), None)], tmp_path / "r.html").read_text()
+    html = render_files([_results_file(tmp_path / "r.jsonl", e.status(), None)],
+                        tmp_path / "r.html").read_text()
     assert 'id="expectations-attention"' not in html
     assert "2 of 3 entries in force, recorded for x 2.0.0" in html
     # a results file written before versions were recorded still names its file
@@ -379,8 +397,8 @@ def test_report_header_says_which_version_the_expectations_were_recorded_for(tmp
 
 
 def test_a_run_on_a_newer_version_says_so_on_the_terminal_and_in_the_results(tmp_path):
-    """End to end: the bundled-style file records an older version of the backend than the one that runs; the run
-    applies the newest recorded entries and says so in its summary, and the results file keeps it."""
+    """End to end: the bundled-style file records an older version of the backend than the one that runs; the
+    run applies the newest recorded entries and says so in its summary, and the results file keeps it."""
     import json
     import subprocess
     import sys
@@ -389,11 +407,12 @@ def test_a_run_on_a_newer_version_says_so_on_the_terminal_and_in_the_results(tmp
     root = Path(__file__).resolve().parents[1]
     exp = tmp_path / "exp.yaml"
     exp.write_text("backend: reference\nmeasured: ['0.0.1']\nentries:\n"
-                   "  - cases: 'quantizelinear-13-basic-float-int8'\n    status: failed\n    reason: once broken\n")
+                   "  - cases: 'quantizelinear-13-basic-float-int8'\n    status: failed\n    reason: once "
+                   "broken\n")
     res = tmp_path / "r.jsonl"
     p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--cases",
-                        str(root / "tests" / "data" / "runner_cases"), "--backend=reference", "--form", "runtime",
-                        "--expectations", str(exp), "--results", str(res)],
+                        str(root / "tests" / "data" / "runner_cases"), "--backend=reference", "--form",
+                        "runtime", "--expectations", str(exp), "--results", str(res)],
                        cwd=root, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-3000:]
     assert "EXPECTATIONS NOT RECORDED FOR reference" in p.stdout and "newest, 0.0.1, are applied" in p.stdout
@@ -401,5 +420,5 @@ def test_a_run_on_a_newer_version_says_so_on_the_terminal_and_in_the_results(tmp
     lines = [json.loads(x) for x in res.read_text().splitlines()]
     assert lines[0]["expectations_status"]["mode"] == "newer"
     assert lines[0]["expectations_status"]["applied"] == "0.0.1"
-    assert lines[-1]["expectations"] == {"in_force": 1, "held": 0, "stale": 1, "changed": 0, "new_failures": 0,
-                                         "unexpected_passes": 1}
+    assert lines[-1]["expectations"] == {"in_force": 1, "held": 0, "stale": 1, "changed": 0,
+                                         "new_failures": 0, "unexpected_passes": 1}

@@ -1,16 +1,16 @@
-"""The runner's one shortcut through pytest (``conformance/plugin/fastpath.py``) reports what pytest's own protocol
-reports, report by report, under the oldest pytest the project supports and under the installed one.
+"""The runner's one shortcut through pytest (``conformance/plugin/fastpath.py``) reports what pytest's own
+protocol reports, report by report, under the oldest pytest the project supports and under the installed one.
 
 Each run is a corpus run of ``tests/data/runner_cases`` against a misbehaving backend (failures, a crash, an
-unsupported case, an accepted invalid model), with expectations that turn failures into xfail, pass against one
-(xpass, or ``[XPASS(strict)]``), name the wrong status, and a conftest-style skip marker on one item. The same run
-with a foreign marker on every item (``--probe-full``: pytest's full protocol) must end the same: every report's
-outcome, expected-failure reason and longrepr, pytest's final line, the JUnit XML, the results file, and where
-``-x`` / ``--maxfail`` stop.
+unsupported case, an accepted invalid model), with expectations that turn failures into xfail, pass against
+one (xpass, or ``[XPASS(strict)]``), name the wrong status, and a conftest-style skip marker on one item. The
+same run with a foreign marker on every item (``--probe-full``: pytest's full protocol) must end the same:
+every report's outcome, expected-failure reason and longrepr, pytest's final line, the JUnit XML, the results
+file, and where ``-x`` / ``--maxfail`` stop.
 
-The oldest pytest (the floor of the package's ``pytest>=...`` requirement, latest patch release) is installed with
-pip into a temporary folder put first on ``PYTHONPATH``. Without the network the test is skipped, except under CI
-(the ``CI`` or ``QDQ_REQUIRE_OLDEST_PYTEST`` environment variable set), where that is a failure.
+The oldest pytest (the floor of the package's ``pytest>=...`` requirement, latest patch release) is installed
+with pip into a temporary folder put first on ``PYTHONPATH``. Without the network the test is skipped, except
+under CI (the ``CI`` or ``QDQ_REQUIRE_OLDEST_PYTEST`` environment variable set), where that is a failure.
 """
 
 from __future__ import annotations
@@ -90,10 +90,10 @@ def corpus_run(tmp_path: Path, env: dict[str, str], mode: str, args: list[str]) 
     exp = tmp_path / "exp.yaml"
     exp.write_text(EXPECTATIONS)
     junit, results, dump = (tmp_path / f"{mode}.{ext}" for ext in ("xml", "jsonl", "json"))
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--cases", str(CASES), f"--backend={FAKE}",
-           "--expectations", str(exp), "-p", "tests.protocol_probe", "--probe-reports", str(dump),
-           "--probe-skip", "saturation-huge-float-int8[initializer]", f"--junitxml={junit}", "--results",
-           str(results), *args, *(["--probe-full"] if mode == "full" else [])]
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--cases", str(CASES),
+           f"--backend={FAKE}", "--expectations", str(exp), "-p", "tests.protocol_probe", "--probe-reports",
+           str(dump), "--probe-skip", "saturation-huge-float-int8[initializer]", f"--junitxml={junit}",
+           "--results", str(results), *args, *(["--probe-full"] if mode == "full" else [])]
     p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     lines = p.stdout.splitlines()
     probe = [ln for ln in lines if ln.startswith("probe: ")]
@@ -126,7 +126,8 @@ def test_the_shortcut_reports_what_pytests_protocol_reports(tmp_path, pytest_und
     seen = {mode: corpus_run(tmp_path, env, mode, args) for mode in ("fast", "full")}
     fast, full = seen["fast"], seen["full"]
     assert fast["probe"][1] == full["probe"][1] == f"probe: pytest {version}"
-    # the shortcut ran (no per-phase hook for any corpus item but the marker-skipped one), the full protocol did not
+    # the shortcut ran (no per-phase hook for any corpus item but the marker-skipped one), the full protocol
+    # did not
     assert fast["probe"][0].startswith("probe: setup hooks 0, "), fast["probe"]
     assert not full["probe"][0].startswith("probe: setup hooks 0, "), full["probe"]
     assert "locations differ 0, gc on True" in fast["probe"][0]
@@ -137,7 +138,8 @@ def test_the_shortcut_reports_what_pytests_protocol_reports(tmp_path, pytest_und
     if to_the_end:  # every kind of report: xfailed, xpassed, skipped by a marker (no record), failed
         assert {("call", "skipped", True), ("call", "passed", True), ("setup", "skipped", False),
                 ("call", "failed", False)} <= outcomes, outcomes
-        assert len(fast["results"]) == 13 and "xfailed" in fast["final line"] and "xpassed" in fast["final line"]
+        assert (len(fast["results"]) == 13 and "xfailed" in fast["final line"]
+                and "xpassed" in fast["final line"])
     else:  # -x / --maxfail stopped the run early, at the same item
         assert len(fast["results"]) < 13, fast["results"]
     if scenario == "strict-maxfail":
@@ -166,7 +168,8 @@ def test_only_the_shortcut_module_relies_on_pytest_beyond_its_documented_api():
     plugin = ROOT / "conformance" / "plugin"
     found = []
     for path in sorted(plugin.glob("*.py")):
-        allowed = {"fastpath.py": {"wasxfail"}, "distributed.py": {'"workerinput"', '"numprocesses"'}}.get(path.name, set())
+        allowed = {"fastpath.py": {"wasxfail"},
+                   "distributed.py": {'"workerinput"', '"numprocesses"'}}.get(path.name, set())
         code = "\n".join(ln.split("#")[0] for ln in path.read_text().splitlines())
         found += [(path.name, name) for name in UNDOCUMENTED if name not in allowed and name in code]
     assert found == [], [(f, n, UNDOCUMENTED[n]) for f, n in found]

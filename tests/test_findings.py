@@ -17,13 +17,15 @@ from qdq_conformance.reports.signature import mask, mismatch_kind
 from qdq_conformance.results import header
 from qdq_conformance.types import TYPES
 
-TRACE = "\n\nTraceback (most recent call last):\n  File \"/x/execute.py\", line 107, in call_backend\n    boom"
+TRACE = ("\n\nTraceback (most recent call last):\n  File \"/x/execute.py\", line 107, in call_backend\n    "
+         "boom")
 
 
 def _case(cid: str, status: str = "failed", *, op: str = "QuantizeLinear", version: int = 21, y: str = "int8",
           form: str = "runtime", message: str = "", family: str = "ties", granularity: str = "per-tensor",
           got: int | None = None, expected: str | None = None, **extra) -> dict:
-    """A case record; ``got``: the actual value of element 0 (expected: the top of ``y``) for a failed case."""
+    """A case record; ``got``: the actual value of element 0 (expected: the top of ``y``) for a failed
+    case."""
     types = {"x": y, "x_scale": "float", "y": "float"} if op == "DequantizeLinear" else \
         {"x": "float", "y_scale": "float", "y_zero_point": y, "y": y}
     rec = {"type": "case", "id": cid, "form": form, "status": status, "operator": op, "domain": "ai.onnx",
@@ -31,7 +33,8 @@ def _case(cid: str, status: str = "failed", *, op: str = "QuantizeLinear", versi
            "case_status": "normative", "message": message, "duration": 0.001, **extra}
     if status == "failed" and got is not None:
         top = TYPES[y].int_max if TYPES[y].is_integer else 1
-        rec["expected"] = [{"type": y, "shape": [2], "values": [str(top), "0"], "codes": [top, 0], "truncated": False}]
+        rec["expected"] = [{"type": y, "shape": [2], "values": [str(top), "0"], "codes": [top, 0],
+                            "truncated": False}]
         rec["actual"] = [{"type": y, "shape": [2], "values": [str(got), "0"], "codes": [got & 0xFFFF, 0],
                           "truncated": False}]
         rec["mismatches"] = [{"output": 0, "reason": "values differ", "count": 1, "total": 2,
@@ -50,13 +53,15 @@ def _write(path: Path, cases: list[dict], backend: str = "demo", complete: bool 
 
 
 def _run(tmp_path: Path) -> list[dict]:
-    """Wrong saturation bound in two versions and three types, both forms, covered by an expectation; one error
-    with a backend message naming the case and numbers, in two versions; one new off-by-one failure; passes."""
+    """Wrong saturation bound in two versions and three types, both forms, covered by an expectation; one
+    error with a backend message naming the case and numbers, in two versions; one new off-by-one failure;
+    passes."""
     cases = []
     for v in (21, 23):
         for y in ("int8", "uint8", "int16"):
             for form in ("runtime", "initializer"):
-                cases.append(_case(f"quantizelinear-{v}-sat-{y}", version=v, y=y, form=form, got=TYPES[y].int_min,
+                cases.append(_case(f"quantizelinear-{v}-sat-{y}", version=v, y=y, form=form,
+                                   got=TYPES[y].int_min,
                                    family="saturation-inf" if y != "int16" else "boundary-range",
                                    expected="failed"))
     for v in (19, 21):
@@ -91,23 +96,28 @@ def test_grouping_merges_versions_types_and_forms_and_counts_add_up(tmp_path):
 
 
 def test_masking_and_kinds():
-    a = _case("quantizelinear-21-a", "error", message="node 'quantizelinear-21-a' failed: 3 of 16 at [(4,), (5,)]"
+    a = _case("quantizelinear-21-a", "error",
+              message="node 'quantizelinear-21-a' failed: 3 of 16 at [(4,), (5,)]"
                                                        " in /build/x.cc:12 for float8e5m2" + TRACE)
     b = _case("quantizelinear-23-b", "error", message="node 'quantizelinear-23-b' failed: 1 of 8 at [7] in "
                                                        "/other/x.cc:99 for float8e4m3fn")
     c = _case("quantizelinear-23-c", "error", message="node 'quantizelinear-23-c' refused the zero point")
     assert mask(a) == mask(b) != mask(c)
     # the runner's words around a backend's error depend on the case's status, not on the problem
-    normative = _case("q1", "error", message="rejected a valid model: [Backend] precision 16 is not supported")
-    impl = _case("q2", "error", message="rejected: [Backend] precision 16 is not supported; no catalogued reading "
-                                        "rejects this model (readings: mixed-precision-operands:exact-quotient)")
+    normative = _case("q1", "error",
+                      message="rejected a valid model: [Backend] precision 16 is not supported")
+    impl = _case("q2", "error",
+                 message="rejected: [Backend] precision 16 is not supported; no catalogued reading "
+                                        "rejects this model (readings: "
+                                        "mixed-precision-operands:exact-quotient)")
     assert mask(normative) == mask(impl) == "[Backend] precision N is not supported"
     assert len(group([normative, impl])) == 1
     long = [_case("q", "error", message="boilerplate " * 60 + end) for end in ("zero point", "block size")]
     assert mask(long[0]) != mask(long[1])  # the end of a long message counts
     assert mismatch_kind(_case("q", got=-128)) == "wrong saturation bound"
-    assert mismatch_kind(_case("q", got=126)) == "off by one" and mismatch_kind(_case("q", y="uint8", got=0)) == \
-        "wrong saturation bound"
+    assert (mismatch_kind(_case("q", got=126)) == "off by one"
+            and mismatch_kind(_case("q", y="uint8", got=0)) ==
+            "wrong saturation bound")
     assert mismatch_kind(_case("q", got=5)) == "other values"
     nan = _case("q", y="float8e4m3fn", got=1)
     nan["actual"][0]["values"][0], nan["actual"][0]["codes"][0] = "nan", 0x7F
@@ -124,8 +134,9 @@ def test_findings_command_text_json_baseline_and_errors(tmp_path, capsys):
     assert "Does not conform: 2 new findings (3 failing case-forms no expectation entry covers)" in out
     assert "and 12 expected failing case-forms in 1 known finding; 15 of 21 judged case-forms fail." in out
     assert "1 case-form passed that an expectation entry says fail" in out
-    assert "expected: 12 case-forms" in out and "ai.onnx::QuantizeLinear 21-23; y integer, zero point; per-tensor; " \
-        "families saturation-inf, boundary-range; both forms" in out
+    assert ("expected: 12 case-forms" in out
+            and "ai.onnx::QuantizeLinear 21-23; y integer, zero point; per-tensor; "
+            "families saturation-inf, boundary-range; both forms" in out)
     assert "example: dequantizelinear-19-float8-zp [runtime]" in out and "expectation: line 12: Known" in out
     assert main(["findings", str(new), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -151,7 +162,8 @@ def test_report_first_screen_verdict_findings_and_baseline(tmp_path, capsys):
     assert rows[-1]["entries"][0]["link"] is None  # a javascript: link is never rendered
     assert 'data-expected="failed">12<' in html and 'data-unexpected="failed">1<' in html
     cases = unpack(re.search(r'id="data" data-encoding="gzip\+base64">([^<]+)<', html).group(1))
-    assert [c["s"] for c in cases[:3]] == ["error", "error", "failed"]  # unexpected failures first, by finding
+    # unexpected failures first, by finding
+    assert [c["s"] for c in cases[:3]] == ["error", "error", "failed"]
     assert cases[0]["fi"] == 0 and cases[3]["s"] == "passed" and cases[3]["e"]  # then the unexpected pass
     assert {c["s"] for c in cases[4:16]} == {"failed"} and cases[-1]["s"] == "passed"
     # with a baseline: what changed since
@@ -163,15 +175,16 @@ def test_report_first_screen_verdict_findings_and_baseline(tmp_path, capsys):
     # all expected: the verdict says so
     fine = _write(tmp_path / "fine.jsonl", [c for c in _run(tmp_path) if c.get("expectation")])
     html = render_files([fine], tmp_path / "f.html").read_text()
-    assert re.search(r'class="verdict known"[^>]*>Does not conform in 1 finding \(12 of 13 judged case-forms fail\)'
-                     r', all of them expected', html)
+    assert re.search(r'class="verdict known"[^>]*>Does not conform in 1 finding \(12 of 13 judged case-forms '
+                     r'fail\), all of them expected', html)
 
 
 def test_scoreboard_and_compliance_carry_the_findings(tmp_path, capsys):
     a = _write(tmp_path / "a.jsonl", _run(tmp_path), backend="a")
     b = _write(tmp_path / "b.jsonl", [_case("quantizelinear-21-ok", "passed")], backend="b")
     html = render_files([a, b], tmp_path / "board.html").read_text()
-    assert "a 1.0: 3 findings (15 failing case-forms)" in html and "b 1.0: 0 findings (0 failing case-forms)" in html
+    assert ("a 1.0: 3 findings (15 failing case-forms)" in html
+            and "b 1.0: 0 findings (0 failing case-forms)" in html)
     rows = unpack(re.search(r'id="findings-table-0" class="findings" data-packed="([^"]+)"', html).group(1))
     assert sum(r["count"] for r in rows) == 15
     assert main(["compliance", "--backends", "a,b", "--results-dir", str(tmp_path), "--reuse",
@@ -179,7 +192,8 @@ def test_scoreboard_and_compliance_carry_the_findings(tmp_path, capsys):
     assert "[findings.md](findings.md)" in (tmp_path / "c.md").read_text()
     text = (tmp_path / "findings.md").read_text()  # (the findings page, written beside the table)
     assert "## a 1.0" in text and "## b 1.0" in text and "- No failing case." in text
-    assert "- Known: the backend wraps at the bound. Details. (12 cases)\n  - QuantizeLinear 21-23 (y integer" in text
+    assert ("- Known: the backend wraps at the bound. Details. (12 cases)\n  - QuantizeLinear 21-23 (y "
+            "integer") in text
     assert "the other end of the range (12 cases)" in text
     assert "- Not yet explained by an expectation entry: DequantizeLinear 19-21 (x float8; per-tensor" in text
 

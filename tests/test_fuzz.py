@@ -1,6 +1,7 @@
-"""``qdq-conformance fuzz``: a planted bug yields exactly that finding, minimized, kept as a case file that fails on
-the backend and passes on the oracle; the same seed and examples give the same findings; the database carries
-findings over to the next run; the results file is one ``report`` and ``diff`` read; grouping and options."""
+"""``qdq-conformance fuzz``: a planted bug yields exactly that finding, minimized, kept as a case file that
+fails on the backend and passes on the oracle; the same seed and examples give the same findings; the database
+carries findings over to the next run; the results file is one ``report`` and ``diff`` read; grouping and
+options."""
 
 from __future__ import annotations
 
@@ -35,8 +36,10 @@ PLANTED_SIGNATURE = ("ai.onnx::QuantizeLinear-21 | float/float/uint8 | given | p
 SPACE = ("--ops", "QuantizeLinear", "--versions", "21", "--types", "float/float/uint8")
 
 
-def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``qdq-conformance ARGS`` in a subprocess, from the repository (so that ``tests.fuzz_backends`` imports)."""
+def _cli(*args: str, env: dict[str, str] | None = None,
+         timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``qdq-conformance ARGS`` in a subprocess, from the repository (so that ``tests.fuzz_backends``
+    imports)."""
     return subprocess.run([sys.executable, "-m", "qdq_conformance.cli", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, "COLUMNS": "300", **(env or {})})
 
@@ -50,7 +53,8 @@ def _fuzz(out: Path, *extra: str, backend: str = PLANTED, examples: int = 150, s
 
 
 @pytest.fixture(scope="module")
-def planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str], dict[str, Any]]:
+def planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str],
+                                                               dict[str, Any]]:
     out = tmp_path_factory.mktemp("fuzz") / "out"
     p, found = _fuzz(out, "--no-database")
     return out, p, found
@@ -65,7 +69,8 @@ def test_planted_bug_yields_exactly_that_finding_minimized(planted):
     assert f["shape"] == [1] and f["elements"] == 1 and f["distinct_x_values"] == 1  # the smallest shape
     doc = __import__("yaml").safe_load((out / f["case_file"]).read_text())
     case = doc["cases"][0]
-    assert case["inputs"]["x"]["values"] == [0] and case["inputs"]["scale"]["values"] == [1]  # the simplest numbers
+    # the simplest numbers
+    assert case["inputs"]["x"]["values"] == [0] and case["inputs"]["scale"]["values"] == [1]
     assert case["inputs"]["zero_point"]["values"] != [0]  # (the bug needs a non-zero zero point)
     assert "fuzz" in p.stdout and PLANTED_SIGNATURE.split(" | ")[0] in p.stdout  # the final table
 
@@ -79,7 +84,8 @@ def test_the_finding_is_kept_as_a_valid_case_file_with_model_data_and_repro(plan
     validate(doc, case_file)  # the schema of cases/
     case = doc["cases"][0]
     assert "values differ" in case["description"] and case["spec"]["text"]
-    assert case["expected"] == {"y": [case["inputs"]["zero_point"]["values"][0]]}  # x = 0: y is the zero point
+    # x = 0: y is the zero point
+    assert case["expected"] == {"y": [case["inputs"]["zero_point"]["values"][0]]}
     folder = out / f["folder"]
     assert (out / f["model"]).is_file() and (folder / "record.json").is_file()
     data = (out / f["model"]).parent / "test_data_set_0"
@@ -93,9 +99,11 @@ def test_the_case_file_fails_on_the_backend_and_passes_on_the_oracle(planted, tm
     bad = _cli("run", "--backend", PLANTED, "--cases", str(out / "cases"), "--expectations", "none",
                "--results", str(tmp_path / "bad.jsonl"))
     assert bad.returncode == 1, bad.stdout + bad.stderr
-    good = _cli("run", "--backend", "reference", "--cases", str(out / "cases"), "--results", str(tmp_path / "ok.jsonl"))
+    good = _cli("run", "--backend", "reference", "--cases", str(out / "cases"), "--results",
+                str(tmp_path / "ok.jsonl"))
     assert good.returncode == 0, good.stdout + good.stderr
-    statuses = [json.loads(line)["status"] for line in (tmp_path / "bad.jsonl").read_text().splitlines()[1:-1]]
+    statuses = [json.loads(line)["status"]
+                for line in (tmp_path / "bad.jsonl").read_text().splitlines()[1:-1]]
     assert statuses and set(statuses) == {"failed"}
 
 
@@ -103,7 +111,8 @@ def test_the_results_file_is_one_report_and_diff_read(planted, tmp_path):
     out, _, found = planted
     results = out / "results.jsonl"
     lines = [json.loads(line) for line in results.read_text().splitlines()]
-    assert lines[0]["type"] == "header" and lines[0]["backend"] == "planted-zp-twice" and lines[-1]["type"] == "summary"
+    assert (lines[0]["type"] == "header" and lines[0]["backend"] == "planted-zp-twice"
+            and lines[-1]["type"] == "summary")
     cases = [r for r in lines if r["type"] == "case"]
     assert len(cases) >= found["summary"]["examples_tried"]
     assert any(r["id"] == found["findings"][0]["case_id"] and r["status"] == "failed" for r in cases)
@@ -126,7 +135,8 @@ def test_the_database_carries_findings_to_the_next_run(tmp_path):
     p, first = _fuzz(tmp_path / "one", env=env)
     assert [f["signature"] for f in first["findings"]] == [PLANTED_SIGNATURE], p.stdout + p.stderr
     assert any((tmp_path / "cache" / "fuzz" / "hypothesis").rglob("*"))
-    # one example with another seed finds nothing by itself; the database gives that run the first run's finding
+    # one example with another seed finds nothing by itself; the database gives that run the first run's
+    # finding
     p, alone = _fuzz(tmp_path / "alone", "--no-database", examples=1, seed=5)
     assert alone["findings"] == [], p.stdout
     p, second = _fuzz(tmp_path / "two", env=env, examples=1, seed=5)
@@ -173,13 +183,14 @@ def test_a_description_is_the_corpus_case_its_template_expands_to():
     validate({"cases": [data]}, "x.yaml")
     case = build(d)
     assert case.id.startswith(f"quantizelinear-21-fuzz-{d.key}-float-uint8")
-    assert case.status == "implementation-defined"  # NaN to an integer: a catalogued question, as in the corpus
+    # NaN to an integer: a catalogued question, as in the corpus
+    assert case.status == "implementation-defined"
     assert case.ambiguity and case.readings
     axis = build(_description(granularity=PER_AXIS, x_shape=(2, 3), scale_shape=(3,), axis=-1,
                               x=(0.0,) * 6, scale=(1.0, 2.0, 4.0), zero_point_values=(0.0, 1.0, 2.0)))
     assert axis.attrs == {"axis": -1} and axis.inputs[1][1].shape == (3,)
-    blocked = build(_description(granularity=BLOCKED, x_shape=(2, 5), scale_shape=(2, 2), axis=1, block_size=3,
-                                 x=(0.0,) * 10, scale=(1.0,) * 4, zero_point_values=(0.0,) * 4))
+    blocked = build(_description(granularity=BLOCKED, x_shape=(2, 5), scale_shape=(2, 2), axis=1,
+                                 block_size=3, x=(0.0,) * 10, scale=(1.0,) * 4, zero_point_values=(0.0,) * 4))
     assert blocked.attrs == {"axis": 1, "block_size": 3} and blocked.inputs[1][1].shape == (2, 2)
 
 
@@ -188,11 +199,13 @@ def test_signatures_group_by_operator_types_granularity_form_and_kind_of_mismatc
     values = Outcome("failed", "x", mismatches=[(0, Mismatch("values differ", 1, 3, [(1,)]))])
     result = SimpleNamespace(status="failed", message="", outcome=values)
     parts = signature_parts(case, "runtime", result)
-    assert signature_of(parts) == ("ai.onnx::QuantizeLinear-21 | float/float/uint8 | given | per-tensor | - | "
-                                   "runtime | failed: values (x finite)")
+    assert (signature_of(parts)
+            == ("ai.onnx::QuantizeLinear-21 | float/float/uint8 | given | per-tensor | - | "
+                "runtime | failed: values (x finite)"))
     shape = SimpleNamespace(status="failed", message="", outcome=Outcome(
         "failed", "x", mismatches=[(0, Structural("expected uint8 [3], got int8 [3]", subject="output y"))]))
-    assert signature_parts(case, "initializer", shape)["mismatch"] == "failed: wrong output type, shape or count"
+    assert signature_parts(case, "initializer",
+                           shape)["mismatch"] == "failed: wrong output type, shape or count"
     rejected = SimpleNamespace(status="error", message="rejected a valid model: no", outcome=None)
     assert signature_parts(case, "runtime", rejected)["mismatch"] == "error: rejected a valid model"
     nan = build(_description(x=(float("nan"), 1.0, 2.5)))
@@ -203,12 +216,13 @@ def test_signatures_group_by_operator_types_granularity_form_and_kind_of_mismatc
 
 
 def test_a_per_axis_bug_shrinks_shape_scale_and_zero_point_together(tmp_path):
-    """Any per-axis case fails: each finding shrinks to the smallest valid per-axis shape ([1] with the axis given,
-    [1, 1] with the default axis 1), its one channel's scale and zero point with it (not stuck at 2x2x2x2)."""
+    """Any per-axis case fails: each finding shrinks to the smallest valid per-axis shape ([1] with the axis
+    given, [1, 1] with the default axis 1), its one channel's scale and zero point with it (not stuck at
+    2x2x2x2)."""
     out = tmp_path / "axis"
-    p = _cli("fuzz", "--backend", "python:tests.fuzz_backends:per_axis", "--ops", "DequantizeLinear", "--versions",
-             "21", "--types", "uint8/float/float", "--granularity", "per-axis", "--examples", "60", "--seed", "3",
-             "--out", str(out), "--expectations", "none", "--no-database")
+    p = _cli("fuzz", "--backend", "python:tests.fuzz_backends:per_axis", "--ops", "DequantizeLinear",
+             "--versions", "21", "--types", "uint8/float/float", "--granularity", "per-axis", "--examples",
+             "60", "--seed", "3", "--out", str(out), "--expectations", "none", "--no-database")
     assert (out / "findings.json").exists(), p.stdout + p.stderr
     found = json.loads((out / "findings.json").read_text())
     assert p.returncode == 1 and found["findings"], p.stdout + p.stderr
@@ -222,8 +236,9 @@ def test_a_per_axis_bug_shrinks_shape_scale_and_zero_point_together(tmp_path):
 
 
 def test_a_finding_is_new_unless_a_failing_corpus_case_has_its_root_cause(planted, tmp_path):
-    """--corpus-results / --judge compare root causes (the signature qdq-conformance findings groups by, numbers
-    masked): a corpus case failing the same way in another shape and with other values exposes the finding."""
+    """--corpus-results / --judge compare root causes (the signature qdq-conformance findings groups by,
+    numbers masked): a corpus case failing the same way in another shape and with other values exposes the
+    finding."""
     import shutil
 
     out = tmp_path / "out"
@@ -244,7 +259,8 @@ def test_a_finding_is_new_unless_a_failing_corpus_case_has_its_root_cause(plante
     p = _cli("fuzz", "--judge", str(out), "--corpus-results", str(tmp_path / "bad.jsonl"))
     assert p.returncode == 0 and "0 finding(s), 0 root cause(s)" in p.stdout, p.stdout + p.stderr
     judged = json.loads((out / "findings.json").read_text())
-    assert judged["findings"][0]["in_corpus"] is True and judged["findings"][0]["corpus_case"].startswith("quantize")
+    assert (judged["findings"][0]["in_corpus"] is True
+            and judged["findings"][0]["corpus_case"].startswith("quantize"))
     assert judged["summary"]["new_findings"] == 0 and judged["summary"]["root_causes"] == 1
     # a corpus where nothing fails exposes nothing: the finding is new
     good = _cli("run", "--backend", "reference", "--cases", str(tmp_path / "corpus"), "--results",
@@ -269,8 +285,8 @@ class _OnePool:
 
 @pytest.mark.parametrize(("entry_status", "finding"), [("failed", False), ("error", True), (None, True)])
 def test_a_failure_its_expectation_entry_records_is_no_finding(entry_status, finding):
-    """A fuzzed example that fails as an expectation entry says is counted as expected, not as a finding; one that
-    fails in another status than its entry records, or with no entry, is a finding."""
+    """A fuzzed example that fails as an expectation entry says is counted as expected, not as a finding; one
+    that fails in another status than its entry records, or with no entry, is a finding."""
     entry = None if entry_status is None else Expectation(entry_status, "known", None, 7)
     executor = Executor(cast(CasePool, _OnePool("failed", entry)), ["runtime"])
     ran = executor.run(_description(x=(0.0, 1.0, 2.5)))

@@ -1,5 +1,5 @@
-"""Graph cases (issue 28): the oracle's node-by-node composition, the graph families loading and exporting like
-single-node cases, hostile graph case files refused in one line naming file, line and node, the schema's
+"""Graph cases (issue 28): the oracle's node-by-node composition, the graph families loading and exporting
+like single-node cases, hostile graph case files refused in one line naming file, line and node, the schema's
 vocabularies matching the registries, and the rewrite / node attribution of a failing graph case."""
 
 from __future__ import annotations
@@ -70,7 +70,8 @@ def test_checker_accepts_every_graph_model(graphs, tmp_path):
 def test_markers_and_metadata(graphs):
     c = next(c for c in graphs if c.id.startswith("graph-around-transpose"))
     names = marker_names(c, "initializer")
-    assert {"graph", "family_graph_data_movement", "op_transpose", "op_quantizelinear", "initializer"} <= set(names)
+    assert {"graph", "family_graph_data_movement", "op_transpose", "op_quantizelinear",
+            "initializer"} <= set(names)
     meta = c.metadata()
     assert meta["operator"] == "graph" and meta["graph"]["operators"][2] == "Transpose"
     assert c.spec_text()["clauses"][-1]["operator"] == "ONNX IR"  # the rule of executing nodes in order
@@ -87,8 +88,10 @@ def test_export_is_read_by_onnx_loader_and_matches_the_oracle(graphs, tmp_path):
     for t in tests:
         model = onnx.load(os.path.join(t.model_dir, "model.onnx"))
         data = Path(t.model_dir) / "test_data_set_0"
-        inputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p))) for p in sorted(data.glob("input_*.pb"))]
-        outputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p))) for p in sorted(data.glob("output_*.pb"))]
+        inputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p)))
+                  for p in sorted(data.glob("input_*.pb"))]
+        outputs = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p)))
+                   for p in sorted(data.glob("output_*.pb"))]
         got = run_any(model, {i.name: a for i, a in zip(model.graph.input, inputs, strict=True)})
         assert all(compare(e, g) is None for e, g in zip(outputs, got, strict=True)), t.model_dir
     entry = json.loads((out / "manifest.json").read_text())["cases"][0]
@@ -99,7 +102,8 @@ def test_graph_coverage_has_no_gap(graphs):
     assert graph_coverage(graphs).gaps() == []
 
 
-# --- hostile graph case files ------------------------------------------------------------------------------------
+# --- hostile graph case files
+# ------------------------------------------------------------------------------------
 
 HEAD = """graphs:
   - id: g
@@ -153,7 +157,8 @@ HOSTILE = {
     "duplicate-node-name": ("""      - {op: QuantizeLinear, inputs: [x, s, z], outputs: [q], name: a}
       - {op: DequantizeLinear, inputs: [q, s, z], outputs: [y], name: a}
 """, 17, "the node name is used twice"),
-    "output-nobody-makes": (GOOD_NODES.replace("outputs: [y]", "outputs: [w]"), 19, "graph output 'y' is produced "
+    "output-nobody-makes": (GOOD_NODES.replace("outputs: [y]", "outputs: [w]"), 19,
+                            "graph output 'y' is produced "
                                                                                      "by no node"),
 }
 
@@ -161,7 +166,8 @@ HOSTILE = {
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_graph_files_are_one_line_naming_file_line_and_node(tmp_path, name):
     nodes, line, problem = HOSTILE[name]
-    head = HEAD.replace("    constants:\n", "    constants:\n      nan: {type: float, values: [nan, 1.0]}\n") \
+    head = HEAD.replace("    constants:\n",
+                        "    constants:\n      nan: {type: float, values: [nan, 1.0]}\n") \
         if name == "nan-into-relu" else HEAD
     path = tmp_path / f"{name}.yaml"
     path.write_text(head + nodes + "    outputs: [y]\n")
@@ -188,11 +194,13 @@ def test_run_graph_refuses_what_is_not_a_graph_case():
         run_graph(bad, {"a": np.ones(1, np.float32)})
 
 
-# --- rewrite or node ---------------------------------------------------------------------------------------------
+# --- rewrite or node
+# ---------------------------------------------------------------------------------------------
 
 def test_a_failing_graph_case_says_rewrite_or_node(graphs):
     chain = next(c for c in graphs if c.id == "graph-requant-chain-coarser-uint8-o13")
-    result = run_case(create("mutant:collapse-requant-chain"), ObjRef(chain), "runtime", Sources(), Expectations())
+    result = run_case(create("mutant:collapse-requant-chain"), ObjRef(chain), "runtime", Sources(),
+                      Expectations())
     rec = json.loads(result.record)
     assert rec["status"] == "failed" and rec["defect"] == "rewrite", rec.get("defect_why")
     # a wrong node (rounding half away from zero): node by node the outputs are wrong too
@@ -210,16 +218,19 @@ def test_findings_and_the_compliance_table_group_graph_failures_by_defect():
     from qdq_conformance.reports.findings import group
 
     def rec(i: str, defect: str, tpl: str) -> dict:
-        return {"type": "case", "id": i, "form": "initializer", "status": "failed", "message": "values differ",
-                "operator": "graph", "domain": "ai.onnx", "version": 21, "family": "graph-requantize",
-                "granularity": "graph", "defect": defect, "template": f"graph_x.yaml#{tpl}", "types": {}}
+        return {"type": "case", "id": i, "form": "initializer", "status": "failed",
+                "message": "values differ", "operator": "graph", "domain": "ai.onnx", "version": 21,
+                "family": "graph-requantize", "granularity": "graph", "defect": defect,
+                "template": f"graph_x.yaml#{tpl}", "types": {}}
 
     cases = [rec("graph-a-uint8-o21", "rewrite", "a"), rec("graph-a-int8-o21", "rewrite", "a"),
              rec("graph-b-o21", "node", "b")]
     found = group(cases)
     assert sorted((f.defect, f.count) for f in found) == [("node", 1), ("rewrite", 2)]
-    assert "rewrite: the backend's own node-by-node run" in next(f for f in found if f.defect == "rewrite").where()
+    assert "rewrite: the backend's own node-by-node run" in next(f for f in found
+                                                                 if f.defect == "rewrite").where()
     head = {"backend": "x", "backend_version": "1", "optimization": "level all"}
     text = render_findings([(head, cases, None)])
-    assert "## Graph cases: rewrite or node" in text and "- rewrite: a (2 case-forms, e.g. `graph-a-uint8-o21`, initializer form)" in text
+    assert ("## Graph cases: rewrite or node" in text
+            and "- rewrite: a (2 case-forms, e.g. `graph-a-uint8-o21`, initializer form)" in text)
     assert "- node: b (1 case-forms" in text and "(level all)" in text

@@ -1,7 +1,7 @@
 """Hostile and broken case files: each is one line naming the file (and line or key) and the problem, with the
 documented exit status, no traceback, and it costs only its own cases; selection never hides it, the results
-file and the report record it; generate replaces only what it made. Plus a Hypothesis property: the case loader
-raises CaseFileError or succeeds, on any bytes and any YAML structure."""
+file and the report record it; generate replaces only what it made. Plus a Hypothesis property: the case
+loader raises CaseFileError or succeeds, on any bytes and any YAML structure."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ GOOD_ID = "quantizelinear-13-demo-float-uint8"
 
 
 def _with(text: str, **repl: str) -> str:
-    """GOOD with lines replaced (``key='new text'`` replaces the line that starts with ``    key:``) or added."""
+    """GOOD with lines replaced (``key='new text'`` replaces the line that starts with ``    key:``) or
+    added."""
     out = text.replace("id: demo", "id: other")  # (a case id of its own: no clash with good.yaml)
     for key, new in repl.items():
         pattern = re.compile(rf"^    {key}:.*\n(      .*\n)*", re.M)
@@ -52,14 +53,17 @@ HOSTILE: dict[str, tuple[str | bytes, int | None, str]] = {
     "nul-byte": ("cases:\x00\n", 1, r"invalid YAML: character #x0000 is not allowed"),
     "terminal-escape": (GOOD.replace("description: d", "description: \x1b[2J"), 3,
                         r"invalid YAML: character #x001b is not allowed"),
-    "deep-flow-list": ("cases: " + "[" * 20000 + "]" * 20000 + "\n", 1, rf"nested more than {MAX_DEPTH} levels deep"),
-    "deep-flow-map": ("cases: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n", 1, r"nested more than \d+ levels deep"),
+    "deep-flow-list": ("cases: " + "[" * 20000 + "]" * 20000 + "\n", 1,
+                       rf"nested more than {MAX_DEPTH} levels deep"),
+    "deep-flow-map": ("cases: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n", 1,
+                      r"nested more than \d+ levels deep"),
     "deep-block-list": ("cases:\n" + "".join("  " * k + "-\n" for k in range(1, 60)), 33,
                         r"nested more than \d+ levels deep"),
     "alias-bomb": ("cases: []\nvalues:\n  l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n" + _LAUGHS, 7,
                    rf"more than {MAX_NODES:,} YAML nodes \(aliases count as the nodes they repeat\)"),
     "recursive-alias": ("cases: &a [*a]\n", 1, r"alias \*a refers to a node that contains it"),
-    "too-many-nodes": ("cases: [" + "0, " * (MAX_NODES + 10) + "]\n", 1, rf"more than {MAX_NODES:,} YAML nodes"),
+    "too-many-nodes": ("cases: [" + "0, " * (MAX_NODES + 10) + "]\n", 1,
+                       rf"more than {MAX_NODES:,} YAML nodes"),
     "too-large": ("# " + "x" * MAX_FILE_BYTES + "\ncases: []\n", None,
                   rf"larger than {MAX_FILE_BYTES:,} bytes, the limit for one case file"),
     "id-260-chars": (GOOD.replace("id: demo", "id: " + "a" * 260), 2,
@@ -67,7 +71,8 @@ HOSTILE: dict[str, tuple[str | bytes, int | None, str]] = {
     "attribute-name-260-chars": (_invalid("QDQ009", "    attributes: {" + "b" * 260 + ": 1}\n"), 2,
                                  r"other\.id: the case id .* must be at most 160 characters"),
     "attribute-name-escapes": (_invalid("QDQ009", '    attributes: {"/../../escaped": 1}\n'), 2,
-                               r"other\.id: the case id .* must be at most 160 characters of a-z, 0-9 and '-'"),
+                               r"other\.id: the case id .* must be at most 160 characters of a-z, 0-9 and "
+                               r"'-'"),
     "uppercase-id": (GOOD.replace("id: demo", "id: Demo"), 2, r"cases\[0\]\.id: 'Demo' does not match"),
     "integer-5000-digits": (GOOD.replace("versions: [13]", "versions: [" + "9" * 5000 + "]"), 6,
                             r"(cannot read this value: |demo\.versions: no such version)"),
@@ -88,15 +93,18 @@ HOSTILE: dict[str, tuple[str | bytes, int | None, str]] = {
     "two-documents": ("cases: []\n---\ncases: []\n", 2, r"invalid YAML: but found another document"),
     "unclosed-bracket": (GOOD + "  - id: [unclosed\n", 13, r"invalid YAML: expected ',' or ']'"),
     "no-cases": ("cases: []\n", 1, r"cases: needs at least 1 item\(s\)"),
-    "newline-in-key": (GOOD.replace("    family: basic\n", '    family: basic\n    "colour\\nred\\u2028\\x07": 1\n'), 8,
+    "newline-in-key": (GOOD.replace("    family: basic\n",
+                                    '    family: basic\n    "colour\\nred\\u2028\\x07": 1\n'), 8,
                        r"cases\[0\]\.colour\\nred\\u2028\\x07: unknown key"),
     "huge-enum-value": (GOOD.replace("family: basic", "family: " + "z" * 100_000), 7,
                         r"cases\[0\]\.family: 'z+\.\.\.$"),
-    "negative-dimension": (_with(GOOD, shape="    shape: [-1, 5]\n", inputs=""), 10, r"cases\[0\]\.shape\[0\]: -1 is below the minimum 0"),
+    "negative-dimension": (_with(GOOD, shape="    shape: [-1, 5]\n", inputs=""), 10,
+                           r"cases\[0\]\.shape\[0\]: -1 is below the minimum 0"),
     "shape-20000x20000": (_with(GOOD, shape="    shape: [20000, 20000]\n", inputs=""), 10,
                           rf"other\.shape: shape 20000x20000 has 400,000,000 elements, more than the "
                           rf"{MAX_ELEMENTS:,} allowed per tensor"),
-    "input-shape-huge": (_invalid("QDQ005", "    inputs:\n      x: {values: [1], shape: [99999999999999999999]}\n"),
+    "input-shape-huge": (_invalid("QDQ005",
+                                  "    inputs:\n      x: {values: [1], shape: [99999999999999999999]}\n"),
                          11, r"other\.inputs\.x\.shape: shape huge has more than 10\*\*18 elements"),
     "attribute-sweep-80000": (_invalid("QDQ009", "    attributes: {a: [" + ", ".join(map(str, range(400))) +
                                        "], b: [" + ", ".join(map(str, range(200))) + "]}\n"), 2,
@@ -125,7 +133,8 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     (cases / "0-good.yaml").write_text(GOOD)  # (collected first: it keeps its id)
     for name, (content, _, _) in HOSTILE.items():
         path = cases / f"{name}.yaml"
-        path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content, encoding="utf-8")
+        path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content,
+                                                                                     encoding="utf-8")
     results = tmp / "r.jsonl"
     run = _cli("run", "--backend=onnx-reference", "--cases", str(cases), "--expectations", "none", "--form",
                "runtime", "--results", str(results), "--report", str(tmp / "r.html"), "--", "-k", GOOD_ID,
@@ -166,7 +175,8 @@ def test_selection_never_hides_a_load_error_and_the_good_case_runs(hostile: dict
     records = hostile["records"]
     assert isinstance(records, list)
     ran = [r for r in records if r.get("type") == "case" and r["form"] != "load"]
-    assert [(r["id"], r["status"]) for r in ran] == [(GOOD_ID, "passed")]  # -k selected it; the others are errors
+    # -k selected it; the others are errors
+    assert [(r["id"], r["status"]) for r in ran] == [(GOOD_ID, "passed")]
     errors = [r for r in records if r.get("form") == "load"]
     assert len(errors) == len(HOSTILE)
     summary = records[-1]
@@ -194,7 +204,8 @@ def test_a_marker_selection_that_matches_nothing_still_fails_on_a_load_error(tmp
     # before they are built, plugin/selection.py, so pytest reports no "deselected" for them)
     assert "Traceback" not in p.stdout + p.stderr and "1 failed in " in p.stdout
     (rec,) = [json.loads(x) for x in res.read_text().splitlines() if '"case"' in x]
-    assert rec["id"] == "case-file:bad.yaml" and rec["message"].startswith(f"{cases / 'bad.yaml'}:2: not UTF-8")
+    assert (rec["id"] == "case-file:bad.yaml"
+            and rec["message"].startswith(f"{cases / 'bad.yaml'}:2: not UTF-8"))
 
 
 def test_duplicate_ids_across_files_are_one_error_naming_both(tmp_path: Path) -> None:
@@ -213,7 +224,8 @@ def test_duplicate_ids_across_files_are_one_error_naming_both(tmp_path: Path) ->
              str(res), cwd=tmp_path, env=_env(tmp_path))
     assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
     recs = [json.loads(x) for x in res.read_text().splitlines() if '"case"' in x]
-    assert sorted((r["id"], r["form"]) for r in recs) == [("case-file:b.yaml", "load"), (GOOD_ID, "initializer"),
+    assert sorted((r["id"], r["form"]) for r in recs) == [("case-file:b.yaml", "load"),
+                                                          (GOOD_ID, "initializer"),
                                                            (GOOD_ID, "runtime")]
 
 
@@ -239,7 +251,8 @@ def test_a_suite_manifest_naming_a_folder_outside_the_suite_is_refused(tmp_path:
     assert "folder '../elsewhere' is outside the suite" in p.stdout
 
 
-# --- generate --out: replace only what generate made -------------------------------------------------------------
+# --- generate --out: replace only what generate made
+# -------------------------------------------------------------
 
 @pytest.fixture()
 def good_cases(tmp_path: Path) -> Path:
@@ -252,13 +265,14 @@ def good_cases(tmp_path: Path) -> Path:
 def test_generate_replaces_its_own_stale_cases_and_keeps_the_rest(tmp_path: Path, good_cases: Path) -> None:
     out = tmp_path / "suite"
     env = _env(tmp_path)
-    assert _cli("generate", "--cases", str(good_cases), "--out", str(out), cwd=tmp_path, env=env).returncode == 0
+    assert _cli("generate", "--cases", str(good_cases), "--out", str(out), cwd=tmp_path,
+                env=env).returncode == 0
     (out / "notes.txt").write_text("mine")
     (good_cases / "good.yaml").write_text(GOOD.replace("id: demo", "id: renamed"))
     p = _cli("generate", "--cases", str(good_cases), "--out", str(out), cwd=tmp_path, env=env)
     assert p.returncode == 0, p.stderr
-    assert sorted(x.name for x in out.iterdir()) == ["LICENSE", "README.md", "implementation-defined", "invalid",
-                                                     "manifest.json", "normative", "notes.txt"]
+    assert sorted(x.name for x in out.iterdir()) == ["LICENSE", "README.md", "implementation-defined",
+                                                     "invalid", "manifest.json", "normative", "notes.txt"]
     assert [x.name for x in (out / "normative").iterdir()] == ["test_quantizelinear-13-renamed-float-uint8"]
 
 
@@ -271,7 +285,8 @@ def test_generate_replaces_its_own_stale_cases_and_keeps_the_rest(tmp_path: Path
     ("foreign-readme", "README.md: exists and was not made by qdq-conformance generate; not replaced"),
     ("kind-link", "normative: exists and is not a folder generate made; not replaced"),
 ])
-def test_generate_refuses_what_it_did_not_make(tmp_path: Path, good_cases: Path, setup: str, message: str) -> None:
+def test_generate_refuses_what_it_did_not_make(tmp_path: Path, good_cases: Path, setup: str,
+                                               message: str) -> None:
     out = tmp_path / "suite"
     victim = tmp_path / "victim"
     victim.mkdir()
@@ -313,16 +328,20 @@ def test_an_out_folder_that_cannot_be_made_is_one_line(tmp_path: Path, good_case
     assert line.startswith(f"error: --out {out}: cannot write") and "Errno" not in line, line
 
 
-# --- the loader, on anything ---------------------------------------------------------------------------------------
+# --- the loader, on anything
+# ---------------------------------------------------------------------------------------
 
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=12),
-                     st.sampled_from(["QuantizeLinear", "all", "21+", "any", "float", "uint8", "basic", "normative",
-                                      "invalid", "per-axis", "blocked", "ties", "QDQ009", "y", "nan", "-0"]))
+                     st.sampled_from(["QuantizeLinear", "all", "21+", "any", "float", "uint8", "basic",
+                                      "normative", "invalid", "per-axis", "blocked", "ties", "QDQ009", "y",
+                                      "nan", "-0"]))
 _trees = st.recursive(_scalars, lambda kids: st.one_of(st.lists(kids, max_size=4),
-                                                       st.dictionaries(st.text(max_size=8), kids, max_size=4)),
+                                                       st.dictionaries(st.text(max_size=8), kids,
+                                                                       max_size=4)),
                       max_leaves=12)
 _KEYS = ["id", "description", "spec", "operator", "domain", "versions", "family", "status", "rule", "types",
-         "zero_point", "granularity", "shape", "attributes", "inputs", "expected", "compare", "tier", "ambiguity"]
+         "zero_point", "granularity", "shape", "attributes", "inputs", "expected", "compare", "tier",
+         "ambiguity"]
 
 
 def _load(tmp: Path, data: bytes) -> None:
@@ -352,7 +371,8 @@ def test_any_yaml_structure_loads_or_fails_cleanly(tmp_path: Path, doc: object) 
 
 @_SETTINGS
 @given(changes=st.dictionaries(st.sampled_from(_KEYS), _trees, max_size=3))
-def test_any_change_to_a_good_template_loads_or_fails_cleanly(tmp_path: Path, changes: dict[str, object]) -> None:
+def test_any_change_to_a_good_template_loads_or_fails_cleanly(tmp_path: Path,
+                                                              changes: dict[str, object]) -> None:
     doc = yaml.safe_load(GOOD)
     doc["cases"][0].update(changes)
     _load(tmp_path, yaml.safe_dump(doc, allow_unicode=True).encode("utf-8", "surrogatepass"))

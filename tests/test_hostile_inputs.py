@@ -1,5 +1,5 @@
-"""Hostile input to the command line: each is one line naming the file and the problem, a documented exit status,
-no traceback, and nothing written where it must not be."""
+"""Hostile input to the command line: each is one line naming the file and the problem, a documented exit
+status, no traceback, and nothing written where it must not be."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Hostile and broken models given to ``qdq-conformance check``: each ends in one line naming the file (and the
-node or tensor) and the problem, exit status 2 for an input that cannot be read and 1 for a model that breaks a
-rule, never a traceback or a hang; a good model given beside it is still checked, and ``--json`` is always JSON.
-(tests/test_hostile_models_fuzz.py throws arbitrary bytes and mutated models at the loader.)"""
+"""Hostile and broken models given to ``qdq-conformance check``: each ends in one line naming the file (and
+the node or tensor) and the problem, exit status 2 for an input that cannot be read and 1 for a model that
+breaks a rule, never a traceback or a hang; a good model given beside it is still checked, and ``--json`` is
+always JSON. (tests/test_hostile_models_fuzz.py throws arbitrary bytes and mutated models at the loader.)"""
 
 from __future__ import annotations
 
@@ -64,7 +64,8 @@ def _edit(change: Callable[[onnx.ModelProto], object]) -> Callable[[Path], Path]
 
 
 def _external(**info: str | None) -> Callable[[Path], Path]:
-    """The base model with the scale stored in s.bin; ``info`` overrides its external_data (None: leave out)."""
+    """The base model with the scale stored in s.bin; ``info`` overrides its external_data (None: leave
+    out)."""
     def build(tmp: Path) -> Path:
         m = _model()
         s = _init(m, "s")
@@ -163,7 +164,8 @@ CASES: dict[str, tuple[Callable[[Path], Path], int, str]] = {
     "no-graph": (_edit(lambda m: m.ClearField("graph")), UNREADABLE, r"no graph"),
     "model-is-a-directory": (lambda t: t, UNREADABLE, r"directory"),
     "model-missing": (lambda t: t / "absent.onnx", UNREADABLE, r"No such file"),
-    "model-is-a-fifo": (lambda t: (_mkfifo(t / "m.onnx"), t / "m.onnx")[1], UNREADABLE, r"not a regular file"),
+    "model-is-a-fifo": (lambda t: (_mkfifo(t / "m.onnx"), t / "m.onnx")[1], UNREADABLE,
+                        r"not a regular file"),
     "model-is-a-device": (lambda t: Path(os.devnull), UNREADABLE, r"not a regular file"),
     "external-offset-negative": (_external(offset="-4"), UNREADABLE, r"tensor 's'.*offset '-4'"),
     "external-offset-not-a-number": (_external(offset="abc"), UNREADABLE, r"tensor 's'.*offset 'abc'"),
@@ -173,14 +175,15 @@ CASES: dict[str, tuple[Callable[[Path], Path], int, str]] = {
     "external-length-vs-dims": (_external(length="12"), UNREADABLE, r"tensor 's'.*12 bytes.*16"),
     "external-no-location": (_external(location=None), UNREADABLE, r"tensor 's'.*no location"),
     "external-location-missing": (_external(location="absent.bin"), UNREADABLE, r"tensor 's'.*'absent.bin'"),
-    "external-location-directory": (_then(_external(location="sub"), lambda t: (t / "sub").mkdir()), UNREADABLE,
-                                    r"tensor 's'.*'sub' is not a regular file"),
+    "external-location-directory": (_then(_external(location="sub"), lambda t: (t / "sub").mkdir()),
+                                    UNREADABLE, r"tensor 's'.*'sub' is not a regular file"),
     "external-location-fifo": (_then(_external(location="pipe"), lambda t: _mkfifo(t / "pipe")), UNREADABLE,
                                r"tensor 's'.*'pipe' is not a regular file"),
     "external-location-parent": (_then(_external(location="../s.bin"), lambda t: (t.parent / "s.bin")
                                        .write_bytes(SCALE.tobytes())), UNREADABLE, r"tensor 's'.*outside"),
     "external-location-absolute": (_external(location="/etc/hostname"), UNREADABLE, r"tensor 's'.*outside"),
-    "external-location-nul": (_external(location="s\x00.bin"), UNREADABLE, r"tensor 's'.*'s\\x00.bin' holds a NUL"),
+    "external-location-nul": (_external(location="s\x00.bin"), UNREADABLE,
+                              r"tensor 's'.*'s\\x00.bin' holds a NUL"),
     "external-file-short": (_external(offset="8"), UNREADABLE, r"tensor 's'.*has 16 bytes"),
     "external-2gib-scale-header": (_external(length=str(2**31)), UNREADABLE, r"tensor 's'.*2147483648"),
     "external-constant-escapes": (_edit(_constant_scale(TensorProto(
@@ -194,7 +197,8 @@ CASES: dict[str, tuple[Callable[[Path], Path], int, str]] = {
     "raw-data-long-weight": (_edit(_set("z", raw_data=b"\0" * 9)), UNREADABLE, r"tensor 'z'.*9 bytes"),
     "float-data-count": (_edit(_set("s", raw_data=None, float_data=[1.0, 2.0, 3.0])), UNREADABLE,
                          r"tensor 's'.*3 values"),
-    "int32-data-count": (_edit(_set("z", raw_data=None, int32_data=[0] * 7)), UNREADABLE, r"tensor 'z'.*7 values"),
+    "int32-data-count": (_edit(_set("z", raw_data=None, int32_data=[0] * 7)), UNREADABLE,
+                         r"tensor 'z'.*7 values"),
     "data-type-unknown-id": (_edit(_set("s", data_type=99)), UNREADABLE, r"tensor 's'.*data_type 99"),
     "data-type-undefined": (_edit(_set("s", data_type=0)), UNREADABLE, r"tensor 's'.*data_type"),
     "input-shape-overflow": (_edit(lambda m: [d.__setattr__("dim_value", 2**62) for d in
@@ -205,7 +209,8 @@ CASES: dict[str, tuple[Callable[[Path], Path], int, str]] = {
     "function-opset-99": (_edit(_function_opset(99)), UNREADABLE, r"function local::Deq.*ai.onnx opset 99"),
     "function-opset-0": (_edit(_function_opset(0)), UNREADABLE, r"function local::Deq.*opset 0"),
     "deeply-nested-subgraphs": (_raw(_nested(200)), UNREADABLE, r"not an ONNX model"),
-    "scale-string-typed": (_edit(_constant_scale(helper.make_tensor("v", TensorProto.STRING, [4], [b"a"] * 4))),
+    "scale-string-typed": (_edit(_constant_scale(helper.make_tensor("v", TensorProto.STRING, [4],
+                                                                    [b"a"] * 4))),
                            ERRORS, r"node 1 'q'.*QDQ002"),
     "undefined-scale-name": (_edit(lambda m: m.graph.node[0].input.__setitem__(1, "nowhere")), ERRORS,
                              r"node 0 'q'.*'nowhere'.*not defined"),
@@ -213,8 +218,10 @@ CASES: dict[str, tuple[Callable[[Path], Path], int, str]] = {
                             r"node 0 'q'.*QDQ011.*x"),
     "node-without-scale": (_edit(lambda m: m.graph.node[1].input.__delitem__(slice(1, 3))), ERRORS,
                            r"node 1 'dq'.*QDQ011"),
-    "axis-as-string": (_edit(_attr(0, helper.make_attribute("axis", "1"))), ERRORS, r"node 0 'q'.*QDQ010.*axis"),
-    "axis-as-float": (_edit(_attr(0, helper.make_attribute("axis", 1.0))), ERRORS, r"node 0 'q'.*QDQ010.*axis"),
+    "axis-as-string": (_edit(_attr(0, helper.make_attribute("axis", "1"))), ERRORS,
+                       r"node 0 'q'.*QDQ010.*axis"),
+    "axis-as-float": (_edit(_attr(0, helper.make_attribute("axis", 1.0))), ERRORS,
+                      r"node 0 'q'.*QDQ010.*axis"),
     "attribute-type-unknown": (_edit(_attr(0, AttributeProto.FromString(
         AttributeProto(name="axis", i=1).SerializeToString() + bytes([0xA0, 0x01, 99])))), ERRORS,
                                r"node 0 'q'.*QDQ010.*axis"),
@@ -231,14 +238,16 @@ CASES: dict[str, tuple[Callable[[Path], Path], int, str]] = {
     "node-reads-its-own-output": (_edit(lambda m: m.graph.node[0].input.__setitem__(0, "q")), ERRORS,
                                   r"node 0 'q'.*QDQ021: input 'q' is produced later, by node 0 'q'"),
     "ir-8-with-int4": (_edit(lambda m: (m.__setattr__("ir_version", 8), m.graph.initializer.append(
-        helper.make_tensor("w", TensorProto.INT4, [2], [1, 2])))), ERRORS, r"model: error QDQ023.*int4 \(IR 10\)"),
+        helper.make_tensor("w", TensorProto.INT4, [2], [1, 2])))), ERRORS,
+                       r"model: error QDQ023.*int4 \(IR 10\)"),
     "cast-to-float8-at-ir-3": (_edit(lambda m: (m.__setattr__("ir_version", 3), m.graph.node.append(
         helper.make_node("Cast", ["y"], ["c"], to=TensorProto.FLOAT8E5M2)))), ERRORS,
         r"model: error QDQ023.*float8e5m2 \(IR 9\).*attribute to"),
     "four-problems-in-one-node": (_edit(lambda m: (_attr(0, helper.make_attribute("axis", 9))(m),
                                                    _attr(0, helper.make_attribute("foo", 1))(m),
                                                    _attr(0, helper.make_attribute("output_dtype", 3))(m),
-                                                   _set("s", data_type=TensorProto.INT8, raw_data=b"\1" * 4)(m))),
+                                                   _set("s", data_type=TensorProto.INT8,
+                                                        raw_data=b"\1" * 4)(m))),
                                   ERRORS, r"node 0 'q'.*QDQ002.*y_scale"),
 }
 
@@ -299,7 +308,8 @@ def test_hostile_model_is_one_line_and_the_good_one_is_still_checked(case, tmp_p
 
 
 def _external_scale(tmp: Path, count: int, size: int | None = None) -> Path:
-    """Q -> DQ without zero points, the scale of ``count`` float values in s.bin (a sparse file of ``size``)."""
+    """Q -> DQ without zero points, the scale of ``count`` float values in s.bin (a sparse file of
+    ``size``)."""
     m = _model()
     for n in m.graph.node:
         del n.input[2:]
@@ -316,7 +326,8 @@ def _external_scale(tmp: Path, count: int, size: int | None = None) -> Path:
 
 
 def test_a_2_gib_scale_is_not_read(tmp_path, monkeypatch):
-    """A scale whose file really holds 2 GiB (sparse): the shape rule reports it, its values are never read."""
+    """A scale whose file really holds 2 GiB (sparse): the shape rule reports it, its values are never
+    read."""
     from qdq_conformance.checker import graph
 
     path = _external_scale(tmp_path, 2**29)
@@ -345,15 +356,17 @@ def test_external_values_are_read_in_bounded_chunks(tmp_path, monkeypatch):
     assert chunks == [8, 8, 8, 8]
 
 
-def test_a_checker_bug_is_one_line_and_the_other_models_are_still_checked(tmp_path, good, capsys, monkeypatch):
+def test_a_checker_bug_is_one_line_and_the_other_models_are_still_checked(tmp_path, good, capsys,
+                                                                          monkeypatch):
     from qdq_conformance.checker import cli
 
     real = cli.check_file
     monkeypatch.setattr(cli, "check_file", lambda p: real(p) if p == good else [][1])
     assert main(["check", str(tmp_path / "x.onnx"), str(good)]) == 2
     out, err = capsys.readouterr()
-    assert err == f"{tmp_path / 'x.onnx'}: cannot check: internal error in the checker (IndexError: list index out " \
-                  "of range); please report it with the model\n"
+    assert (err == f"{tmp_path / 'x.onnx'}: cannot check: internal error in the checker (IndexError: list "
+                   "index out "
+            "of range); please report it with the model\n")
     assert out.endswith("1 model, 2 quantization nodes: 0 errors, 0 warnings, 0 notes; 1 unreadable\n")
     assert main(["check", "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["summary"]["exit_status"] == 2
@@ -361,7 +374,8 @@ def test_a_checker_bug_is_one_line_and_the_other_models_are_still_checked(tmp_pa
 
 def test_a_negative_declared_dimension_is_unknown(tmp_path, capsys):
     """Some exporters write -1 for an unknown dimension: read as unknown, as a symbolic one."""
-    path = _edit(lambda m: m.graph.input[0].type.tensor_type.shape.dim[0].__setattr__("dim_value", -1))(tmp_path)
+    path = _edit(lambda m: m.graph.input[0].type.tensor_type.shape.dim[0].__setattr__("dim_value",
+                                                                                      -1))(tmp_path)
     assert main(["check", str(path)]) == 0
     assert capsys.readouterr().out.endswith("2 quantization nodes: 0 errors, 0 warnings, 0 notes\n")
 

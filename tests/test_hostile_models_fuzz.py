@@ -1,7 +1,7 @@
-"""The checker's loader under arbitrary input (Hypothesis): random bytes, byte-level mutations of a valid model
-and structural mutations (a tensor's type, dims, data or storage, an attribute, an opset, an operator, a node's
-inputs, a declared shape) end in a report or in :class:`Unreadable` with a one-line message, never in another
-exception. Bounded examples: the three tests take seconds."""
+"""The checker's loader under arbitrary input (Hypothesis): random bytes, byte-level mutations of a valid
+model and structural mutations (a tensor's type, dims, data or storage, an attribute, an opset, an operator, a
+node's inputs, a declared shape) end in a report or in :class:`Unreadable` with a one-line message, never in
+another exception. Bounded examples: the three tests take seconds."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ ATTRIBUTE_TYPES = list(AttributeProto.AttributeType.values())
 
 
 def _mutated(m: onnx.ModelProto, draw: st.DrawFn) -> onnx.ModelProto:
-    """A structural mutation: a tensor's type, dims, data or storage; an attribute; an opset; an input name."""
+    """A structural mutation: a tensor's type, dims, data or storage; an attribute; an opset; an input
+    name."""
     small = st.integers(-(2**63), 2**63 - 1) | st.integers(-3, 40)
     t = draw(st.sampled_from(list(m.graph.initializer)))
     kinds = ["type", "dims", "raw", "external", "attr", "opset", "input", "value_info", "operator"]
@@ -58,7 +59,8 @@ def _mutated(m: onnx.ModelProto, draw: st.DrawFn) -> onnx.ModelProto:
         t.ClearField("raw_data")
         t.data_location = TensorProto.EXTERNAL
         keys = st.sampled_from(["location", "offset", "length", "checksum", ""])
-        values = st.sampled_from(["s.bin", "../s.bin", "/dev/zero", ".", "-1", "0", "16", "8", "x", str(2**64)])
+        values = st.sampled_from(["s.bin", "../s.bin", "/dev/zero", ".", "-1", "0", "16", "8", "x",
+                                  str(2**64)])
         for key, value in draw(st.lists(st.tuples(keys, values), max_size=4)):
             t.external_data.add(key=key, value=value)
     elif kind == "attr":
@@ -68,7 +70,8 @@ def _mutated(m: onnx.ModelProto, draw: st.DrawFn) -> onnx.ModelProto:
         node.attribute.append(helper.make_attribute(name, value) if value != [] else
                               AttributeProto(name=name, type=draw(st.sampled_from(ATTRIBUTE_TYPES))))
     elif kind == "opset":
-        m.opset_import.add(domain=draw(st.sampled_from(["", "ai.onnx", "com.microsoft"])), version=draw(small))
+        m.opset_import.add(domain=draw(st.sampled_from(["", "ai.onnx", "com.microsoft"])),
+                           version=draw(small))
     elif kind == "operator":
         node = draw(st.sampled_from(list(m.graph.node)))
         node.domain = draw(st.sampled_from(["", "ai.onnx", "com.microsoft", "com.amd.quark"]))

@@ -1,6 +1,6 @@
 """Hostile models for what ``check`` learned in issue 27: every problem of a node, the model rules (order, IR
-version, unknown quantization operators), nodes whose types are unknown, and folders. Each ends in one line per
-problem and a documented exit status, never a traceback or a hang."""
+version, unknown quantization operators), nodes whose types are unknown, and folders. Each ends in one line
+per problem and a documented exit status, never a traceback or a hang."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def test_four_problems_of_one_node_are_four_lines(tmp_path, capsys):
     onnx.save(m, tmp_path / "m.onnx")
     status, out, _ = _check(capsys, tmp_path / "m.onnx")
     node0 = [ln.split(": ")[2] for ln in out if ": node 0 'q' " in ln]
-    assert status == 1 and sorted(node0) == ["error QDQ002", "error QDQ004", "error QDQ007", "error QDQ009"], out
+    assert (status == 1
+            and sorted(node0) == ["error QDQ002", "error QDQ004", "error QDQ007", "error QDQ009"]), out
 
 
 def test_ten_thousand_unknown_quark_nodes_are_one_note_each_operator(tmp_path, capsys):
@@ -74,8 +75,9 @@ def test_ten_thousand_unknown_quark_nodes_are_one_note_each_operator(tmp_path, c
     status, out, _ = _check(capsys, tmp_path / "m.onnx")
     assert time.perf_counter() - start < 60  # (the deadline; the real cost is in benchmarks/bench_checker.py)
     assert status == 0 and len(out) == 2 and "10000 nodes not checked" in out[0]
-    assert out[1] == ("1 model, 2 quantization nodes (10000 more not checked: an operator the checker does not "
-                      "know): 0 errors, 0 warnings, 1 note")
+    assert (out[1]
+            == ("1 model, 2 quantization nodes (10000 more not checked: an operator the checker does not "
+                "know): 0 errors, 0 warnings, 1 note"))
 
 
 @pytest.mark.parametrize(("name", "change", "expected"), [
@@ -83,14 +85,17 @@ def test_ten_thousand_unknown_quark_nodes_are_one_note_each_operator(tmp_path, c
     ("axis-huge-rank-unknown", lambda m: (m.graph.input[0].type.tensor_type.ClearField("shape"),
                                           _attr(0, helper.make_attribute("axis", 2**62))(m)), {"QDQ020"}),
     ("axis-huge-negative-rank-unknown", lambda m: (m.graph.input[0].type.tensor_type.ClearField("shape"),
-                                                   _attr(0, helper.make_attribute("axis", -(2**63)))(m)), {"QDQ020"}),
+                                                   _attr(0, helper.make_attribute("axis", -(2**63)))(m)),
+     {"QDQ020"}),
     # a type attribute holding no type, an element type onnx does not know: no IR finding, no crash
-    ("cast-to-garbage", lambda m: m.graph.node.append(helper.make_node("Cast", ["y"], ["c"], to=2**40)), set()),
+    ("cast-to-garbage", lambda m: m.graph.node.append(helper.make_node("Cast", ["y"], ["c"], to=2**40)),
+     set()),
     # (the Q's output declared of type 99, which the DQ reads: said of both nodes, no IR finding)
     ("value-info-elem-99", lambda m: m.graph.value_info.append(helper.make_tensor_value_info("q", 99, None)),
      {"QDQ002", "QDQ019", "QDQ020"}),
     # an ai.onnx.ml opset beyond onnx's release table, an IR version far in the future: nothing to compare
-    ("ml-opset-beyond-the-table", lambda m: m.opset_import.append(helper.make_opsetid("ai.onnx.ml", 99)), set()),
+    ("ml-opset-beyond-the-table", lambda m: m.opset_import.append(helper.make_opsetid("ai.onnx.ml", 99)),
+     set()),
     ("ir-version-huge", lambda m: m.__setattr__("ir_version", 2**62), set()),
     # an operator of a quantization domain with an empty name
     ("quark-op-without-a-name", lambda m: (m.opset_import.append(helper.make_opsetid("com.amd.quark", 1)),
@@ -117,8 +122,8 @@ def test_a_cycle_through_two_nodes_and_a_long_chain(tmp_path, capsys):
     onnx.save(m, tmp_path / "m.onnx")
     status, out, _ = _check(capsys, tmp_path / "m.onnx")
     assert status == 1 and [ln for ln in out if "QDQ021" in ln] == [
-        f"{tmp_path / 'm.onnx'}: node 2 'first' ai.onnx::Add-21: error QDQ021: input 'b' is produced later, by "
-        "node 3 'second' (Relu)"]
+        f"{tmp_path / 'm.onnx'}: node 2 'first' ai.onnx::Add-21: error QDQ021: input 'b' is produced later, "
+        "by node 3 'second' (Relu)"]
 
 
 def test_a_deep_folder_tree_with_hostile_entries(tmp_path, capsys):
@@ -131,8 +136,9 @@ def test_a_deep_folder_tree_with_hostile_entries(tmp_path, capsys):
     os.symlink(tmp_path / "absent.onnx", tmp_path / "dangling.onnx")
     (tmp_path / "dir.onnx").mkdir()  # a folder named like a model: searched, not opened
     status, out, err = _check(capsys, tmp_path)
-    assert status == 2 and err.splitlines() == [f"{tmp_path / 'dangling.onnx'}: cannot check: cannot read: No such "
-                                                "file or directory"]
+    assert (status == 2
+            and err.splitlines() == [f"{tmp_path / 'dangling.onnx'}: cannot check: cannot read: No such "
+                                     "file or directory"])
     assert out[-1] == "1 model, 2 quantization nodes: 0 errors, 0 warnings, 0 notes; 1 unreadable"
     with _deadline(60):
         assert main(["check", "--json", str(tmp_path)]) == 2
@@ -140,7 +146,8 @@ def test_a_deep_folder_tree_with_hostile_entries(tmp_path, capsys):
     assert [m["path"] for m in doc["models"]] == [str(deep / "m.onnx")]
 
 
-# --- any node the checker can meet: findings, never an exception ---------------------------------------------
+# --- any node the checker can meet: findings, never an exception
+# ---------------------------------------------
 
 _OPS = [("", "QuantizeLinear"), ("", "DequantizeLinear"), ("", "DynamicQuantizeLinear"),
         ("com.microsoft", "QuantizeLinear"), ("com.microsoft", "DequantizeLinear"),
@@ -172,13 +179,14 @@ def _random_node(draw) -> onnx.ModelProto:  # noqa: ANN001 - a Hypothesis draw
                                             [b""] * len(values)))
         del k
     attrs = {a: draw(st.integers(-(2**63), 2**63 - 1) | st.integers(-3, 30))
-             for a in draw(st.lists(st.sampled_from(["axis", "block_size", "saturate", "output_dtype", "precision",
-                                                     "foo"]), max_size=4, unique=True))}
+             for a in draw(st.lists(st.sampled_from(["axis", "block_size", "saturate", "output_dtype",
+                                                     "precision", "foo"]), max_size=4, unique=True))}
     node = helper.make_node(op, names, ["y"], name="n", domain=domain, **attrs)
     out = helper.make_tensor_value_info("y", draw(st.sampled_from(_ELEMS)), draw(shape))
     g = helper.make_graph([node], "g", inputs, [out], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", draw(st.integers(10, 25))),
-                                            helper.make_opsetid(domain or "ai.onnx", draw(st.integers(1, 25)))])
+                                            helper.make_opsetid(domain or "ai.onnx",
+                                                                draw(st.integers(1, 25)))])
     m.ir_version = draw(st.integers(3, 14))
     return m
 

@@ -1,15 +1,16 @@
 """Hostile input to the runner and to the commands that read its results: each one ends as one line (a case's
-one-line message, or one usage-error line) with a documented exit status, never a traceback, and nothing is lost.
+one-line message, or one usage-error line) with a documented exit status, never a traceback, and nothing is
+lost.
 
 - Misbehaving backends (``tests.fake_backends.HOSTILE``: wrong element type, shape or count of outputs, None,
-  a list, an object array, a huge output, exceptions of every kind, inputs and models changed in place, garbage
-  printed): one run of a case file with a template per misbehaviour; each case fails (or errs, or crashes) with
-  a message saying what was expected and what came back, and the rest of the run goes on.
+  a list, an object array, a huge output, exceptions of every kind, inputs and models changed in place,
+  garbage printed): one run of a case file with a template per misbehaviour; each case fails (or errs, or
+  crashes) with a message saying what was expected and what came back, and the rest of the run goes on.
 - Bad options of ``run``: exit status 4 and one line, before any case runs.
 - Bad arguments of ``report``, ``diff`` and ``build-quark``: one line, exit status 2 (1 for ``build-quark``).
-- Property tests: arbitrary bytes and arbitrary JSON lines given to the results reader end in a ResultsError or
-  in records that ``report`` (against a baseline too), ``findings``, ``diff`` and the compliance table render
-  without an exception.
+- Property tests: arbitrary bytes and arbitrary JSON lines given to the results reader end in a ResultsError
+  or in records that ``report`` (against a baseline too), ``findings``, ``diff`` and the compliance table
+  render without an exception.
 """
 
 from __future__ import annotations
@@ -67,12 +68,15 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "mutates-inputs": ("failed", f"output y: expected {EXPECTED_Y}, got float64 [16]"),
     "mutates-model": ("failed", f"output y: expected {EXPECTED_Y}, got float64 [16]"),
     "prints-garbage": ("passed", ""),
-    "garbage-then-abort": ("crashed", "the backend's worker process killed by signal 6 (SIGABRT); it was replaced"),
+    "garbage-then-abort": ("crashed",
+                           "the backend's worker process killed by signal 6 (SIGABRT); it was replaced"),
 }
 
 
-def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``qdq-conformance ARGS`` in a subprocess (from the repository, so that ``tests.fake_backends`` imports)."""
+def _cli(*args: str, env: dict[str, str] | None = None,
+         timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``qdq-conformance ARGS`` in a subprocess (from the repository, so that ``tests.fake_backends``
+    imports)."""
     return subprocess.run([sys.executable, "-m", "qdq_conformance.cli", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, "COLUMNS": "400", **(env or {})})
 
@@ -127,7 +131,8 @@ def test_inputs_changed_by_the_backend_are_recorded_as_they_were(hostile_run):
             assert "'QuantizeLinear'" in rec["repro"] and "7f7f7f7f" not in rec["repro"]
             assert int(untouched["inputs"]["x"]["codes"][0]).to_bytes(4, "little").hex() in rec["repro"]
     mutated = records[("quantizelinear-13-mutates-inputs-float-int8", "runtime")]["actual"][0]
-    assert mutated["type"] == "float64" and mutated["values"][0] == "127.0"  # (what the backend saw was changed)
+    # (what the backend saw was changed)
+    assert mutated["type"] == "float64" and mutated["values"][0] == "127.0"
 
 
 def test_a_huge_wrong_output_keeps_the_record_small(hostile_run):
@@ -148,17 +153,20 @@ def test_what_a_crashing_backend_printed_is_made_printable(hostile_run):
 
 #: (run options, the one usage-error line); every one is exit status 4 before any case runs
 BAD_OPTIONS: list[tuple[list[str], str]] = [
-    (["--expectations", "/nonexistent/missing.yaml"], "--expectations /nonexistent/missing.yaml: no such file"),
+    (["--expectations", "/nonexistent/missing.yaml"],
+     "--expectations /nonexistent/missing.yaml: no such file"),
     (["--expectations", "{tmp}"], "--expectations {tmp}: is a directory"),
     (["--expectations", "{tmp}/binary.yaml"], "{tmp}/binary.yaml:1: not UTF-8 text (byte 0xff at offset 1)"),
-    (["--expectations", "{tmp}/entries.yaml"], "{tmp}/entries.yaml:1: entries[0]: must be an object, got int 1"),
+    (["--expectations", "{tmp}/entries.yaml"],
+     "{tmp}/entries.yaml:1: entries[0]: must be an object, got int 1"),
     (["--results", "/proc/x.jsonl"], "--results /proc/x.jsonl: cannot write: "),
     (["--results", "{tmp}"], "--results {tmp}: is a directory"),
     (["--results", "{tmp}/binary.yaml/r.jsonl"], "--results {tmp}/binary.yaml/r.jsonl: cannot write: "
                                                  "{tmp}/binary.yaml is not a directory"),
     (["--report", "{tmp}"], "--report {tmp}: is a directory"),
     (["--report", "/proc/x.html"], "--report /proc/x.html: cannot write: "),
-    (["--report", "{tmp}/same", "--results", "{tmp}/same"], "--report {tmp}/same: the same file as --results"),
+    (["--report", "{tmp}/same", "--results", "{tmp}/same"],
+     "--report {tmp}/same: the same file as --results"),
     (["--case-timeout", "nan"], "--case-timeout: expected a positive number of seconds, got nan"),
     (["--case-timeout", "0"], "--case-timeout: expected a positive number of seconds, got 0"),
     (["--workers", "100000"], "--workers: at most "),
@@ -194,19 +202,21 @@ def test_a_run_in_which_no_case_ran_calls_no_expectation_stale(tmp_path):
     folder = tmp_path / "cases"
     folder.mkdir()
     text = (SMALL / "small.yaml").read_text().split("  - id: saturation-huge")[0]
-    (folder / "large.yaml").write_text(text.replace("    family: basic\n", "    family: basic\n    tier: large\n"))
+    (folder
+     / "large.yaml").write_text(text.replace("    family: basic\n", "    family: basic\n    tier: large\n"))
     entries = tmp_path / "exp.yaml"
     entries.write_text("backend: reference\nentries:\n  - cases: 'quantizelinear-*'\n    status: failed\n"
                        "    reason: a reason\n")
-    p = _cli("run", "--backend", "reference", "--cases", str(folder), "--expectations", str(entries), timeout=120)
+    p = _cli("run", "--backend", "reference", "--cases", str(folder), "--expectations", str(entries),
+             timeout=120)
     out = p.stdout + p.stderr
     assert p.returncode == 5, out[-2000:]
     assert "no case ran" in out and "stale" not in out.replace("0 stale", ""), out[-2000:]
 
 
 def test_a_report_that_cannot_be_written_at_the_end_is_one_line_not_a_traceback(tmp_path):
-    """--report's folder is writable when the run starts (so no usage error then) and gone when it ends: the run
-    says so in one line, keeps its results, and exits 4 (usage error) rather than 0."""
+    """--report's folder is writable when the run starts (so no usage error then) and gone when it ends: the
+    run says so in one line, keeps its results, and exits 4 (usage error) rather than 0."""
     folder = tmp_path / "out"
     folder.mkdir()
     p = _cli("run", "--backend", "python:tests.fake_backends:breaks_report_folder", "--cases", str(SMALL),
@@ -247,7 +257,8 @@ BAD_COMMANDS: list[tuple[list[str], int, str]] = [
     (["report", "{tmp}/missing.jsonl", "-o", "{tmp}/r.html"], 2, "missing.jsonl: cannot read: No such file"),
     (["report", "{tmp}/dir", "-o", "{tmp}/r.html"], 2, "{tmp}/dir: cannot read: Is a directory"),
     (["report", "{tmp}/binary.jsonl", "-o", "{tmp}/r.html"], 2, "binary.jsonl:1: not a JSON line"),
-    (["report", "{tmp}/types.jsonl", "-o", "{tmp}/r.html"], 2, "types.jsonl:2: types must be an object, not a list"),
+    (["report", "{tmp}/types.jsonl", "-o", "{tmp}/r.html"], 2,
+     "types.jsonl:2: types must be an object, not a list"),
     (["report", "{tmp}/expectation.jsonl", "-o", "{tmp}/r.html"], 2,
      "expectation.jsonl:2: expectation.line must be a whole number, not a list"),
     (["report", "{tmp}/preview.jsonl", "-o", "{tmp}/r.html"], 2,
@@ -263,13 +274,15 @@ BAD_COMMANDS: list[tuple[list[str], int, str]] = [
     (["diff", "{ok}", "{ok}", "-o", "{tmp}/dir"], 2, "-o {tmp}/dir: is a directory"),
     (["diff", "{ok}", "{ok}", "-o", "/proc/x/d.html"], 2, "-o /proc/x/d.html: cannot write: "),
     (["build-quark", "--source", "{tmp}/missing"], 1, "{tmp}/missing: no such file or folder"),
-    (["build-quark", "--source", "{tmp}/not-a-zip.whl"], 1, "{tmp}/not-a-zip.whl: not a wheel (a zip archive)"),
+    (["build-quark", "--source", "{tmp}/not-a-zip.whl"], 1,
+     "{tmp}/not-a-zip.whl: not a wheel (a zip archive)"),
     (["build-quark", "--source", "{tmp}/binary.jsonl"], 1, "binary.jsonl: neither a folder nor a .whl"),
     (["build-quark", "--source", "{tmp}/dir"], 1, "{tmp}/dir lacks custom_op_library.cc"),
 ]
 
 
-@pytest.mark.parametrize(("argv", "status", "line"), BAD_COMMANDS, ids=[" ".join(a) for a, _, _ in BAD_COMMANDS])
+@pytest.mark.parametrize(("argv", "status", "line"), BAD_COMMANDS,
+                         ids=[" ".join(a) for a, _, _ in BAD_COMMANDS])
 def test_bad_report_diff_and_build_arguments_are_one_line(tmp_path, capsys, monkeypatch, argv, status, line):
     monkeypatch.setenv("QDQ_CACHE_DIR", str(tmp_path / "cache"))
     assert main(_argv(tmp_path, argv)) == status
@@ -308,16 +321,18 @@ def test_build_quark_with_an_unwritable_cache_is_one_line(tmp_path, capsys, monk
     assert len(err) == 1 and "/proc/no-cache-here" in err[0], err
 
 
-# --- property tests: the results reader and what reads its records -------------------------------------------
+# --- property tests: the results reader and what reads its records
+# -------------------------------------------
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
                                                                                   max_size=3), max_leaves=6)
 _FIELDS = ("id", "status", "form", "message", "operator", "domain", "version", "granularity", "types",
-           "expectation", "behaviour", "reading", "case_status", "ambiguity", "duration", "mismatches", "inputs",
-           "expected", "actual", "readings", "repro", "line", "reason", "link", "codes", "values", "shape",
-           "backend", "backend_version", "expectations_status", "recorded", "mode", "path", "in_force",
-           "expectations", "new_failures", "held", "duration_s", "stale_expectations", "interrupted", "error", "y")
+           "expectation", "behaviour", "reading", "case_status", "ambiguity", "duration", "mismatches",
+           "inputs", "expected", "actual", "readings", "repro", "line", "reason", "link", "codes", "values",
+           "shape", "backend", "backend_version", "expectations_status", "recorded", "mode", "path",
+           "in_force", "expectations", "new_failures", "held", "duration_s", "stale_expectations",
+           "interrupted", "error", "y")
 #: JSON values whose objects use the records' own field names, so that nested records get exercised too
 _FIELDED = st.recursive(st.none() | st.booleans() | st.integers() | st.sampled_from([10**400, -(10**400)])
                         | st.floats() | st.text(max_size=6),
@@ -325,9 +340,11 @@ _FIELDED = st.recursive(st.none() | st.booleans() | st.integers() | st.sampled_f
                         | st.dictionaries(st.sampled_from(_FIELDS), inner, max_size=4), max_leaves=8)
 _RECORD = st.fixed_dictionaries({"type": st.sampled_from(["case", "summary", "header", "other"]),
                                  "id": st.text(max_size=4),
-                                 "status": st.sampled_from(["passed", "failed", "implementation-defined", "x"])},
+                                 "status": st.sampled_from(["passed", "failed", "implementation-defined",
+                                                            "x"])},
                                 optional={k: _FIELDED for k in _FIELDS[2:]})
-_HEADER = st.fixed_dictionaries({"type": st.just("header"), "format": st.just("onnx-qdq-conformance-results/1")},
+_HEADER = st.fixed_dictionaries({"type": st.just("header"),
+                                 "format": st.just("onnx-qdq-conformance-results/1")},
                                 optional={k: _FIELDED for k in _FIELDS[2:]})
 _LINE = _RECORD.map(json.dumps) | _JSON.map(json.dumps) | st.text(max_size=20)
 
@@ -391,7 +408,8 @@ def _right(spec: Spec) -> st.SearchStrategy[Any]:
     if isinstance(spec, Number):
         return st.floats() | st.integers(-(2**1000), 2**1000)
     if isinstance(spec, Obj):
-        return st.fixed_dictionaries({}, optional={key: _right(sub) for key, sub in FIELDS[spec.kind].items()})
+        return st.fixed_dictionaries({},
+                                     optional={key: _right(sub) for key, sub in FIELDS[spec.kind].items()})
     inner = _right(spec.spec) | st.none() if spec.nullable else _right(spec.spec)
     if spec.container is dict:
         return st.dictionaries(st.text(max_size=2), inner, max_size=3)
@@ -411,9 +429,10 @@ _SPECS = [spec for fields in FIELDS.values() for spec in fields.values()] + [Obj
 @settings(max_examples=1000, deadline=None)
 @given(data=st.data())
 def test_the_fast_field_check_agrees_with_the_one_that_names_the_problem(data):
-    """``valid`` (the compiled pass over every record) and ``check`` (which says what is wrong) are two readings of
-    one schema: they accept and refuse the same values. Each example is a value that follows a spec, with at most
-    one place in it replaced by any JSON value: where a shortcut in one of the two would show."""
+    """``valid`` (the compiled pass over every record) and ``check`` (which says what is wrong) are two
+    readings of one schema: they accept and refuse the same values. Each example is a value that follows a
+    spec, with at most one place in it replaced by any JSON value: where a shortcut in one of the two would
+    show."""
     spec = data.draw(st.sampled_from(_SPECS))
     value = data.draw(_right(spec))
     if data.draw(st.booleans()):
@@ -438,8 +457,8 @@ def test_the_fast_field_check_agrees_with_the_one_that_names_the_problem(data):
 
 @pytest.mark.parametrize("kind", sorted(FIELDS))
 def test_every_field_of_the_wrong_json_type_is_refused_by_both_checks(kind):
-    """Field by field: an object with one field of a JSON type its spec does not allow is refused by ``valid`` and
-    by ``check`` (which names the field), whichever field it is."""
+    """Field by field: an object with one field of a JSON type its spec does not allow is refused by ``valid``
+    and by ``check`` (which names the field), whichever field it is."""
     samples = ["text", 7, 2.5, True, [], {}, [None], {"k": None}]
     for key, spec in FIELDS[kind].items():
         for wrong in samples:

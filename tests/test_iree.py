@@ -1,6 +1,6 @@
-"""The iree backend: its markers against the installed IREE (each one must still match a refusal of the installed
-compiler), batches that hold failing cases, the cache, and batched outputs equal to a case compiled on its own.
-The parts that need no IREE (the batch's fallbacks, the sub-byte packing) run everywhere."""
+"""The iree backend: its markers against the installed IREE (each one must still match a refusal of the
+installed compiler), batches that hold failing cases, the cache, and batched outputs equal to a case compiled
+on its own. The parts that need no IREE (the batch's fallbacks, the sub-byte packing) run everywhere."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ def _dq(x: np.ndarray, version: int, scale: np.ndarray | None = None) -> Case:
 X = np.array([-3.0, -1.25, 0.0, 0.75, 1.25, 300.0, 1000.0, -1000.0], np.float32)
 
 
-# --- no IREE needed -------------------------------------------------------------------------------------------
+# --- no IREE needed
+# -------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", [ml_dtypes.int4, ml_dtypes.uint4])
@@ -57,13 +58,14 @@ def test_four_bit_arrays_pack_low_nibble_first_and_back(dtype, n):
 
 def _slots(n: int) -> list[iree_build.Slot]:
     return [iree_build.Slot(k, ["!torch.vtensor<[1],f32>"], ["!torch.vtensor<[1],f32>"],
-                            f"  func.func private @c{k}(%arg0: !torch.vtensor<[1],f32>) -> !torch.vtensor<[1],f32> "
-                            "{\n    return %arg0 : !torch.vtensor<[1],f32>\n  }", (1,)) for k in range(n)]
+                            f"  func.func private @c{k}(%arg0: !torch.vtensor<[1],f32>) -> "
+                            "!torch.vtensor<[1],f32> {\n    return %arg0 : !torch.vtensor<[1],f32>\n  }",
+                            (1,)) for k in range(n)]
 
 
 def _fake(crash: set[int], named: set[int]):
-    """A compiler that crashes (no line named) while a case of ``crash`` is in the module, and reports an error
-    at the line of each case of ``named``."""
+    """A compiler that crashes (no line named) while a case of ``crash`` is in the module, and reports an
+    error at the line of each case of ``named``."""
     calls = []
 
     def compiler(text: str, timeout: float) -> subprocess.CompletedProcess:
@@ -77,7 +79,8 @@ def _fake(crash: set[int], named: set[int]):
             return subprocess.CompletedProcess([], -11, b"", b"Please report issues")
         if errors:
             return subprocess.CompletedProcess([], 1, b"", "\n".join(errors).encode())
-        return subprocess.CompletedProcess([], 0, b"module:" + ",".join(map(str, sorted(present))).encode(), b"")
+        return subprocess.CompletedProcess([], 0, b"module:" + ",".join(map(str, sorted(present))).encode(),
+                                           b"")
     compiler.calls = calls
     return compiler
 
@@ -123,7 +126,8 @@ def test_a_batch_out_of_time_refuses_nothing_it_did_not_compile():
     assert built.modules == [] and {r.stage for r in built.refused.values()} == {"budget"}
 
 
-# --- the installed IREE -------------------------------------------------------------------------------------------
+# --- the installed IREE
+# -------------------------------------------------------------------------------------------
 
 iree_backend = pytest.importorskip("qdq_conformance.backends.iree_backend")
 pytest.importorskip("iree.compiler")
@@ -171,7 +175,8 @@ def test_every_marker_has_a_test_and_a_run_reports_the_ones_no_refusal_matched()
     assert MARKERS["iree"] is iree_backend.MARKERS
     assert {m.fragment for m in iree_backend.MARKERS.markers} == set(MARKER_CASES)
     watch = MarkerWatch(iree_backend.MARKERS)
-    watch.see(str(iree_backend.classify("compile", "failed to legalize operation 'torch.operator' ...", "3.13.0")),
+    watch.see(str(iree_backend.classify("compile", "failed to legalize operation 'torch.operator' ...",
+                                        "3.13.0")),
               "runtime")
     stale = watch.stale(["runtime"])
     assert len(stale) == 2 and all("stale marker of the iree backend" in s for s in stale)
@@ -250,4 +255,5 @@ def test_the_repro_runs_the_case_on_iree_alone(backend, tmp_path):
     script.write_text(backend.repro(model_code(model, values), ["y"]))
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.replace("[", " ").replace("]", " ").split() == ["y", "0", "1", "3", "5", "5", "255", "255", "0"]
+    assert (out.stdout.replace("[", " ").replace("]", " ").split()
+            == ["y", "0", "1", "3", "5", "5", "255", "255", "0"])

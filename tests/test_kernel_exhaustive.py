@@ -33,7 +33,8 @@ def test_dequantize_every_code_with_every_zero_point(name):
     x = np.tile(codes, (n, 1))
     for s in SCALES:
         scale = np.full(n, s, np.float32)
-        y = evaluate("ai.onnx", "DequantizeLinear", _newest_version_allowing(name), [x, scale, codes], {"axis": 0})[0]
+        y = evaluate("ai.onnx", "DequantizeLinear", _newest_version_allowing(name), [x, scale, codes],
+                     {"axis": 0})[0]
         xv = x.astype(np.int64)
         zv = codes.astype(np.int64)[:, None]
         expected = ((xv - zv).astype(np.float64) * float(np.float32(s))).astype(np.float32)
@@ -47,7 +48,8 @@ def test_dequantize_every_16_bit_code(name):
     for zp in (t.int_min, 0 if t.int_min < 0 else 1, t.int_max):
         for s in SCALES:
             y = evaluate("ai.onnx", "DequantizeLinear", 21, [codes, np.float32(s), np.array(zp, t.dtype)])[0]
-            expected = ((codes.astype(np.int64) - zp).astype(np.float64) * float(np.float32(s))).astype(np.float32)
+            expected = ((codes.astype(np.int64) - zp).astype(np.float64)
+                        * float(np.float32(s))).astype(np.float32)
             assert compare(expected, y) is None
 
 

@@ -30,7 +30,8 @@ def assert_same(expected, actual):
     assert mismatch is None, f"{mismatch}\nexpected {expected!r}\nactual   {actual!r}"
 
 
-# --- com.microsoft QuantizeLinear examples (seed 002) ---------------------------------------------------------
+# --- com.microsoft QuantizeLinear examples (seed 002)
+# ---------------------------------------------------------
 
 def test_ms_quantizelinear_default_example():
     x = np.array([0, 2, 3, 1000, -254, -1000], dtype=F32)
@@ -73,13 +74,15 @@ def test_saturation_both_ends(target, first_version, xtype):
         values += [-(2**31)]
         expected += [t.int_min]
     with np.errstate(over="ignore"):
-        x = np.array(values, np.float64).astype(xdt) if xtype != "int32" else np.array(values, np.int64).astype(np.int32)
+        x = (np.array(values, np.float64).astype(xdt) if xtype != "int32"
+             else np.array(values, np.int64).astype(np.int32))
     version = max(first_version, 23)  # 23+: any x type with a float32 scale
     y = q(version, x, np.array(1, F32), np.array(0, t.dtype))
     assert_same(np.array(expected, np.int64).astype(t.dtype), y)
 
 
-# --- round half to even, before the zero point is added ---------------------------------------------------------
+# --- round half to even, before the zero point is added
+# ---------------------------------------------------------
 
 def test_ties_to_even_across_the_range():
     x = np.arange(-10, 10, dtype=np.float64) + 0.5
@@ -100,7 +103,8 @@ def test_ties_next_to_the_saturation_bounds():
     x = np.array([254.5, 255.5, -0.5, 253.5], F32)
     assert_same(np.array([254, 255, 0, 254], np.uint8), q(10, x, np.array(1, F32), np.array(0, np.uint8)))
     x = np.array([126.5, 127.5, -127.5, -128.5, -129.5], F32)
-    assert_same(np.array([126, 127, -128, -128, -128], np.int8), q(10, x, np.array(1, F32), np.array(0, np.int8)))
+    assert_same(np.array([126, 127, -128, -128, -128], np.int8),
+                q(10, x, np.array(1, F32), np.array(0, np.int8)))
 
 
 def test_signed_zero_and_default_zero_point():
@@ -115,7 +119,8 @@ def test_int32_x_rounds_to_float32_before_dividing():
     assert_same(np.array([0], np.uint8), y)
 
 
-# --- division precision ---------------------------------------------------------------------------------------
+# --- division precision
+# ---------------------------------------------------------------------------------------
 
 def test_bfloat16_division_is_carried_out_in_bfloat16():
     # 1000 / 3 = 333.33; in bfloat16 (quantum 2 in [256, 512)) that is 334, in float32 it rounds to 333.
@@ -130,7 +135,8 @@ def test_scale_type_sets_precision_and_x_is_rounded_to_it_first():
     # float32 x = 70000 does not fit float16: with a float16 scale it becomes inf, which saturates.
     x, s = np.array([70000], F32), np.array(1000, F16)
     assert_same(np.array([127], np.int8), q(23, x, s, np.array(0, np.int8)))
-    assert_same(np.array([70], np.int8), q(23, x, s, np.array(0, np.int8), precision=int(TYPES["float"].proto)))
+    assert_same(np.array([70], np.int8),
+                q(23, x, s, np.array(0, np.int8), precision=int(TYPES["float"].proto)))
 
 
 def test_int32_scale_divides_exactly_and_rounds_half_to_even():
@@ -139,7 +145,8 @@ def test_int32_scale_divides_exactly_and_rounds_half_to_even():
     assert_same(np.array([2, 4, -2, 32767], np.int16), y)
 
 
-# --- float8 / float4 targets follow the Cast tables -----------------------------------------------------------
+# --- float8 / float4 targets follow the Cast tables
+# -----------------------------------------------------------
 
 SPECIALS = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e6, -1e6], F32)
 NAN = np.nan
@@ -167,8 +174,10 @@ def test_float8_rounding_just_below_and_above_the_max():
     # e4m3fn: 464 is the tie between 448 and (non-existent) 480 -> 448; 465 rounds to 480 > max -> NaN / 448.
     x = np.array([464, 465], F32)
     t = TYPES["float8e4m3fn"]
-    assert_same(np.array([448, NAN], F32).astype(t.dtype), q(21, x, np.array(1, F32), saturate=0, output_dtype=t.proto))
-    assert_same(np.array([448, 448], F32).astype(t.dtype), q(21, x, np.array(1, F32), saturate=1, output_dtype=t.proto))
+    assert_same(np.array([448, NAN], F32).astype(t.dtype),
+                q(21, x, np.array(1, F32), saturate=0, output_dtype=t.proto))
+    assert_same(np.array([448, 448], F32).astype(t.dtype),
+                q(21, x, np.array(1, F32), saturate=1, output_dtype=t.proto))
 
 
 def test_float8_zero_point_is_added_before_one_rounding():
@@ -185,13 +194,15 @@ def test_float4_targets_saturate_and_round_to_even():
     assert_same(np.array([6, 6, -6, 6, -6, 4, 0, 1, -0.0], F32).astype(t.dtype), y)
 
 
-# --- granularity ----------------------------------------------------------------------------------------------
+# --- granularity
+# ----------------------------------------------------------------------------------------------
 
 def test_blocked_with_partial_last_block():
     x = np.arange(12, dtype=F32).reshape(2, 6)
     scale = np.array([[1, 2], [4, 8]], F32)
     y = q(21, x, scale, np.zeros((2, 2), np.uint8), axis=1, block_size=4)
-    # row 0: [0,1,2,3]/1, [4,5]/2 -> 2, 2.5->2 ; row 1: [6,7,8,9]/4 -> 1.5->2, 1.75->2, 2, 2.25->2 ; [10,11]/8 -> 1.25->1, 1.375->1
+    # row 0: [0,1,2,3]/1, [4,5]/2 -> 2, 2.5->2 ; row 1: [6,7,8,9]/4 -> 1.5->2, 1.75->2, 2, 2.25->2 ; [10,11]/8
+    # -> 1.25->1, 1.375->1
     assert_same(np.array([[0, 1, 2, 3, 2, 2], [2, 2, 2, 2, 1, 1]], np.uint8), y)
 
 
@@ -201,7 +212,8 @@ def test_per_axis_negative_axis_rank_5():
     assert_same((np.ones((1, 2, 1, 1, 3)) * np.array([1, 5, 4])).astype(np.uint8), y)
 
 
-# --- DequantizeLinear -----------------------------------------------------------------------------------------
+# --- DequantizeLinear
+# -----------------------------------------------------------------------------------------
 
 def test_int32_extremes_with_zero_point_do_not_overflow():
     x = np.array([-(2**31), 2**31 - 1], np.int32)

@@ -2,8 +2,8 @@
 module importing a module of a higher layer.
 
 Read from the source with :mod:`ast` (every ``import``, at module level or inside a function, under
-``TYPE_CHECKING`` too), for the modules of the installed ``qdq_conformance`` namespace wherever its folders are
-(tests/sources.py). ``python -m pytest tests/test_layers.py`` is its own step in ``.ci/run``.
+``TYPE_CHECKING`` too), for the modules of the installed ``qdq_conformance`` namespace wherever its folders
+are (tests/sources.py). ``python -m pytest tests/test_layers.py`` is its own step in ``.ci/run``.
 """
 
 from __future__ import annotations
@@ -15,19 +15,20 @@ import pytest
 
 from .sources import ROOTS, modules
 
-#: The layers, lowest first. A module belongs to the layer of its longest matching prefix; it may import modules of
-#: its own layer and of lower ones, never of a higher one.
+#: The layers, lowest first. A module belongs to the layer of its longest matching prefix; it may import
+#: modules of its own layer and of lower ones, never of a higher one.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("types and specs", ("qdq_conformance", "qdq_conformance.types", "qdq_conformance.domain",
                          "qdq_conformance.opspecs", "qdq_conformance.rules", "qdq_conformance.errors",
-                         "qdq_conformance.resources", "qdq_conformance.ambiguities", "qdq_conformance.compare",
-                         "qdq_conformance.modelbuild", "qdq_conformance.cachedir", "qdq_conformance.progress",
-                         "qdq_conformance.gcpause", "qdq_conformance.cpu")),
+                         "qdq_conformance.resources", "qdq_conformance.ambiguities",
+                         "qdq_conformance.compare", "qdq_conformance.modelbuild", "qdq_conformance.cachedir",
+                         "qdq_conformance.progress", "qdq_conformance.gcpause", "qdq_conformance.cpu")),
     ("kernel", ("qdq_conformance.reference",)),
     ("results", ("qdq_conformance.results",)),
     ("checker", ("qdq_conformance.checker",)),
     ("generators", ("qdq_conformance.generators",)),
-    ("runner and backends", ("qdq_conformance.runner", "qdq_conformance.backends", "qdq_conformance.mutants")),
+    ("runner and backends",
+     ("qdq_conformance.runner", "qdq_conformance.backends", "qdq_conformance.mutants")),
     ("reports", ("qdq_conformance.reports",)),
     ("front ends", ("qdq_conformance.plugin", "qdq_conformance.fuzz", "qdq_conformance.mutants.cli",
                     "qdq_conformance.checker.cli", "qdq_conformance.cli",
@@ -155,7 +156,8 @@ def _unexplained_local_imports(path: Path) -> list[int]:
             while last + 1 < len(lines) and lines[last + 1].lstrip().startswith(("import ", "from ")):
                 last += 1
             run = lines[first:last + 1]
-            if not any("#" in line for line in run) and not (first > 0 and lines[first - 1].lstrip().startswith("#")):
+            if (not any("#" in line for line in run)
+                and not (first > 0 and lines[first - 1].lstrip().startswith("#"))):
                 found.append(node.lineno)
     return sorted(set(found))
 

@@ -1,10 +1,10 @@
-"""A run and its processes end together, however the run ends: SIGINT, SIGTERM and SIGHUP stop it within seconds
-with its finished results on disk and an interrupted summary; after SIGKILL no worker, and nothing a backend
-started, is left; a case's timeout kills what the backend started for it; a backend that crashes while it is
-being created is one line and a results file that says so. Processes that leave the worker's process group and
-session (``setsid``, double-forked daemons, a child that keeps forking, started by a case or by the factory) die
-with the run however it ends: normally, at a case's crash or timeout, a factory that never returns, SIGTERM,
-SIGKILL. Temporary folders go with them.
+"""A run and its processes end together, however the run ends: SIGINT, SIGTERM and SIGHUP stop it within
+seconds with its finished results on disk and an interrupted summary; after SIGKILL no worker, and nothing a
+backend started, is left; a case's timeout kills what the backend started for it; a backend that crashes while
+it is being created is one line and a results file that says so. Processes that leave the worker's process
+group and session (``setsid``, double-forked daemons, a child that keeps forking, started by a case or by the
+factory) die with the run however it ends: normally, at a case's crash or timeout, a factory that never
+returns, SIGTERM, SIGKILL. Temporary folders go with them.
 
 Each run is a subprocess with a marker in its environment (inherited by its workers and everything they start)
 and in the command lines of the backend's own children; "no process left" means no process carries the marker.
@@ -79,9 +79,10 @@ class Run:
         self.tmp = tmp_path / "tmp"
         self.tmp.mkdir()
         self.results = tmp_path / "r.jsonl"
-        env = dict(os.environ, QDQ_TEST_MARKER=self.marker, TMPDIR=str(self.tmp), QDQ_TEST_CASE_SECONDS=seconds)
-        cmd = [sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", backend, "--cases", str(CASES),
-               "--results", str(self.results), *extra]
+        env = dict(os.environ, QDQ_TEST_MARKER=self.marker, TMPDIR=str(self.tmp),
+                   QDQ_TEST_CASE_SECONDS=seconds)
+        cmd = [sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", backend, "--cases",
+               str(CASES), "--results", str(self.results), *extra]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         self.output = ""
 
@@ -145,7 +146,8 @@ def test_a_signal_stops_the_run_keeping_its_results(run, sig, capsys):
     head, cases, summary = read(r.results)
     assert head["backend"] == "slow" and len(cases) >= on_disk
     assert len(cases) < 16  # it did stop
-    assert {c["status"] for c in cases} <= {"passed", "implementation-defined"}  # no case blamed for the signal
+    # no case blamed for the signal
+    assert {c["status"] for c in cases} <= {"passed", "implementation-defined"}
     assert summary is not None and summary["interrupted"] is True and summary["signal"] == sig
     assert summary["exitstatus"] == 2
     # ... and the regression gate knows it is incomplete
@@ -186,15 +188,16 @@ def test_a_backend_that_crashes_while_being_created_is_one_line_and_a_results_fi
 
 
 def test_a_timeout_kills_what_the_backend_started_for_the_case(tmp_path, monkeypatch):
-    """A ``command:`` runner that hangs, with a child of its own: both die at the case's timeout (not at the end
-    of the run), and the case's temporary folder goes with them."""
+    """A ``command:`` runner that hangs, with a child of its own: both die at the case's timeout (not at the
+    end of the run), and the case's temporary folder goes with them."""
     from qdq_conformance.runner.isolation import IsolatedBackend
 
     marker = "qdq-lifecycle-" + uuid.uuid4().hex
     runner = ROOT / "tests" / "data" / "hanging_runner.py"
     b = IsolatedBackend(f"command:{sys.executable} {runner} {marker}", timeout=1)
     feeds = {"x": np.array([1.0], np.float32), "s": np.array(1, np.float32)}
-    model = single_node_model("ai.onnx", "QuantizeLinear", 13, list(feeds.items()), [("y", TensorProto.UINT8, [1])])
+    model = single_node_model("ai.onnx", "QuantizeLinear", 13, list(feeds.items()),
+                              [("y", TensorProto.UINT8, [1])])
     try:
         b.start()
         worker = b._proc.pid
@@ -210,7 +213,8 @@ def test_a_timeout_kills_what_the_backend_started_for_the_case(tmp_path, monkeyp
 
 
 def test_a_lost_case_is_recorded_without_a_backend_in_this_process(monkeypatch):
-    """The record (and repro) of a case whose worker crashed are written from the templates the worker sent."""
+    """The record (and repro) of a case whose worker crashed are written from the templates the worker
+    sent."""
     from qdq_conformance.backends import registry
     from qdq_conformance.generators.cache import load_file_cached
     from qdq_conformance.runner.execute import FileRef
@@ -235,14 +239,17 @@ def test_a_lost_case_is_recorded_without_a_backend_in_this_process(monkeypatch):
     rec = json.loads(got.record)
     assert got.status == "crashed" and rec["status"] == "crashed" and "SIGSEGV" in rec["message"]
     repro = rec["repro"]  # the oracle's own repro, for this model
-    assert "helper.make_node('QuantizeLinear'" in repro and "import run_any\nfor name, value in zip(['" in repro
+    assert ("helper.make_node('QuantizeLinear'" in repro
+            and "import run_any\nfor name, value in zip(['" in repro)
     assert "__qdq_conformance" not in repro
 
 
-# --- processes that leave the worker's process group and session ----------------------------------------------
+# --- processes that leave the worker's process group and session
+# ----------------------------------------------
 
 FAKE = "python:tests.fake_backends:"
-#: backend (tests/fake_backends.py), extra options, exit status: every case leaves a process in a session of its own
+#: backend (tests/fake_backends.py), extra options, exit status: every case leaves a process in a session of
+#: its own
 ESCAPING = [
     ("setsid_child", [], 0),  # a direct child, left running
     ("setsid_daemon", [], 0),  # a double-forked daemon: an orphan
@@ -271,15 +278,16 @@ def test_a_signal_or_sigkill_leaves_no_setsid_process(run, sig):
     """Stopped (SIGTERM) or killed outright (SIGKILL: the keepers get the parent-death signal), the run leaves
     none of the processes its backend put in sessions of their own."""
     r = run(FAKE + "setsid_then_hang", "--workers", "2", "--case-timeout", "600")
-    _until(lambda: len(_marked(r.marker)) >= 7, what="the run, 2 keepers, 2 workers and their escaped children")
+    _until(lambda: len(_marked(r.marker)) >= 7,
+           what="the run, 2 keepers, 2 workers and their escaped children")
     r.proc.send_signal(getattr(signal, sig))
     assert r.wait() == (2 if sig == "SIGTERM" else -signal.SIGKILL), r.output[-3000:]
     r.assert_nothing_left()
 
 
 def test_a_factory_that_never_returns_leaves_nothing(run):
-    """It starts a daemon of its own, then sleeps: the run ends at --backend-timeout with one line, and neither
-    the worker nor the daemon is left."""
+    """It starts a daemon of its own, then sleeps: the run ends at --backend-timeout with one line, and
+    neither the worker nor the daemon is left."""
     backend = FAKE + "setsid_then_sleeps_forever"
     r = run(backend, "--backend-timeout", "3")
     assert r.wait() == 4

@@ -1,8 +1,9 @@
-"""The mutant zoo: every mutant is registered, takes effect, leaves the kernel alone, and is judged like a real run.
+"""The mutant zoo: every mutant is registered, takes effect, leaves the kernel alone, and is judged like a
+real run.
 
-The whole score (`qdq-conformance mutants`, every mutant over the whole corpus) runs in CI; here a representative
-part: every mutant on its witness, the scorer on a small case folder, and the scorer's verdict checked against the
-runner's own worker path (`run_case`) for the killing case.
+The whole score (`qdq-conformance mutants`, every mutant over the whole corpus) runs in CI; here a
+representative part: every mutant on its witness, the scorer on a small case folder, and the scorer's verdict
+checked against the runner's own worker path (`run_case`) for the killing case.
 """
 
 from __future__ import annotations
@@ -59,9 +60,9 @@ def test_the_zoo():
 
 @pytest.mark.parametrize("m", WITNESSED, ids=lambda m: m.id)
 def test_witness(m):
-    """The shortcut takes effect: the mutant and the kernel disagree on the witness. For a shortcut that should be
-    killed, the witness is normative (no catalogued reading changes its answer), so a case holding it kills the
-    mutant; for a catalogued reading, the mutant gives exactly that reading's answer."""
+    """The shortcut takes effect: the mutant and the kernel disagree on the witness. For a shortcut that
+    should be killed, the witness is normative (no catalogued reading changes its answer), so a case holding
+    it kills the mutant; for a catalogued reading, the mutant gives exactly that reading's answer."""
     w = m.witness()
     kernel = _outcome(w.evaluate)
     if isinstance(w, GraphWitness):  # a graph-rewrite mutant: the rewritten graph on the kernel
@@ -83,7 +84,8 @@ def test_witness(m):
 
 def _state():
     return (active(), ops.SPEC, quantize.to_integer, quantize.to_float, quantize.divide, quantize.quantize,
-            ops.plan_quantize_linear, ops.plan_dequantize_linear, dict(quantize.quantize.__kwdefaults__ or {}))
+            ops.plan_quantize_linear, ops.plan_dequantize_linear,
+            dict(quantize.quantize.__kwdefaults__ or {}))
 
 
 def test_a_mutant_changes_nothing_outside_its_run_even_on_errors():
@@ -91,7 +93,8 @@ def test_a_mutant_changes_nothing_outside_its_run_even_on_errors():
     witnesses = [m.witness() for m in WITNESSED]
     expected = [_outcome(w.evaluate) for w in witnesses]
     for m in MUTANTS:
-        with pytest.raises(Rejected):  # an invalid model: the mutant's steps are in force when the kernel raises
+        # an invalid model: the mutant's steps are in force when the kernel raises
+        with pytest.raises(Rejected):
             create(f"mutant:{m.id}").run(_bad_model(), {})
         assert _state() == before, m.id
     for w, e in zip(witnesses, expected, strict=True):
@@ -149,15 +152,18 @@ def test_one_element_per_tensor_is_equivalent(rank, data):
     scale = np.array([data.draw(st.sampled_from([0.5, 1.0, 0.1, 3.0]))], np.float32)
     zp = np.array([data.draw(st.integers(0, 255))], np.uint8)
     m = REGISTRY["one-element-per-tensor"]
-    for op, inputs in (("QuantizeLinear", [x, scale, zp]), ("DequantizeLinear", [zp.repeat(x.size).reshape(shape),
-                                                                                scale, zp])):
+    for op, inputs in (("QuantizeLinear", [x, scale, zp]),
+                       ("DequantizeLinear", [zp.repeat(x.size).reshape(shape),
+                                            scale, zp])):
         kernel = _outcome(lambda op=op, inputs=inputs: evaluate("ai.onnx", op, 21, inputs, {"axis": axis}))
         with using(m.steps()):
-            mutated = _outcome(lambda op=op, inputs=inputs: evaluate("ai.onnx", op, 21, inputs, {"axis": axis}))
+            mutated = _outcome(lambda op=op,
+                               inputs=inputs: evaluate("ai.onnx", op, 21, inputs, {"axis": axis}))
         assert not _differ(kernel, mutated)
 
 
-# --- the command, on a representative part of the corpus ------------------------------------------------------
+# --- the command, on a representative part of the corpus
+# ------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def small_corpus(tmp_path_factory):
@@ -208,7 +214,8 @@ def test_a_kill_is_a_failure_of_the_real_worker_path(small_corpus):
         for form in ("runtime", "initializer"):
             result = run_case(create(f"mutant:{mid}"), ObjRef(case), form, Sources(), Expectations())
             assert result.status == "failed", (mid, case.id, form, result.message)
-            assert run_case(create("reference"), ObjRef(case), form, Sources(), Expectations()).status == "passed"
+            assert run_case(create("reference"), ObjRef(case), form, Sources(),
+                            Expectations()).status == "passed"
 
 
 #: The mutants the negative-scale and toolchain case files were added to kill (issue 28), and the case of each
@@ -216,12 +223,14 @@ def test_a_kill_is_a_failure_of_the_real_worker_path(small_corpus):
 NEW_FAMILY_KILLS = {
     "dequantize_negative_scales.yaml": {"scale-abs": "dequantizelinear-10-neg-scale-golden-int8-float"},
     "quantize_negative_scales.yaml": {"scale-abs": "quantizelinear-10-neg-scale-golden-float-int8",
-                                      "clamp-x-in-scale-order": "quantizelinear-10-neg-scale-golden-float-int8",
+                                      "clamp-x-in-scale-order":
+                                          "quantizelinear-10-neg-scale-golden-float-int8",
                                       "inf-sign-from-x": "quantizelinear-10-neg-scale-golden-float-int8"},
     "dequantize_toolchain.yaml": {
         "dq-axis-default-last": "dequantizelinear-13-tc-weights-per-axis-default-int8-float-axisdefault-r4",
         "block-size-capped-16": "dequantizelinear-21-tc-weights-blocked-int4-float-blocked-b32-axis0-r2",
-        "dq-32-bit-operands-in-float32": "quark-extendeddequantizelinear-1-tc-quark-uint32-zero-point-uint32-float-x6"},
+        "dq-32-bit-operands-in-float32":
+            "quark-extendeddequantizelinear-1-tc-quark-uint32-zero-point-uint32-float-x6"},
 }
 
 

@@ -49,36 +49,42 @@ TRACT_REFUSALS = {
     "must be a const": (_model("QuantizeLinear", 21, [F32_X, ("s", T.FLOAT, []), ("z", T.UINT8, [])], [],
                                T.UINT8), {**X4, "s": np.array(1, np.float32), "z": np.array(0, np.uint8)}),
     "Unknown DatumType": (_model("DequantizeLinear", 23, [("x", T.INT8, [2])],
-                                 [_init("s", np.array(1, ml_dtypes.bfloat16))], T.FLOAT, output_dtype=T.FLOAT),
+                                 [_init("s", np.array(1, ml_dtypes.bfloat16))], T.FLOAT,
+                                 output_dtype=T.FLOAT),
                           {"x": np.array([1, 2], np.int8)}),
     "unknown ONNX TensorProto.DataType": (
-        _model("DequantizeLinear", 24, [("x", T.INT32, [1])], [helper.make_tensor("s", T.FLOAT8E8M0, [], [127])],
-               T.FLOAT, output_dtype=T.FLOAT), {"x": np.array([1], np.int32)}),
+        _model("DequantizeLinear", 24, [("x", T.INT32, [1])],
+               [helper.make_tensor("s", T.FLOAT8E8M0, [], [127])], T.FLOAT, output_dtype=T.FLOAT),
+        {"x": np.array([1], np.int32)}),
     "quantization is not supported": (
-        _model("QuantizeLinear", 21, [F32_X], [_init("s", np.ones(2, np.float32)), _init("z", np.zeros(2, np.uint8))],
-               T.UINT8, axis=0, block_size=2), X4),
+        _model("QuantizeLinear", 21, [F32_X],
+               [_init("s", np.ones(2, np.float32)), _init("z", np.zeros(2, np.uint8))], T.UINT8, axis=0,
+               block_size=2), X4),
     "unsupported per-axis output type": (
         _model("QuantizeLinear", 1, [("x", T.FLOAT, [2, 2])],
                [_init("s", np.ones(2, np.float32)), _init("z", np.zeros(2, np.int16))], T.INT16,
                domain="com.microsoft", axis=0), {"x": np.ones((2, 2), np.float32)}),
-    "Unimplemented(": (_model("ExtendedQuantizeLinear", 1, [F32_X], [_init("s", np.float32(1)), _init("z", np.int8(0))],
-                              T.INT8, domain="com.amd.quark"), X4),
+    "Unimplemented(": (_model("ExtendedQuantizeLinear", 1, [F32_X],
+                              [_init("s", np.float32(1)), _init("z", np.int8(0))], T.INT8,
+                              domain="com.amd.quark"), X4),
     "Unsupported type": (_model("DequantizeLinear", 23, [("x", T.INT16, [2])], [_init("s", np.float32(1))],
                                 T.FLOAT16, output_dtype=T.FLOAT16), {"x": np.array([1, 2], np.int16)}),
     "datum_type == F32: Impossible to unify": (
-        _model("QuantizeLinear", 21, [("x", T.FLOAT16, [4])], [_init("s", np.float16(1)), _init("z", np.uint8(0))],
+        _model("QuantizeLinear", 21, [("x", T.FLOAT16, [4])],
+               [_init("s", np.float16(1)), _init("z", np.uint8(0))],
                T.UINT8), {"x": np.array([1, 2, 3, 4], np.float16)}),
 }
 
 TINYGRAD_REFUSALS = {
     "is not a valid OnnxDataType": (
-        _model("DequantizeLinear", 24, [("x", T.INT32, [1])], [helper.make_tensor("s", T.FLOAT8E8M0, [], [127])],
-               T.FLOAT), {"x": np.array([1], np.int32)}),
+        _model("DequantizeLinear", 24, [("x", T.INT32, [1])],
+               [helper.make_tensor("s", T.FLOAT8E8M0, [], [127])], T.FLOAT), {"x": np.array([1], np.int32)}),
     "is not a valid Domain": TRACT_REFUSALS["Unimplemented("],
     "no fmt dtype for": (_model("QuantizeLinear", 21, [F32_X], [_init("s", np.array(1, ml_dtypes.bfloat16)),
                                                                 _init("z", np.uint8(0))], T.UINT8), X4),
-    "unexpected keyword argument": (_model("DequantizeLinear", 23, [("x", T.INT8, [2])], [_init("s", np.float32(1))],
-                                           T.FLOAT, output_dtype=T.FLOAT), {"x": np.array([1, 2], np.int8)}),
+    "unexpected keyword argument": (_model("DequantizeLinear", 23, [("x", T.INT8, [2])],
+                                           [_init("s", np.float32(1))], T.FLOAT, output_dtype=T.FLOAT),
+                                    {"x": np.array([1, 2], np.int8)}),
 }
 
 
@@ -115,7 +121,8 @@ def test_tinygrad_marker_matches_its_refusal_on_the_installed_release(fragment):
 
 def test_tract_runs_a_quantization_and_rejects_what_no_marker_explains():
     backend = _installed("tract")
-    model = _model("QuantizeLinear", 21, [F32_X], [_init("s", np.float32(2)), _init("z", np.uint8(3))], T.UINT8)
+    model = _model("QuantizeLinear", 21, [F32_X], [_init("s", np.float32(2)), _init("z", np.uint8(3))],
+                   T.UINT8)
     (y,) = backend.run(model, X4)
     assert y.dtype == np.uint8 and y.tolist() == [3, 4, 5, 5]  # 0.5 -> 0 and 1.5 -> 2: ties to even
     bad = _model("QuantizeLinear", 21, [F32_X], [_init("s", np.ones(3, np.float32))], T.UINT8, axis=5)
@@ -139,8 +146,8 @@ def test_exotic_graph_inputs_are_not_applicable(name):
 
 def test_tinygrad_runs_a_quantization():
     backend = _installed("tinygrad")
-    model = _model("DequantizeLinear", 21, [("x", T.INT8, [3])], [_init("s", np.float32(0.5)), _init("z", np.int8(1))],
-                   T.FLOAT)
+    model = _model("DequantizeLinear", 21, [("x", T.INT8, [3])],
+                   [_init("s", np.float32(0.5)), _init("z", np.int8(1))], T.FLOAT)
     (y,) = backend.run(model, {"x": np.array([1, 3, -1], np.int8)})
     assert y.dtype == np.float32 and y.tolist() == [0.0, 1.0, -1.0]
 
@@ -178,12 +185,9 @@ def test_marker_watch_reports_markers_no_refusal_matched_for_the_forms_that_ran(
     watch = MarkerWatch(ms)
     watch.see(ms.reason("y_scale must be a const"))
     watch.see(None)
-    assert [s.split(":")[1].strip() for s in watch.stale(["runtime", "initializer"])] == ["'Unknown' (types) matched no "
-                                                                                           "refusal of this run (does rt "
-                                                                                           "still say it? tests/test_new"
-                                                                                           "_backends.py checks each "
-                                                                                           "marker on the installed "
-                                                                                           "release)"]
+    stale = [s.split(":")[1].strip() for s in watch.stale(["runtime", "initializer"])]
+    assert stale == ["'Unknown' (types) matched no refusal of this run (does rt still say it? "
+                     "tests/test_new_backends.py checks each marker on the installed release)"]
     fresh = MarkerWatch(ms)
     assert len(fresh.stale(["initializer"])) == 1  # the runtime-form marker is not judged without that form
     assert len(fresh.stale(["runtime"])) == 2
@@ -217,7 +221,8 @@ def test_compliance_keeps_a_column_from_kept_results_when_the_backend_cannot_run
     head, cases, summary = read(kept)
     assert [c["status"] for c in cases] == ["passed", "failed", "unsupported"] and summary is not None
     assert not any(k in c for c in cases for k in DROPPED) and head["backend"] == "demo"
-    assert [("message" in c) for c in cases] == [True, True, False]  # an unsupported case's reason is left out
+    # an unsupported case's reason is left out
+    assert [("message" in c) for c in cases] == [True, True, False]
     assert keep(full, tmp_path / "again.jsonl.gz").read_bytes() == kept.read_bytes()  # deterministic bytes
     # the table from the kept file is the table from the full one, but for the dates' mark
     a, b = tmp_path / "a.md", tmp_path / "b.md"
@@ -226,8 +231,10 @@ def test_compliance_keeps_a_column_from_kept_results_when_the_backend_cannot_run
     assert a.read_text() == b.read_text()
     md = tmp_path / "c.md"
     _results(tmp_path / "demo.jsonl", ["passed"])
-    assert main(["compliance", "--backends", "demo,nosuchbackend,other", "--results-dir", str(tmp_path), "--reuse",
-                 "--kept", str(kept_dir), "--markdown", str(md), "--scoreboard", str(tmp_path / "s.html")]) == 0
+    assert (main(["compliance", "--backends", "demo,nosuchbackend,other", "--results-dir", str(tmp_path),
+                  "--reuse", "--kept", str(kept_dir), "--markdown", str(md), "--scoreboard",
+                  str(tmp_path / "s.html")])
+            == 0)
     out = capsys.readouterr().out
     assert "nosuchbackend: not run (unknown backend 'nosuchbackend'" in out
     assert "other: left out: not run" in out
@@ -239,8 +246,10 @@ def test_compliance_keeps_a_column_from_kept_results_when_the_backend_cannot_run
     assert f"(kept results of {day})" in (tmp_path / "s.html").read_text()
     # --from-kept: a backend that could run (here: its results file is there to reuse) takes its kept column
     keep(tmp_path / "demo.jsonl", kept_dir / "demo.jsonl.gz")
-    assert main(["compliance", "--backends", "demo", "--results-dir", str(tmp_path), "--reuse", "--from-kept", "demo",
-                 "--kept", str(kept_dir), "--markdown", str(md), "--scoreboard", str(tmp_path / "s.html")]) == 0
+    assert (main(["compliance", "--backends", "demo", "--results-dir", str(tmp_path), "--reuse",
+                  "--from-kept", "demo", "--kept", str(kept_dir), "--markdown", str(md), "--scoreboard",
+                  str(tmp_path / "s.html")])
+            == 0)
     assert "demo: not run (--from-kept); its column comes from" in capsys.readouterr().out
     assert "(kept) | runtime | 1 | 0 | 0 | 0 | 100.0% |" in md.read_text()
 
@@ -259,8 +268,8 @@ def test_a_form_nearly_all_unsupported_gets_its_sentence():
     for _ in range(90):
         state.markers.see("y_scale must be a const", "runtime")
     (line,) = mostly_unsupported(state)
-    assert line.startswith("runtime form: 95 of 100 case(s) unsupported by tract (5 judged or passed); 90 of them "
-                           "because tract says 'must be a const'")
+    assert line.startswith("runtime form: 95 of 100 case(s) unsupported by tract (5 judged or passed); 90 of "
+                           "them because tract says 'must be a const'")
     state.form_counts = {"runtime": Counter(unsupported=95, passed=5)}
     assert mostly_unsupported(state) == []  # one form: the counts above say it already
 
@@ -302,5 +311,5 @@ def test_run_without_clang_is_a_usage_error_in_one_line(tmp_path):
     assert r.returncode == 4, said
     assert [ln for ln in said if "no-clang" in ln] == [
         f"ERROR: --backend=tinygrad: backend 'tinygrad' could not be created: tinygrad's CPU device "
-        f"compiles its kernels with '{tmp_path / 'no-clang'}', which is not on PATH (Debian / Ubuntu: apt-get install "
-        "clang; or set CC)"]
+        f"compiles its kernels with '{tmp_path / 'no-clang'}', which is not on PATH (Debian / Ubuntu: "
+        "apt-get install clang; or set CC)"]

@@ -1,7 +1,7 @@
-"""From a finding to the fix (issue 31): ``qdq-conformance show`` (from a results file, from a fresh run, ``--repro``
-that asserts), a run that selects one case collects only what the selection can match, pytest's habits through
-``qdq-conformance run``, the selection in the results header, ``diff`` warnings and ``findings --fail-on``, and
-``fuzz`` judging against the bundled expectations."""
+"""From a finding to the fix (issue 31): ``qdq-conformance show`` (from a results file, from a fresh run,
+``--repro`` that asserts), a run that selects one case collects only what the selection can match, pytest's
+habits through ``qdq-conformance run``, the selection in the results header, ``diff`` warnings and ``findings
+--fail-on``, and ``fuzz`` judging against the bundled expectations."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ORT_CASE = "quantizelinear-21-bnd-range-float-float-float8e4m3fn-outdtype-saturate0"
 
 
-def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, env: dict[str, str] | None = None,
+         timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "qdq_conformance.cli", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
@@ -34,23 +35,28 @@ def _preview(t: str, values: list[str], codes: list[int], shape: list[int] | Non
 
 def failed_record(case_id: str = "quantizelinear-21-demo-float-float8e4m3fn", form: str = "runtime",
                   expectation: dict[str, Any] | None = None, repro: str | None = None) -> dict[str, Any]:
-    """A float8e4m3fn output of 4 elements: [0] equal, [1] NaN vs NaN of another code (equal by class), [2] NaN
-    expected and 448 returned (differs, explained), [3] equal; x float32 0.1 written at float64 precision; a
-    per-axis scale of 2 on axis 1 of a [2, 2] x."""
+    """A float8e4m3fn output of 4 elements: [0] equal, [1] NaN vs NaN of another code (equal by class), [2]
+    NaN expected and 448 returned (differs, explained), [3] equal; x float32 0.1 written at float64 precision;
+    a per-axis scale of 2 on axis 1 of a [2, 2] x."""
     return {"type": "case", "id": case_id, "form": form, "status": "failed", "duration": 0.01,
             "message": "output 0: values differ: 1 of 4 elements differ, first at [1, 0]", "backend": "demo",
             "backend_version": "1.0", "operator": "QuantizeLinear", "domain": "ai.onnx", "version": 21,
             "family": "boundary-range", "granularity": "per-axis", "attributes": {"axis": 1, "saturate": 0},
             "types": {"x": "float", "y_scale": "float", "y": "float8e4m3fn"}, "case_status": "normative",
-            "comparison": "exact", "spec": {"operator": "QuantizeLinear", "versions": "21-28", "text": "saturate"},
+            "comparison": "exact",
+            "spec": {"operator": "QuantizeLinear", "versions": "21-28", "text": "saturate"},
             "expectation": expectation, "repro": repro,
             "inputs": {"x": _preview("float", ["0.10000000149011612", "1.0", "48.0", "2.0"],
                                      [0x3DCCCCCD, 0x3F800000, 0x42400000, 0x40000000], [2, 2]),
                        "y_scale": _preview("float", ["0.5", "0.25"], [0x3F000000, 0x3E800000])},
-            "expected": [_preview("float8e4m3fn", ["0.0", "nan", "nan", "2.0"], [0x00, 0x7F, 0x7F, 0x40], [2, 2])],
-            "actual": [_preview("float8e4m3fn", ["0.0", "nan", "448.0", "2.0"], [0x00, 0xFF, 0x7E, 0x40], [2, 2])],
-            "mismatches": [{"output": 0, "reason": "values differ", "count": 1, "total": 4, "first_indices": [[1, 0]],
-                            "explained": [[2, "between 448|480, beyond max 448, above the saturate=0 threshold 464"]]}]}
+            "expected": [_preview("float8e4m3fn", ["0.0", "nan", "nan", "2.0"], [0x00, 0x7F, 0x7F, 0x40],
+                                  [2, 2])],
+            "actual": [_preview("float8e4m3fn", ["0.0", "nan", "448.0", "2.0"], [0x00, 0xFF, 0x7E, 0x40],
+                                [2, 2])],
+            "mismatches": [{"output": 0, "reason": "values differ", "count": 1, "total": 4,
+                            "first_indices": [[1, 0]],
+                            "explained": [[2, "between 448|480, beyond max 448, above the saturate=0 "
+                                              "threshold 464"]]}]}
 
 
 def write_run(path: Path, records: list[dict[str, Any]], backend: str = "demo", version: str = "1.0",
@@ -63,7 +69,8 @@ def write_run(path: Path, records: list[dict[str, Any]], backend: str = "demo", 
     return path
 
 
-# -- the case table: the verdict's comparison, NaN by class, the type's own precision ---------------------------
+# -- the case table: the verdict's comparison, NaN by class, the type's own precision
+# ---------------------------
 
 def test_case_rows_mark_what_the_verdict_marks_at_the_types_precision():
     rec = failed_record()
@@ -72,7 +79,8 @@ def test_case_rows_mark_what_the_verdict_marks_at_the_types_precision():
     assert [r["differs"] for r in table] == [False, False, True, False]
     assert table[0]["x"] == "0.1"  # float32 at float32's shortest, not 0.10000000149011612
     assert [r["scale"] for r in table] == ["0.5", "0.25", "0.5", "0.25"]  # per-axis on axis 1 of [2, 2]
-    assert table[2]["expected"] == "nan" and table[2]["actual"] == "448.0" and table[2]["actual_code"] == "0x7e"
+    assert (table[2]["expected"] == "nan" and table[2]["actual"] == "448.0"
+            and table[2]["actual_code"] == "0x7e")
     assert table[2]["why"].startswith("between 448|480") and not table[1]["why"]
     assert param_index(5, [2, 6], [2, 2], {"axis": 1, "block_size": 3}) == 1  # blocked: row 0, block 1
     assert param_index(5, [2, 6], [], {}) == 0
@@ -89,14 +97,16 @@ def test_a_backend_traceback_keeps_its_frames_not_the_tools():
     assert own not in out and "call_backend" not in out and "backend.run(model" not in out
 
 
-# -- show ---------------------------------------------------------------------------------------------------------
+# -- show
+# ---------------------------------------------------------------------------------------------------------
 
 def test_show_from_a_results_file(tmp_path, capsys):
     rec = failed_record(expectation={"status": "failed", "reason": "NaN for 480", "line": 7})
     path = write_run(tmp_path / "r.jsonl", [rec])
     assert main(["show", rec["id"], str(path)]) == 0
     out = capsys.readouterr().out
-    assert 'spec (QuantizeLinear 21-28): "saturate"' in out and "expectation: line 7: failed: NaN for 480" in out
+    assert ('spec (QuantizeLinear 21-28): "saturate"' in out
+            and "expectation: line 7: failed: NaN for 480" in out)
     marked = [line for line in out.splitlines() if line.startswith("  *")]
     assert len(marked) == 1 and "448.0" in marked[0] and "0x7e" in marked[0] and "beyond max 448" in marked[0]
     assert main(["show", "no-such-case", str(path)]) == 2
@@ -104,9 +114,11 @@ def test_show_from_a_results_file(tmp_path, capsys):
 
 
 def test_show_repro_asserts(tmp_path, capsys):
-    """The script prints expected vs actual and exits 1 on a mismatch, 0 when the outputs match (NaN by class)."""
+    """The script prints expected vs actual and exits 1 on a mismatch, 0 when the outputs match (NaN by
+    class)."""
     for actual, status in (([0x00, 0xFF, 0x7E, 0x40], 1), ([0x00, 0xFF, 0x7F, 0x40], 0)):
-        repro = f"import numpy as np\nprint('y', np.array({actual}, np.uint8))\n"  # (a backend's repro: raw codes)
+        # (a backend's repro: raw codes)
+        repro = f"import numpy as np\nprint('y', np.array({actual}, np.uint8))\n"
         rec = failed_record(repro=repro)
         path = write_run(tmp_path / "r.jsonl", [rec])
         script = tmp_path / f"repro{status}.py"
@@ -115,7 +127,8 @@ def test_show_repro_asserts(tmp_path, capsys):
         p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
         assert p.returncode == status, p.stdout + p.stderr
         assert ("1 element(s) differ" if status else "the outputs match the spec") in p.stdout
-        assert "expected 0x7f, actual 0x7e" in p.stdout if status else "expected 0x7f, actual 0xff" in p.stdout
+        assert ("expected 0x7f, actual 0x7e" in p.stdout if status
+                else "expected 0x7f, actual 0xff" in p.stdout)
 
 
 def test_show_without_a_file_runs_the_case_and_its_repro_fails_on_the_backend(tmp_path, shared_expansions):
@@ -131,12 +144,13 @@ def test_show_without_a_file_runs_the_case_and_its_repro_fails_on_the_backend(tm
     assert _cli("show", "no-such-case-anywhere", "--backend", "ort").returncode == 2
 
 
-# -- selection, pytest habits, the header ------------------------------------------------------------------------
+# -- selection, pytest habits, the header
+# ------------------------------------------------------------------------
 
 def _collected(*args: str, env: dict[str, str] | None = None) -> list[str]:
     p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--backend=reference",
-                        "--workers", "1", "--collect-only", "-q", *args], cwd=ROOT, capture_output=True, text=True,
-                       timeout=900, env={**os.environ, **(env or {})})
+                        "--workers", "1", "--collect-only", "-q", *args], cwd=ROOT, capture_output=True,
+                       text=True, timeout=900, env={**os.environ, **(env or {})})
     assert p.returncode in (0, 5), p.stdout + p.stderr
     return sorted(line for line in p.stdout.splitlines() if "::" in line)
 
@@ -152,13 +166,14 @@ def test_run_takes_pytest_habits_and_records_the_selection(tmp_path, shared_expa
     cache = shared_expansions(tmp_path / "cache")  # (a folder of its own: pytest's cache is looked for there)
     env = {"QDQ_CACHE_DIR": str(cache), "QDQ_CORPUS_CACHE": os.environ.get("QDQ_CORPUS_CACHE", "1")}
     results = tmp_path / "r.jsonl"
-    p = _cli("run", "--backend", "reference", "-k", "quantizelinear-21-ties-float-int8", "-x", "--maxfail", "2",
-             "--form", "runtime", "--results", str(results), env=env)
+    p = _cli("run", "--backend", "reference", "-k", "quantizelinear-21-ties-float-int8", "-x", "--maxfail",
+             "2", "--form", "runtime", "--results", str(results), env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "(a subset of the corpus: -k quantizelinear-21-ties-float-int8, --form runtime)" in p.stdout
     head = json.loads(results.read_text().splitlines()[0])
     assert head["selection"] == {"-k": "quantizelinear-21-ties-float-int8", "--form": "runtime"}
-    assert (cache / "pytest").is_dir()  # the cache plugin is on, its cache under the project's cache directory
+    # the cache plugin is on, its cache under the project's cache directory
+    assert (cache / "pytest").is_dir()
     for habit in ("--lf", "--sw"):
         p = _cli("run", "--backend", "reference", "-k", "quantizelinear-21-ties-float-int8", habit, env=env)
         assert p.returncode == 0, p.stdout + p.stderr
@@ -166,7 +181,8 @@ def test_run_takes_pytest_habits_and_records_the_selection(tmp_path, shared_expa
     assert p.returncode == 2 and "put pytest arguments after --" in p.stderr
 
 
-# -- diff and findings ---------------------------------------------------------------------------------------------
+# -- diff and findings
+# ---------------------------------------------------------------------------------------------
 
 def _rec(k: int, status: str, expected: bool = False) -> dict[str, Any]:
     rec = failed_record(f"quantizelinear-21-demo-{k}")
@@ -178,14 +194,15 @@ def _rec(k: int, status: str, expected: bool = False) -> dict[str, Any]:
 
 def test_diff_warns_of_other_backends_and_selections_and_separates_expected_failures(tmp_path, capsys):
     old = write_run(tmp_path / "old.jsonl", [_rec(0, "passed"), _rec(1, "passed")], backend="a", version="1")
-    new = write_run(tmp_path / "new.jsonl", [_rec(0, "failed", expected=True), _rec(1, "passed")], backend="b",
-                    version="1", selection={"-k": "demo"})
+    new = write_run(tmp_path / "new.jsonl", [_rec(0, "failed", expected=True), _rec(1, "passed")],
+                    backend="b", version="1", selection={"-k": "demo"})
     assert main(["diff", str(old), str(new)]) == 0  # a failure an expectation says is no regression
     out = capsys.readouterr().out
     assert "WARNING: the runs are of different backends (a and b)" in out
     assert "WARNING: the runs selected different cases (the whole corpus and -k demo)" in out
     assert "0 regressed, 1 now failing (expected)" in out
-    new2 = write_run(tmp_path / "new2.jsonl", [_rec(0, "failed"), _rec(1, "passed")], backend="a", version="2")
+    new2 = write_run(tmp_path / "new2.jsonl", [_rec(0, "failed"), _rec(1, "passed")], backend="a",
+                     version="2")
     assert main(["diff", str(old), str(new2)]) == 1
     out = capsys.readouterr().out
     assert "1 regressed, 0 now failing (expected)" in out and "the backend versions differ (1 and 2)" in out
@@ -197,7 +214,8 @@ def test_findings_fail_on_new_and_every_view_says_subset(tmp_path, capsys):
     assert main(["findings", str(known), "--fail-on", "new"]) == 0
     out = capsys.readouterr().out
     assert "Subset of the corpus (-m v21)" in out
-    assert "In boundary-range cases, for an input between 448|480" in out  # the plain sentence, then the raw one
+    # the plain sentence, then the raw one
+    assert "In boundary-range cases, for an input between 448|480" in out
     assert main(["findings", str(fresh), "--fail-on", "new"]) == 1
     assert main(["findings", str(fresh)]) == 0
     capsys.readouterr()
@@ -205,21 +223,24 @@ def test_findings_fail_on_new_and_every_view_says_subset(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["subset"] == "-m v21"
 
 
-# -- fuzz --------------------------------------------------------------------------------------------------------
+# -- fuzz
+# --------------------------------------------------------------------------------------------------------
 
 def test_fuzz_reports_a_deviation_the_expectations_record_as_known(tmp_path):
-    """The planted bug (the zero point added twice) is recorded by an expectation entry of the backend, on corpus
-    cases that fail with its root cause: the fuzzed finding is known, not new (exit 0); the table fits 100
-    columns and names the finding as ``findings`` does on the fuzz run's results."""
+    """The planted bug (the zero point added twice) is recorded by an expectation entry of the backend, on
+    corpus cases that fail with its root cause: the fuzzed finding is known, not new (exit 0); the table fits
+    100 columns and names the finding as ``findings`` does on the fuzz run's results."""
     exp = tmp_path / "planted.yaml"
-    # (corpus cases by name: a glob such as quantizelinear-21-*-float-uint8* would also name the fuzzed examples,
-    # quantizelinear-21-fuzz-<key>-float-uint8-x1, which are then expected failures and never findings)
-    exp.write_text("backend: planted-zp-twice\nentries:\n  - cases: ['quantizelinear-21-bnd-ties-float-uint8']\n"
-                   "    status: failed\n    reason: the zero point is added twice\n", encoding="utf-8")
+    # (corpus cases by name: a glob such as quantizelinear-21-*-float-uint8* would also name the fuzzed
+    # examples, quantizelinear-21-fuzz-<key>-float-uint8-x1, which are then expected failures and never
+    # findings)
+    exp.write_text("backend: planted-zp-twice\nentries:\n  - cases: "
+                   "['quantizelinear-21-bnd-ties-float-uint8']\n    status: failed\n    reason: the zero "
+                   "point is added twice\n", encoding="utf-8")
     out = tmp_path / "out"
-    p = _cli("fuzz", "--backend", "python:tests.fuzz_backends:planted", "--ops", "QuantizeLinear", "--versions",
-             "21", "--types", "float/float/uint8", "--examples", "150", "--seed", "0", "--out", str(out),
-             "--expectations", str(exp), "--no-database", env={"COLUMNS": "300"})
+    p = _cli("fuzz", "--backend", "python:tests.fuzz_backends:planted", "--ops", "QuantizeLinear",
+             "--versions", "21", "--types", "float/float/uint8", "--examples", "150", "--seed", "0", "--out",
+             str(out), "--expectations", str(exp), "--no-database", env={"COLUMNS": "300"})
     assert p.returncode == 0, p.stdout + p.stderr
     found = json.loads((out / "findings.json").read_text())
     row = found["findings"][0]

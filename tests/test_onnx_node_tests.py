@@ -1,4 +1,5 @@
-"""ONNX's own node tests for these operators, reproduced bit for bit at every version where the model is valid.
+"""ONNX's own node tests for these operators, reproduced bit for bit at every version where the model is
+valid.
 
 ONNX tests only the newest version; here the same model is re-targeted to every earlier opset of its operator
 and must give the same expected outputs wherever the kernel accepts it (a version where the model's types or
@@ -32,7 +33,8 @@ def test_collects_every_onnx_qdq_node_test(onnx_node_cases):
     names = {c.name for c in onnx_node_cases}
     # The families ONNX 1.23 ships; a missing one means the collection silently broke.
     for expected in ("test_quantizelinear", "test_dequantizelinear_e4m3fn", "test_quantizelinear_int2",
-                     "test_dequantizelinear_blocked", "test_dynamicquantizelinear", "test_quantizelinear_float4e2m1"):
+                     "test_dequantizelinear_blocked", "test_dynamicquantizelinear",
+                     "test_quantizelinear_float4e2m1"):
         assert expected in names
     assert len(onnx_node_cases) >= 25
 

@@ -20,5 +20,6 @@ def test_every_python_package_is_listed_in_pyproject():
         for init in (ROOT / folder).rglob("__init__.py"):
             rel = init.parent.relative_to(ROOT / folder)
             found.add(".".join([name, *rel.parts]))
-    assert found - listed == set(), f"packages missing from pyproject's [tool.setuptools] packages: {found - listed}"
+    assert (found - listed
+            == set()), f"packages missing from pyproject's [tool.setuptools] packages: {found - listed}"
     assert listed - found == set(), f"listed packages with no folder: {listed - found}"

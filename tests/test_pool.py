@@ -1,6 +1,6 @@
-"""The worker pool runs planned cases ahead of pytest: a crash, an abort or a hang still costs exactly the case it
-happened on, cases queued behind it are run by the replacement worker, and results do not depend on the order or
-the prefetching."""
+"""The worker pool runs planned cases ahead of pytest: a crash, an abort or a hang still costs exactly the
+case it happened on, cases queued behind it are run by the replacement worker, and results do not depend on
+the order or the prefetching."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ TIERS = ("default",)
 
 def _refs(path: Path, keep) -> list[FileRef]:
     path = path.resolve()
-    return [FileRef(str(path), TIERS, i, c.id) for i, c in enumerate(load_file_cached(path, TIERS)) if keep(c.id)]
+    return [FileRef(str(path), TIERS, i, c.id) for i, c in enumerate(load_file_cached(path, TIERS))
+            if keep(c.id)]
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,8 @@ def plan() -> list[tuple[FileRef, str]]:
     return [(r, "runtime") for r in order]
 
 
-LOST = {"quantizelinear-13-ties-near-bounds-float-int8": "crashed", "quantizelinear-13-signed-zero-float-uint8":
+LOST = {"quantizelinear-13-ties-near-bounds-float-int8": "crashed",
+        "quantizelinear-13-signed-zero-float-uint8":
         "crashed", "quantizelinear-13-saturation-inf-float-uint8": "timeout"}
 
 

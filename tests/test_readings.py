@@ -1,5 +1,5 @@
-"""The ambiguity catalogue's readings, each checked against values worked out by hand (never the kernel re-run),
-the case-status policy built on them, and the runner's judgement of implementation-defined cases."""
+"""The ambiguity catalogue's readings, each checked against values worked out by hand (never the kernel
+re-run), the case-status policy built on them, and the runner's judgement of implementation-defined cases."""
 
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ def _same(a: list | None, b: list | None) -> bool:
 
 
 def test_division_precision_scale_type_against_float32():
-    # x = 1025 and y_scale = 8.1015625 are float16 values; 1025 / 8.1015625 = 126.5188.. . In float16 (ulp 1/16
-    # on [64, 128)) that rounds to the tie 126.5, which rounds half to even to 126; in float32 it stays 126.5188..
-    # and rounds to 127.
+    # x = 1025 and y_scale = 8.1015625 are float16 values; 1025 / 8.1015625 = 126.5188.. . In float16 (ulp
+    # 1/16 on [64, 128)) that rounds to the tie 126.5, which rounds half to even to 126; in float32 it stays
+    # 126.5188.. and rounds to 127.
     for domain, version in (("", 21), ("com.microsoft", 1)):
         got = _readings(domain, "QuantizeLinear", version,
                         [np.array([1025], F16), np.array(8.1015625, F16), np.array(0, np.int8)])
@@ -52,9 +52,9 @@ def test_division_precision_scale_type_against_float32():
 
 
 def test_mixed_precision_rounds_the_exact_quotient_to_the_precision_not_the_exact_quotient_itself():
-    # x = 121.5 + 2**-5 + 2**-14 (float32), y_scale = 3 (float16, the precision). Operands rounded: x to float16
-    # (ulp 1/16) is 121.5625, / 3 = 40.52.. -> 41. Exact quotient 40.51044.. rounded to float16 (ulp 1/32 on
-    # [32, 64)) is 40.5, a tie, -> 40.
+    # x = 121.5 + 2**-5 + 2**-14 (float32), y_scale = 3 (float16, the precision). Operands rounded: x to
+    # float16 (ulp 1/16) is 121.5625, / 3 = 40.52.. -> 41. Exact quotient 40.51044.. rounded to float16 (ulp
+    # 1/32 on [32, 64)) is 40.5, a tie, -> 40.
     x = 121.5 + 2**-5 + 2**-14
     got = _readings("", "QuantizeLinear", 23, [np.array([x], F32), np.array(3.0, F16), np.array(0, np.int8)])
     assert got["mixed-precision-operands"] == {"operands-rounded": [41], "exact-quotient": [40]}
@@ -64,7 +64,8 @@ def test_mixed_precision_rounds_the_exact_quotient_to_the_precision_not_the_exac
 
 def test_int32_precision_truncation_exact_and_float32():
     # 7 / 2 = 3.5 -> 4 (half to even), truncated 3; -7 / 2 -> -4, truncated -3.
-    got = _readings("", "QuantizeLinear", 19, [np.array([7, -7], I32), np.array(2, I32), np.array(0, np.int8)])
+    got = _readings("", "QuantizeLinear", 19,
+                    [np.array([7, -7], I32), np.array(2, I32), np.array(0, np.int8)])
     assert got["int32-precision"] == {"exact": [4, -4], "float32": [4, -4], "truncation": [3, -3]}
     # 16908289 = 2**24 + 2**17 + 1: float32 rounds it to 16908288 (tie, even), / 2**18 = 64.5 -> 64; exactly
     # 64.5000038 -> 65; truncated 64.
@@ -74,14 +75,15 @@ def test_int32_precision_truncation_exact_and_float32():
 
 
 def test_int32_input_division_at_versions_10_and_13():
-    # 16859135 is odd and above 2**24: float32 rounds it to 16859136 (tie to even); / 98304 = 171.5 exactly -> 172.
-    # Exact quotient 171.49998983 -> 171, whether rounded to float32 first or not.
+    # 16859135 is odd and above 2**24: float32 rounds it to 16859136 (tie to even); / 98304 = 171.5 exactly ->
+    # 172. Exact quotient 171.49998983 -> 171, whether rounded to float32 first or not.
     for version in (10, 13):
         got = _readings("", "QuantizeLinear", version, [np.array([16859135], I32), np.array(98304.0, F32),
                                                          np.array(0, np.uint8)])
-        assert got["int32-input-division"] == {"float32-operands": [172], "exact-quotient": [171], "exact": [171]}
-    # 16908289 / 2**18: float32 operands 64.5 -> 64; exact quotient 64.5000038 rounded to float32 is the tie 64.5
-    # (ulp 2**-17) -> 64; unrounded -> 65.
+        assert got["int32-input-division"] == {"float32-operands": [172], "exact-quotient": [171],
+                                               "exact": [171]}
+    # 16908289 / 2**18: float32 operands 64.5 -> 64; exact quotient 64.5000038 rounded to float32 is the tie
+    # 64.5 (ulp 2**-17) -> 64; unrounded -> 65.
     got = _readings("", "QuantizeLinear", 13, [np.array([16908289], I32), np.array(2.0**18, F32),
                                                np.array(0, np.uint8)])
     assert got["int32-input-division"] == {"float32-operands": [64], "exact-quotient": [64], "exact": [65]}
@@ -91,7 +93,8 @@ def test_int32_input_division_at_versions_10_and_13():
 
 def test_e8m0_precision_of_x():
     got = _readings("", "QuantizeLinear", 24, [np.array([16908289], I32),
-                                               np.array(2.0**18, ml_dtypes.float8_e8m0fnu), np.array(0, np.int8)])
+                                               np.array(2.0**18, ml_dtypes.float8_e8m0fnu),
+                                               np.array(0, np.int8)])
     assert got["e8m0-precision"] == {"float32": [64], "x-type": [65]}
 
 
@@ -122,8 +125,8 @@ def test_float_zero_point_readings():
     got = _readings("", "QuantizeLinear", 19, [np.array([-0.0], F32), np.array(1.0, F32), zero])
     assert all(_same(got["float-zero-point"][k], v) for k, v in
                {"exact": [0.0], "zero-unused": [-0.0], "two-roundings": [0.0], "ignored": [-0.0]}.items())
-    # x = 0.32 (float32 0.3199999..), zero point 1: exactly 1.32 -> 1.375 (e4m3 ulp 1/8 on [1, 2)); rounded first,
-    # 0.32 -> 0.3125 (ulp 1/32), + 1 = 1.3125, a tie -> 1.25; ignored: 0.3125.
+    # x = 0.32 (float32 0.3199999..), zero point 1: exactly 1.32 -> 1.375 (e4m3 ulp 1/8 on [1, 2)); rounded
+    # first, 0.32 -> 0.3125 (ulp 1/32), + 1 = 1.3125, a tie -> 1.25; ignored: 0.3125.
     got = _readings("", "QuantizeLinear", 19, [np.array([0.32], F32), np.array(1.0, F32), one])
     assert got["float-zero-point"] == {"exact": [1.375], "zero-unused": [1.375], "two-roundings": [1.25],
                                        "ignored": [0.3125]}
@@ -157,7 +160,8 @@ def test_dynamic_quantize_linear_readings():
     outputs = evaluate("", "DynamicQuantizeLinear", 11, [x])
     rs = {r.name: r for r in readings("", "DynamicQuantizeLinear", 11, [x], {}, outputs, ("dql-nan",))}
     SEEN.update(("dql-nan", name) for name in rs)
-    # NaN ignored: range [-2, 1], scale 3/255, zero point round(2 / (3/255)) = 170; 1 -> 170 + 85 = 255, -2 -> 0.
+    # NaN ignored: range [-2, 1], scale 3/255, zero point round(2 / (3/255)) = 170; 1 -> 170 + 85 = 255, -2 ->
+    # 0.
     ignored = rs["ignored"]
     assert ignored.outputs is not None and ignored.outputs[0].tolist()[1:] == [255, 0]
     assert int(ignored.outputs[2]) == 170 and ignored.judged is not None
@@ -166,11 +170,12 @@ def test_dynamic_quantize_linear_readings():
     assert got["dql-empty"] == {"identities": [], "fails": None}
 
 
-@pytest.mark.parametrize(("x", "combined"), [([math.nan], True), ([math.nan, 0.0], True), ([math.nan, 1.0], False)])
+@pytest.mark.parametrize(("x", "combined"),
+                         [([math.nan], True), ([math.nan, 0.0], True), ([math.nan, 1.0], False)])
 def test_nan_ignored_then_a_zero_range_guarded_is_a_reading_of_both_entries(x, combined):
     """With NaN ignored, an input of NaN and zeros leaves a zero range, and dql-zero's question arises for it:
-    dql-nan:ignored+dql-zero:guard-one is y_scale 1, y_zero_point 0 (ONNX Runtime's answer to an all-NaN input);
-    an input with a number left has a range, and no such reading."""
+    dql-nan:ignored+dql-zero:guard-one is y_scale 1, y_zero_point 0 (ONNX Runtime's answer to an all-NaN
+    input); an input with a number left has a range, and no such reading."""
     xs = np.array(x, F32)
     outputs = evaluate("", "DynamicQuantizeLinear", 11, [xs])
     rs = {r.name: r for r in readings("", "DynamicQuantizeLinear", 11, [xs], {}, outputs, ("dql-nan",))}
@@ -189,19 +194,28 @@ def test_nan_ignored_then_a_zero_range_guarded_is_a_reading_of_both_entries(x, c
 
 def test_validity_readings_are_rejections():
     got = _readings("com.microsoft", "QuantizeLinear", 1, [np.array([1.0, 2.0], F32), np.array([2.0], F32),
-                                                           np.array([1], np.uint8)], declared="ms-one-element-no-axis")
+                                                           np.array([1], np.uint8)],
+                    declared="ms-one-element-no-axis")
     assert got["ms-one-element-no-axis"] == {"per-tensor": [1, 2], "invalid": None}  # 0.5 -> 0, 1 -> 1; + 1
 
 
 def test_every_catalogue_reading_is_computed_somewhere_or_explained():
     assert set(COMPUTED) == set(catalogue())
-    for check in (test_division_precision_scale_type_against_float32, test_int32_precision_truncation_exact_and_float32,
-                  test_mixed_precision_rounds_the_exact_quotient_to_the_precision_not_the_exact_quotient_itself,
-                  test_int32_input_division_at_versions_10_and_13, test_e8m0_precision_of_x,
-                  test_dq_precision_literal_widened_and_float32, test_nan_to_integer_readings_and_the_free_element,
-                  test_float_zero_point_readings, test_int32_zero_point_readings, test_nan_to_nanless_float_readings,
-                  test_quark_float_saturation_readings, test_dynamic_quantize_linear_readings,
-                  test_validity_readings_are_rejections):
+    for check in (
+            test_division_precision_scale_type_against_float32,
+            test_int32_precision_truncation_exact_and_float32,
+            test_mixed_precision_rounds_the_exact_quotient_to_the_precision_not_the_exact_quotient_itself,
+            test_int32_input_division_at_versions_10_and_13,
+            test_e8m0_precision_of_x,
+            test_dq_precision_literal_widened_and_float32,
+            test_nan_to_integer_readings_and_the_free_element,
+            test_float_zero_point_readings,
+            test_int32_zero_point_readings,
+            test_nan_to_nanless_float_readings,
+            test_quark_float_saturation_readings,
+            test_dynamic_quantize_linear_readings,
+            test_validity_readings_are_rejections,
+    ):
         check()  # (each records the readings it saw, whatever the order or the worker the tests run in)
     for a in catalogue().values():
         for name in a.readings:
@@ -237,7 +251,8 @@ def test_an_implementation_defined_case_is_judged_against_its_readings():
     o = _judge([np.array([0, 4], np.uint8)], [k, lo, free])
     assert (o.status, o.reading) == ("implementation-defined", "nan-to-integer:lower-bound")
     o = _judge([np.array([77, 4], np.uint8)], [k, lo, free])  # the NaN element is free under "any"
-    assert (o.status, o.reading) == ("implementation-defined", "nan-to-integer:any") and "not judged" in o.message
+    assert ((o.status, o.reading) == ("implementation-defined", "nan-to-integer:any")
+            and "not judged" in o.message)
     o = _judge([np.array([3, 5], np.uint8)], [k, lo, free])  # a constrained element is wrong: no reading fits
     assert o.status == "failed" and "matches none of the catalogued readings" in o.message and o.mismatches
 
@@ -269,8 +284,10 @@ def test_a_double_ai_onnx_import_resolves_as_onnx_does(imports, node_domain, ver
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2])],
                               [helper.make_tensor_value_info("y", TensorProto.UINT8, [2])],
                               [helper.make_tensor("s", TensorProto.FLOAT16, [], [2.0])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in imports], ir_version=9)
-    if version == 10:  # float16 x does not exist at version 10: onnx's checker refuses, and so do kernel and checker
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in imports],
+                              ir_version=9)
+    # float16 x does not exist at version 10: onnx's checker refuses, and so do kernel and checker
+    if version == 10:
         with pytest.raises((onnx.checker.ValidationError, onnx.shape_inference.InferenceError)):
             onnx.checker.check_model(model, full_check=True)
         with pytest.raises(Exception, match="QDQ002"):
@@ -294,13 +311,15 @@ def test_report_and_scoreboard_show_which_reading_each_backend_follows(tmp_path)
 
     a = [rec("c1", "implementation-defined", "nan-to-integer:zero-point"), rec("c2", "failed"),
          rec("c3", "implementation-defined", "nan-to-integer:any")]
-    b = [rec("c1", "implementation-defined", "nan-to-integer:upper-bound"), rec("c2", "implementation-defined",
-                                                                               "nan-to-integer:zero-point")]
+    b = [rec("c1", "implementation-defined", "nan-to-integer:upper-bound"),
+         rec("c2", "implementation-defined",
+            "nan-to-integer:zero-point")]
     assert readings_table(a) == {"nan-to-integer": [("zero-point", 1), ("none of the catalogued readings", 1),
                                                     ("any", 1)]}
     board = scoreboard([({"backend": "x"}, a, None), ({"backend": "y"}, b, None)])
-    assert board["readings"]["nan-to-integer"] == [{"zero-point": 1, "none of the catalogued readings": 1, "any": 1},
-                                                   {"upper-bound": 1, "zero-point": 1}]
+    assert (board["readings"]["nan-to-integer"]
+            == [{"zero-point": 1, "none of the catalogued readings": 1, "any": 1},
+                {"upper-bound": 1, "zero-point": 1}])
     html = render([({"backend": "x"}, a, None), ({"backend": "y"}, b, None)], tmp_path / "b.html").read_text()
     assert "1 x upper-bound" in html and "none of the catalogued readings" in html
     html = render([({"backend": "x"}, a, None)], tmp_path / "r.html").read_text()
@@ -326,23 +345,24 @@ def test_expectations_apply_to_implementation_defined_cases(tmp_path):
     from qdq_conformance.runner.expectations import load
 
     path = tmp_path / "x.yaml"
-    path.write_text("backend: x\nentries:\n  - cases: 'dequantizelinear-*-int32-extremes-*'\n    status: failed\n"
-                    "    reason: wraps in int32\n")
+    path.write_text("backend: x\nentries:\n  - cases: 'dequantizelinear-*-int32-extremes-*'\n    status: "
+                    "failed\n    reason: wraps in int32\n")
     entry = load(path).expected("dequantizelinear-10-int32-extremes-zero-point-int32-float", "runtime")
     assert entry is not None and entry.status == "failed"
 
 
 def test_dequantize_combinations_and_free_dynamic_zero_points():
-    # int32 x = 16785409, zero point 5, scale 2**-10 (float16 output). Subtracted: 16785404 * 2**-10 = 16391.996..
-    # -> 16384 widened (ulp 16); the zero point ignored: 16392.00098 -> 16400 widened, 16384 through float32
-    # (16785409 rounds to 16785408 in float32: 16392, a tie, to even), inf literal (x overflows float16).
+    # int32 x = 16785409, zero point 5, scale 2**-10 (float16 output). Subtracted: 16785404 * 2**-10 =
+    # 16391.996.. -> 16384 widened (ulp 16); the zero point ignored: 16392.00098 -> 16400 widened, 16384
+    # through float32 (16785409 rounds to 16785408 in float32: 16392, a tie, to even), inf literal (x
+    # overflows float16).
     got = _readings("", "DequantizeLinear", 21, [np.array([16785409], I32), np.array(2**-10, F16),
                                                  np.array(5, I32)])
     assert got["int32-zero-point"] == {"subtracted": [math.inf], "ignored": [math.inf], "invalid": None}
     dq = got["dq-precision"]
     assert dq["widened"] == [16384.0] and dq["widened+int32-zero-point:ignored"] == [16400.0]
-    # DynamicQuantizeLinear: NaN propagates to y_scale, so the zero point is Cast(NaN), which Cast's text leaves
-    # open: not judged.
+    # DynamicQuantizeLinear: NaN propagates to y_scale, so the zero point is Cast(NaN), which Cast's text
+    # leaves open: not judged.
     x = np.array([math.nan, 1.0, -2.0], F32)
     outputs = evaluate("", "DynamicQuantizeLinear", 11, [x])
     rs = {r.name: r for r in readings("", "DynamicQuantizeLinear", 11, [x], {}, outputs, "dql-nan")}
@@ -352,9 +372,9 @@ def test_dequantize_combinations_and_free_dynamic_zero_points():
 
 
 def test_dynamic_quantize_linear_zero_point_nan_before_the_cast_is_not_judged():
-    """dql-nan's note: a zero point that is NaN before the Cast (here -inf / inf, with y_scale inf) is not judged,
-    nor is y of a number, which is that zero point; +inf alone leaves the zero point 0 / inf = 0, judged. (A case
-    naming dql-nan carries the kernel's reading, whose judged mask says this.)"""
+    """dql-nan's note: a zero point that is NaN before the Cast (here -inf / inf, with y_scale inf) is not
+    judged, nor is y of a number, which is that zero point; +inf alone leaves the zero point 0 / inf = 0,
+    judged. (A case naming dql-nan carries the kernel's reading, whose judged mask says this.)"""
     def kernel_reading(x):
         outputs = evaluate("", "DynamicQuantizeLinear", 11, [x])
         found = catalogue_readings("", "DynamicQuantizeLinear", 11, [x], {}, outputs, "dql-nan")

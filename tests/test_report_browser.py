@@ -1,11 +1,11 @@
-"""The HTML report in real headless Chromium: counts match the results file, filters work, hostile text stays text;
-the verdict and the findings come first, expected failures look different from unexpected ones, and nothing
-scrolls sideways at 1,400 px.
+"""The HTML report in real headless Chromium: counts match the results file, filters work, hostile text stays
+text; the verdict and the findings come first, expected failures look different from unexpected ones, and
+nothing scrolls sideways at 1,400 px.
 
-Skipped when no Chromium is installed, unless QDQ_REQUIRE_BROWSER=1 (as .ci/run sets), which turns the skip into
-a failure. QDQ_SCREENSHOT_DIR keeps the screenshot it takes; with QDQ_README_RESULTS (a results file of a real
-run, e.g. ``qdq-conformance run --backend ort --results ort.jsonl``) it also writes the README's two screenshots,
-report-ort.png and report-ort-case.png, from that run.
+Skipped when no Chromium is installed, unless QDQ_REQUIRE_BROWSER=1 (as .ci/run sets), which turns the skip
+into a failure. QDQ_SCREENSHOT_DIR keeps the screenshot it takes; with QDQ_README_RESULTS (a results file of a
+real run, e.g. ``qdq-conformance run --backend ort --results ort.jsonl``) it also writes the README's two
+screenshots, report-ort.png and report-ort-case.png, from that run.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ STATUSES = ["passed"] * 78 + ["failed"] * 12 + ["unsupported"] * 5 + ["implement
 
 
 def first_index(k: int) -> list[int]:
-    """The index of case k's mismatching element, as a run records it: one number per dimension (odd k: 8 x 8)."""
+    """The index of case k's mismatching element, as a run records it: one number per dimension (odd k: 8 x
+    8)."""
     return [(k % 64) // 8, k % 8] if k % 2 else [k % 64]
 
 
@@ -40,20 +41,25 @@ def _failed_details(k: int) -> dict:
     got[k % 64] += 1
     shape = [8, 8] if k % 2 else [64]
     return {
-        "inputs": {"x": {"type": "float", "shape": shape, "values": values, "codes": codes, "truncated": False}},
+        "inputs": {"x": {"type": "float", "shape": shape, "values": values, "codes": codes,
+                         "truncated": False}},
         "expected": [{"type": "int8", "shape": shape, "values": values, "codes": codes, "truncated": False}],
         "actual": [{"type": "int8", "shape": shape, "values": values, "codes": got, "truncated": False}],
-        "mismatches": [{"output": 0, "count": 1, "total": 64, "first_indices": [first_index(k)], "max_ulp": None}],
+        "mismatches": [{"output": 0, "count": 1, "total": 64, "first_indices": [first_index(k)],
+                        "max_ulp": None}],
         "spec": {"operator": "QuantizeLinear", "versions": "21-28", "text": "rounding to nearest even. " * 4},
-        "repro": "import numpy as np\nimport onnx\n" + "# reproduce the case with onnx and the backend's API\n" * 30,
-        "attributes": {"axis": 1}, "comparison": "exact",
+        "repro": "import numpy as np\nimport onnx\n"
+        + "# reproduce the case with onnx and the backend's API\n" * 30, "attributes": {"axis": 1},
+        "comparison": "exact",
     }
 
 
 def long_message(k: int) -> str:
-    """A message longer than the case list shows, with words and a long unbroken token (as backends' errors have)."""
-    return f"message {k}: " + "the backend's error text goes on " * 8 + "ONNX_NAMESPACE::TensorProto::FLOAT16" * 3 + \
-        " and on" * 20
+    """A message longer than the case list shows, with words and a long unbroken token (as backends' errors
+    have)."""
+    return (f"message {k}: " + "the backend's error text goes on " * 8
+            + "ONNX_NAMESPACE::TensorProto::FLOAT16" * 3 +
+            " and on" * 20)
 
 
 def write_results(path: Path, n: int, evil: bool = False) -> Counter:
@@ -73,7 +79,8 @@ def write_results(path: Path, n: int, evil: bool = False) -> Counter:
             rec = {"type": "case", "id": cid, "form": "runtime", "status": status, "operator": op,
                    "domain": "ai.onnx", "version": v, "types": {"x": "float", "y": types[k % len(types)]},
                    "family": "ties", "granularity": ["per-tensor", "per-axis", "blocked"][k % 3],
-                   "case_status": "implementation-defined" if status == "implementation-defined" else "normative",
+                   "case_status": "implementation-defined" if status == "implementation-defined"
+                   else "normative",
                    "ambiguity": "nan-to-integer" if status == "implementation-defined" else None,
                    "behaviour": "NaN -> 0" if status == "implementation-defined" else None,
                    "message": ("<img src=x onerror=window.pwned=2>" if evil and k == 1 else long_message(k)
@@ -124,18 +131,21 @@ def test_report_in_chromium(tmp_path, chromium):
         b.eval("var s = document.getElementById('fstatus'); s.value = 'failed';"
                "s.dispatchEvent(new Event('input'))")
         assert b.eval("Number(document.getElementById('shown').dataset.matching)") == counts["failed"]
-        statuses = b.eval("[...document.querySelectorAll('#cases tbody tr')].map(tr => tr.children[2].textContent)")
+        statuses = b.eval("[...document.querySelectorAll('#cases tbody tr')].map(tr => "
+                          "tr.children[2].textContent)")
         assert statuses and set(statuses) == {"failed"}
         b.eval("var q = document.getElementById('q'); q.value = 'dequantizelinear-25';"
                "q.dispatchEvent(new Event('input'))")
-        ids = b.eval("[...document.querySelectorAll('#cases tbody tr')].map(tr => tr.children[0].textContent)")
+        ids = b.eval("[...document.querySelectorAll('#cases tbody tr')].map(tr => "
+                     "tr.children[0].textContent)")
         assert ids and all(i.startswith("dequantizelinear-25-") for i in ids)
 
         # details on demand: a click opens the comparison with the mismatching element marked, and the repro;
         # mismatch indices read [4] or [1, 2] (a run records [[4]] / [[1, 2]]: one list per element), not
         # [[4]], [(4,)] or 1,2
         for query in ("dequantizelinear-25", "quantizelinear-21-"):  # 8 x 8 outputs, then 64-element ones
-            b.eval(f"var q = document.getElementById('q'); q.value = {query!r}; q.dispatchEvent(new Event('input'))")
+            b.eval(f"var q = document.getElementById('q'); q.value = {query!r}; q.dispatchEvent(new "
+                   "Event('input'))")
             b.eval("document.querySelector('#cases tbody tr').click()")
             case = b.eval("document.querySelector('#cases tbody tr').children[0].textContent")
             detail = b.eval("document.querySelector('#cases tr.detail').textContent")
@@ -149,7 +159,8 @@ def test_report_in_chromium(tmp_path, chromium):
             assert "[[" not in detail and "(" not in detail.split("first at")[1].split("\n")[0]
 
         # a message longer than the list shows is cut at a word (whole in the details), never mid-word
-        b.eval("var q = document.getElementById('q'); q.value = 'goes on'; q.dispatchEvent(new Event('input'))")
+        b.eval("var q = document.getElementById('q'); q.value = 'goes on'; q.dispatchEvent(new "
+               "Event('input'))")
         row = b.eval("[...document.querySelector('#cases tbody tr').children].map(td => td.textContent)")
         k = int(row[0].split("-case-")[1][:5])
         shown_text = row[-1].removesuffix(" …")
@@ -166,9 +177,9 @@ def test_report_in_chromium(tmp_path, chromium):
         b.eval("var q = document.getElementById('q'); q.value = ''; q.dispatchEvent(new Event('input'))")
 
         # a matrix cell lists its cases
-        b.eval("var s = document.getElementById('fstatus'); s.value = ''; s.dispatchEvent(new Event('input'));"
-               "var q = document.getElementById('q'); q.value = ''; q.dispatchEvent(new Event('input'));"
-               "document.querySelector('a[data-cell=\"y|ai.onnx::QuantizeLinear-21|int8\"]').click()")
+        b.eval("var s = document.getElementById('fstatus'); s.value = ''; s.dispatchEvent(new "
+               "Event('input'));var q = document.getElementById('q'); q.value = ''; q.dispatchEvent(new "
+               "Event('input'));document.querySelector('a[data-cell=\"y|ai.onnx::QuantizeLinear-21|int8\"]').click()")
         n = b.eval("Number(document.getElementById('shown').dataset.matching)")
         assert n == sum(1 for k in range(10_000) if k % 4 == 0 and k % 5 == 0)
 
@@ -227,12 +238,14 @@ def _check_expected_failures_look_different(b: Browser) -> None:
     def colour(selector: str) -> str:
         return b.eval(f"getComputedStyle(document.querySelector({selector!r})).backgroundColor")
 
-    assert b.eval("document.querySelector('#summary td[data-expected=\"failed\"]').className").endswith("xfail")
+    assert b.eval("document.querySelector('#summary "
+                  "td[data-expected=\"failed\"]').className").endswith("xfail")
     assert colour("#summary td[data-expected='failed']") != colour("#summary td[data-unexpected='failed']")
     statuses = b.eval("[...document.querySelectorAll('#cases tbody tr')].map(tr => tr.className)")
     assert set(statuses) <= {"failed", "error"}  # the first rows: unexpected failures
     unexpected = colour("#cases tbody tr.failed td")
-    b.eval("var s = document.getElementById('fexp'); s.value = 'expected'; s.dispatchEvent(new Event('input'))")
+    b.eval("var s = document.getElementById('fexp'); s.value = 'expected'; s.dispatchEvent(new "
+           "Event('input'))")
     statuses = b.eval("[...document.querySelectorAll('#cases tbody tr')].map(tr => tr.className)")
     assert statuses and set(statuses) == {"xfail"} and colour("#cases tbody tr.xfail td") != unexpected
     assert b.eval("document.querySelector('#cases tbody tr').children[2].textContent") == "failed (expected)"
@@ -246,22 +259,25 @@ def test_readme_screenshots_of_a_real_run(tmp_path, chromium):
     opened), after the same layout checks."""
     results, keep = os.environ.get("QDQ_README_RESULTS"), os.environ.get("QDQ_SCREENSHOT_DIR")
     if not results or not keep:
-        pytest.skip("set QDQ_README_RESULTS (a results file) and QDQ_SCREENSHOT_DIR to write the README screenshots")
+        pytest.skip("set QDQ_README_RESULTS (a results file) and QDQ_SCREENSHOT_DIR to write the README "
+                    "screenshots")
     page = render_files([Path(results)], tmp_path / "report.html")
     Path(keep).mkdir(parents=True, exist_ok=True)
     with Browser(chromium) as b:
         b.open(page)
         b.wait_for("document.body.dataset.ready === '1'", timeout=60)
         failing = b.eval("[...document.querySelectorAll('#summary td[data-status]')].filter(td => "
-                         "['failed', 'error', 'crashed', 'timeout', 'invalid-accepted'].includes(td.dataset.status))"
-                         ".reduce((n, td) => n + Number(td.textContent), 0)")
+                         "['failed', 'error', 'crashed', 'timeout', "
+                         "'invalid-accepted'].includes(td.dataset.status)).reduce((n, td) => n + "
+                         "Number(td.textContent), 0)")
         _check_first_screen_and_layout(b, failing, verdict="")
         b.eval("window.scrollTo(0, 0)")
         b.screenshot(Path(keep) / "report-ort.png")
-        # the example of the first finding about wrong values (expected vs actual marked), else of the first one
+        # the example of the first finding about wrong values (expected vs actual marked), else of the first
+        # one
         b.eval("var rows = [...document.querySelectorAll('#findings tbody tr')];"
-               "var row = rows.find(tr => tr.children[3].textContent.indexOf('values differ') >= 0) || rows[0];"
-               "row.querySelector('a[data-open]').click();"
+               "var row = rows.find(tr => tr.children[3].textContent.indexOf('values differ') >= 0) || "
+               "rows[0];row.querySelector('a[data-open]').click();"
                "document.querySelector('#cases tr.detail').previousSibling.scrollIntoView()")
         _no_sideways_scrolling(b)
         b.screenshot(Path(keep) / "report-ort-case.png")
@@ -276,7 +292,8 @@ def _shard_files(whole: Path, given: tuple[int, ...], n: int) -> list[Path]:
         path = whole.with_name(f"{whole.stem}-shard-{k}-of-{n}-from-a-ci-matrix-job-artifact.jsonl")
         path.write_text("\n".join(json.dumps(r) for r in [{**head, "shard": f"{k}/{n}"}, *mine,
                                                           {"type": "summary", "duration_s": 1.0,
-                                                           "counts": dict(Counter(c["status"] for c in mine))}]))
+                                                           "counts": dict(Counter(c["status"]
+                                                                                  for c in mine))}]))
         out.append(path)
     return out
 

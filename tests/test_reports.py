@@ -38,8 +38,8 @@ def _results(path, statuses, evil=False):
     for k, s in enumerate(statuses):
         cid = f"quantizelinear-21-case{k}" + ("<script>alert(1)</script>" if evil and k == 0 else "")
         lines.append({"type": "case", "id": cid, "form": "runtime", "status": s, "operator": "QuantizeLinear",
-                      "domain": "ai.onnx", "version": 21, "types": {"x": "float", "y": "int8"}, "family": "ties",
-                      "granularity": "per-tensor", "case_status": "normative",
+                      "domain": "ai.onnx", "version": 21, "types": {"x": "float", "y": "int8"},
+                      "family": "ties", "granularity": "per-tensor", "case_status": "normative",
                       "message": "</script><script>alert(2)</script>" if evil else "m", "duration": 0.001})
     lines.append({"type": "summary", "counts": {}})
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
@@ -84,7 +84,8 @@ def test_diff_lists_regressions_fixes_and_membership_changes(tmp_path, capsys):
     rc = main(["diff", str(old), str(new), "-o", str(tmp_path / "d.html")])
     out = capsys.readouterr().out
     assert rc == 1  # a regression fails the CI step
-    assert "1 regressed, 0 now failing (expected), 1 fixed, 1 changed, 0 appeared, 1 disappeared, 1 unchanged" in out
+    assert ("1 regressed, 0 now failing (expected), 1 fixed, 1 changed, 0 appeared, 1 disappeared, 1 "
+            "unchanged") in out
     assert "quantizelinear-21-case0 [runtime]  passed -> failed" in out
     assert "quantizelinear-21-case4 [runtime]  passed -> -" in out
     p = _Collect()
@@ -101,7 +102,8 @@ def test_diff_of_identical_runs_is_empty_and_escapes_html(tmp_path, capsys):
     a = _results(tmp_path / "a.jsonl", ["failed", "passed"], evil=True)
     b = _results(tmp_path / "b.jsonl", ["passed", "passed"], evil=True)
     assert main(["diff", str(a), str(a)]) == 0
-    assert "0 regressed, 0 now failing (expected), 0 fixed, 0 changed, 0 appeared, 0 disappeared, 2 unchanged" in capsys.readouterr().out
+    assert ("0 regressed, 0 now failing (expected), 0 fixed, 0 changed, 0 appeared, 0 disappeared, 2 "
+            "unchanged") in capsys.readouterr().out
     main(["diff", str(a), str(b), "-o", str(tmp_path / "d.html")])
     assert "<script>alert" not in (tmp_path / "d.html").read_text()
 
@@ -110,8 +112,8 @@ def test_compliance_markdown_from_saved_results(tmp_path, capsys):
     a = _results(tmp_path / "a.jsonl", ["passed", "failed", "unsupported"])
     _results(tmp_path / "b.jsonl", ["passed", "passed", "passed"])
     lines = [json.loads(x) for x in a.read_text().splitlines()]
-    lines[2]["expectation"] = {"status": "failed", "reason": "Rounds after adding the zero point. More detail.",
-                               "line": 7}
+    lines[2]["expectation"] = {"status": "failed",
+                               "reason": "Rounds after adding the zero point. More detail.", "line": 7}
     a.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     md = tmp_path / "c.md"
     assert main(["compliance", "--backends", "a,b", "--results-dir", str(tmp_path), "--reuse",

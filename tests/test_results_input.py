@@ -1,7 +1,8 @@
 """Results files as `report`, `findings` and `diff` read them: bad files are one-line errors (exit 2), never
-tracebacks; an incomplete file (no summary line, malformed lines skipped, a run interrupted or stopped before its
-first case) is read, said in one line per reason on stderr and marked INCOMPLETE on the report's first screen; a
-diff with an incomplete or empty side fails the regression gate (--allow-incomplete accepts an incomplete one)."""
+tracebacks; an incomplete file (no summary line, malformed lines skipped, a run interrupted or stopped before
+its first case) is read, said in one line per reason on stderr and marked INCOMPLETE on the report's first
+screen; a diff with an incomplete or empty side fails the regression gate (--allow-incomplete accepts an
+incomplete one)."""
 
 from __future__ import annotations
 
@@ -48,10 +49,12 @@ def test_bad_results_files_are_one_line_errors(tmp_path, capsys, lines, raw, mes
     with pytest.raises(ResultsError, match=message):
         read(path)
     for argv in (["report", str(path), "-o", str(tmp_path / "r.html")],
-                 ["diff", str(_file(tmp_path, "ok.jsonl", [HEAD, _case("a", "passed"), SUMMARY])), str(path)]):
+                 ["diff", str(_file(tmp_path, "ok.jsonl", [HEAD, _case("a", "passed"), SUMMARY])),
+                  str(path)]):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
-        assert err.startswith("error: ") and message in err and len(err.splitlines()) == 1 and str(path) in err
+        assert (err.startswith("error: ") and message in err and len(err.splitlines()) == 1
+                and str(path) in err)
 
 
 def test_missing_results_file(tmp_path, capsys):
@@ -60,7 +63,8 @@ def test_missing_results_file(tmp_path, capsys):
 
 
 def test_a_cut_last_line_is_an_interrupted_run(tmp_path):
-    path = _file(tmp_path, "cut.jsonl", [], raw=(HEAD + "\n" + _case("a", "passed") + "\n" + '{"type": "ca').encode())
+    path = _file(tmp_path, "cut.jsonl", [],
+                 raw=(HEAD + "\n" + _case("a", "passed") + "\n" + '{"type": "ca').encode())
     head, cases, summary = read(path)
     assert head["backend"] == "fake" and [c["id"] for c in cases] == ["a"] and summary is None
     assert head["read"] == [{"file": str(path), "summary": False, "malformed": 1, "first_malformed": 3}]
@@ -70,26 +74,28 @@ GARBLED = "\x00\x00\xff garbled"
 #: name -> (lines of the file, the one line each reader says: none for a whole file)
 INCOMPLETE: dict[str, tuple[list[str], list[str]]] = {
     "whole": ([HEAD, _case("a", "passed"), SUMMARY], []),
-    "header-only": ([HEAD], ["{f}: incomplete: no summary line (the run was killed, crashed or is still running"]),
+    "header-only": ([HEAD],
+                    ["{f}: incomplete: no summary line (the run was killed, crashed or is still running"]),
     "cut-in-the-middle": ([HEAD, _case("a", "passed"), '{"type": "case", "id": "b", "form": "ru'],
-                          ["{f}: incomplete: no summary line (the run was killed, crashed or is still running: the "
-                           "cases it had not finished are missing); 1 malformed line skipped (not JSON: cut short or "
-                           "garbled), the first at line 3"]),
+                          ["{f}: incomplete: no summary line (the run was killed, crashed or is still "
+                           "running: the cases it had not finished are missing); 1 malformed line skipped "
+                           "(not JSON: cut short or garbled), the first at line 3"]),
     "garbled-lines": ([HEAD, _case("a", "passed"), "{not json", _case("b", "passed"), GARBLED, "[" * 100000,
                        SUMMARY],
-                      ["{f}: incomplete: 3 malformed lines skipped (not JSON: cut short or garbled), the first at "
-                       "line 3"]),
-    "integer-too-long": ([HEAD, _case("a", "passed"), '{"type": "case", "id": "b", "duration": ' + "9" * 5000 + "}",
-                          SUMMARY],
-                         ["{f}: incomplete: 1 malformed line skipped (not JSON: cut short or garbled), the first at "
-                          "line 3"]),
+                      ["{f}: incomplete: 3 malformed lines skipped (not JSON: cut short or garbled), the "
+                       "first at line 3"]),
+    "integer-too-long": ([HEAD, _case("a", "passed"),
+                          '{"type": "case", "id": "b", "duration": ' + "9" * 5000 + "}", SUMMARY],
+                         ["{f}: incomplete: 1 malformed line skipped (not JSON: cut short or garbled), the "
+                          "first at line 3"]),
     "interrupted": ([HEAD, _case("a", "passed"), json.dumps({"type": "summary", "interrupted": True,
                                                              "signal": "SIGTERM"})],
                     ["fake 1.0: incomplete: the run was interrupted (SIGTERM)"]),
-    "backend-not-created": ([HEAD, json.dumps({"type": "summary", "error": "backend 'x' could not be created: "
-                                                                           "x cannot be imported"})],
-                            ["fake 1.0: incomplete: the run ended before its first case (backend 'x' could not be "
-                             "created: x cannot be imported)"]),
+    "backend-not-created": ([HEAD,
+                             json.dumps({"type": "summary", "error": "backend 'x' could not be created: "
+                                                                     "x cannot be imported"})],
+                            ["fake 1.0: incomplete: the run ended before its first case (backend 'x' could "
+                             "not be created: x cannot be imported)"]),
 }
 
 
@@ -151,8 +157,9 @@ def test_shard_files_keep_each_files_incompleteness(tmp_path, capsys):
     files = [shard(1, SUMMARY), shard(2, GARBLED, SUMMARY)]  # shard 3 missing; shard 2 with a garbled line
     assert main(["findings", *map(str, files)]) == 0
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
-    assert err == [f"warning: {files[1]}: incomplete: 1 malformed line skipped (not JSON: cut short or garbled), the "
-                   "first at line 3", "warning: fake 1.0: incomplete: shard 3 of 3 is missing"], err
+    assert (err == [f"warning: {files[1]}: incomplete: 1 malformed line skipped (not JSON: cut short or "
+                    "garbled), the first at line 3",
+                    "warning: fake 1.0: incomplete: shard 3 of 3 is missing"]), err
 
 
 def test_diff_gate_fails_on_an_empty_or_unfinished_new_run(tmp_path, capsys):
@@ -171,7 +178,8 @@ def test_diff_gate_fails_on_an_empty_or_unfinished_new_run(tmp_path, capsys):
 
 
 def test_the_schema_is_derived_from_the_record_types():
-    """FIELDS is not kept beside the typed records: a field added to a record type is checked by the reader."""
+    """FIELDS is not kept beside the typed records: a field added to a record type is checked by the
+    reader."""
     from typing import get_type_hints
 
     from qdq_conformance.results import FIELDS, CaseRecord, Each, ExpectationRecord, Obj, PreviewRecord

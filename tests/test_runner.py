@@ -82,7 +82,8 @@ def test_failure_report_shows_clause_data_mismatch_and_repro(misbehaving):
 def test_repro_script_runs_standalone(misbehaving):
     _, (_, cases, _) = misbehaving
     rec = next(c for c in cases if c["id"] == "quantizelinear-13-basic-float-int8" and c["form"] == "runtime")
-    code = rec["repro"].replace("from qdq_conformance.reference import run", "from qdq_conformance.reference import run")
+    code = rec["repro"].replace("from qdq_conformance.reference import run",
+                                "from qdq_conformance.reference import run")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0 and "y int8" in out.stdout
 
@@ -112,7 +113,8 @@ def test_selection_by_markers_and_keywords():
     p = run_pytest("--backend=reference", "-m", "v21 and y_int8 and runtime", "--collect-only", "-q")
     ids = [ln for ln in p.stdout.splitlines() if "::" in ln]
     assert ids == ["tests/data/runner_cases/small.yaml::quantizelinear-21-basic-float-int8[runtime]"]
-    p = run_pytest("--backend=reference", "-m", "family_nan and implementation_defined", "--collect-only", "-q")
+    p = run_pytest("--backend=reference", "-m", "family_nan and implementation_defined", "--collect-only",
+                   "-q")
     assert sum("::" in ln for ln in p.stdout.splitlines()) == 2
 
 
@@ -142,8 +144,8 @@ def test_a_bad_case_file_is_one_failure_not_the_end(tmp_path):
     cases.mkdir()
     (cases / "ok.yaml").write_text((CASES / "small.yaml").read_text())
     (cases / "bad.yaml").write_text("cases:\n  - id: x\n    colour: red\n")
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--cases", str(cases), "--backend=reference",
-           "-q", "-k", "basic or load"]
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--cases", str(cases),
+           "--backend=reference", "-q", "-k", "basic or load"]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 1
     assert "case file error:" in p.stdout and "bad.yaml:2" in p.stdout

@@ -1,5 +1,5 @@
-"""A run in shards, merged (qdq_conformance.results.merge), is the run: the same report, findings and diff as the
-run on one machine; shard files that are not one run are refused in one line; a missing shard is shown.
+"""A run in shards, merged (qdq_conformance.results.merge), is the run: the same report, findings and diff as
+the run on one machine; shard files that are not one run are refused in one line; a missing shard is shown.
 
 One real selection of cases (ONNX Runtime, DequantizeLinear-23 cases with expected errors and failures, both
 graph forms) is run four times side by side: whole, and as shards 1/3, 2/3, 3/3.
@@ -50,8 +50,8 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     for name, path in out.items():
         shard = [] if name == "whole" else ["--shard", f"{name}/3"]
         procs.append(subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--backend=ort", "--workers", "1",
-             "--results", str(path), "-k", SELECTION, *shard],
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--backend=ort", "--workers",
+             "1", "--results", str(path), "-k", SELECTION, *shard],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp))
     for p, path in zip(procs, out.values(), strict=True):
         text, _ = p.communicate()  # (0, or 1 when a case fails that no expectation entry covers)
@@ -102,7 +102,8 @@ def test_three_shards_merged_give_the_findings_and_summary_of_the_whole_run(runs
     h, cases, summary = load_run(_shards(runs, "1", "2", "3"))
     H, CASES, SUMMARY = load_run([runs["whole"]])
     assert summary and SUMMARY
-    for key in ("counts", "expectations", "stale_expectations", "surprises"):  # the tally recomputed over shards
+    # the tally recomputed over shards
+    for key in ("counts", "expectations", "stale_expectations", "surprises"):
         assert summary[key] == SUMMARY[key], key
     assert [{**c, "duration": 0} for c in cases] == [{**c, "duration": 0} for c in CASES]
 
@@ -112,7 +113,8 @@ def test_three_shards_merged_diff_to_nothing_against_the_whole_run(runs):
                  ["--old", *_shards(runs, "2", "3", "1"), "--new", runs["whole"]]):
         proc = _cli("diff", *args)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "0 regressed, 0 now failing (expected), 0 fixed, 0 changed, 0 appeared, 0 disappeared" in proc.stdout
+        assert ("0 regressed, 0 now failing (expected), 0 fixed, 0 changed, 0 appeared, 0 "
+                "disappeared") in proc.stdout
 
 
 def test_a_missing_shard_is_shown_on_the_first_screen_in_findings_and_fails_the_diff_gate(runs, tmp_path):
@@ -126,9 +128,11 @@ def test_a_missing_shard_is_shown_on_the_first_screen_in_findings_and_fails_the_
     text = _cli("findings", *given)
     assert text.returncode == 0 and "The run is incomplete (shard 2 of 3 is missing)" in text.stdout
     js = json.loads(_cli("findings", "--json", *given).stdout)
-    assert js["shards"]["missing"] == [2] and js["shards"]["complete"] is False and "incomplete" in js["verdict"]["text"]
+    assert (js["shards"]["missing"] == [2] and js["shards"]["complete"] is False
+            and "incomplete" in js["verdict"]["text"])
     diff = _cli("diff", "--old", runs["whole"], "--new", *given)
-    assert diff.returncode == 1 and "INCOMPLETE: the new run is incomplete (shard 2 of 3 is missing)" in diff.stdout
+    assert (diff.returncode == 1
+            and "INCOMPLETE: the new run is incomplete (shard 2 of 3 is missing)" in diff.stdout)
 
 
 def _edit_header(src: Path, dst: Path, **fields: object) -> Path:
@@ -147,7 +151,8 @@ def test_shard_files_that_are_not_one_run_are_refused_in_one_line(runs, tmp_path
     dup = _edit_header(runs["1"], tmp_path / "dup.jsonl", shard="2/3")  # shard 1's cases, labelled 2/3
     version = load_run([runs["whole"]])[0]["backend_version"]
     cases = [
-        ([runs["1"], other_version, runs["3"]], f"{runs['1']} (ort {version}) and {other_version} (ort 0.0.1): "
+        ([runs["1"], other_version, runs["3"]],
+         f"{runs['1']} (ort {version}) and {other_version} (ort 0.0.1): "
          "the shards of one run must share the backend version"),
         ([runs["1"], other_n], f"{runs['1']} (1/3) and {other_n} (2/4): shards of different runs"),
         ([runs["1"], twice, runs["2"]], f"{runs['1']} and {twice}: shard 1/3 given twice"),
@@ -171,14 +176,16 @@ def test_shard_files_that_are_not_one_run_are_refused_in_one_line(runs, tmp_path
 
 def test_shards_of_one_backend_merge_beside_other_runs_in_a_scoreboard(runs, tmp_path):
     other = _edit_header(runs["whole"], tmp_path / "other.jsonl", backend="other-backend")
-    proc = _cli("report", runs["1"], other, runs["2"], runs["whole"], runs["3"], "-o", tmp_path / "board.html")
+    proc = _cli("report", runs["1"], other, runs["2"], runs["whole"], runs["3"], "-o",
+                tmp_path / "board.html")
     assert proc.returncode == 0, proc.stderr
     html = (tmp_path / "board.html").read_text()
     totals = re.search(r'<table id="totals"><tr>(.*?)</tr>', html)
     assert totals
     version = load_run([runs["whole"]])[0]["backend_version"]
     names = re.findall(r"<th>([^<]*)</th>", totals.group(1))[1:]
-    assert names == [f"ort {version}", f"other-backend {version}", f"ort {version}"]  # shards merged, files apart
+    # shards merged, files apart
+    assert names == [f"ort {version}", f"other-backend {version}", f"ort {version}"]
 
 
 def test_shards_that_differ_in_what_they_should_not_merge_with_a_warning_on_the_first_screen(runs, tmp_path):
@@ -187,6 +194,7 @@ def test_shards_that_differ_in_what_they_should_not_merge_with_a_warning_on_the_
     assert proc.returncode == 0, proc.stderr
     html = (tmp_path / "r.html").read_text()
     first_screen = html[html.index("<body>"):html.index('<h2 id="findings-title"')]
-    assert 'id="shards-attention"' in first_screen and "Warning: the shards differ in onnx_version: " in first_screen
+    assert ('id="shards-attention"' in first_screen
+            and "Warning: the shards differ in onnx_version: " in first_screen)
     assert f"{odd} 0.0.0" in first_screen and "missing" not in first_screen
     assert "Warning: the shards differ in onnx_version" in _cli("findings", runs["1"], odd, runs["3"]).stdout

@@ -1,9 +1,10 @@
-"""The exported suite judges as the corpus does (issue 26): a selection holding normative, implementation-defined,
-invalid and unsupported-on-ORT cases, exported with ``generate`` and run both ways (``run --cases`` with ``-k``
-and ``run --suite``) on ``ort`` and ``onnx-reference``, gives the same record for every case and form (status,
-reading, mismatches, expectation, message, everything but the duration) and the same summary (counts, stale
-entries, how the expectations held); ONNX's own backend-test runner, with ONNX Runtime's backend, passes exactly
-the normative cases this project passes; the export explains itself (README, license)."""
+"""The exported suite judges as the corpus does (issue 26): a selection holding normative,
+implementation-defined, invalid and unsupported-on-ORT cases, exported with ``generate`` and run both ways
+(``run --cases`` with ``-k`` and ``run --suite``) on ``ort`` and ``onnx-reference``, gives the same record for
+every case and form (status, reading, mismatches, expectation, message, everything but the duration) and the
+same summary (counts, stale entries, how the expectations held); ONNX's own backend-test runner, with ONNX
+Runtime's backend, passes exactly the normative cases this project passes; the export explains itself (README,
+license)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ SELECTION = {
     "dynamicquantizelinear-11-*": "dynamicquantizelinear-11-",  # normative and implementation-defined (masks)
     "quantizelinear-10-v10-vector-scale-*": "quantizelinear-10-v10-vector-scale-",  # invalid, ORT runs it
     "quantizelinear-21-axis-out-of-range-*": "quantizelinear-21-axis-out-of-range-",  # invalid, rejected
-    "quark-extendedquantizelinear-1-quantize-float-*": "quark-extendedquantizelinear-1-quantize-float-",  # unsupp.
+    # unsupp.
+    "quark-extendedquantizelinear-1-quantize-float-*": "quark-extendedquantizelinear-1-quantize-float-",
     "quantizelinear-21-bnd-range-float-float*": "quantizelinear-21-bnd-range-float-float",  # ORT fails some
     "quantizelinear-21-blocked-float-*-blocked-single-axis0-r1":  # ORT errors on these (an expectation entry)
         "(quantizelinear-21-blocked-float- and blocked-single-axis0-r1)",
@@ -64,7 +66,8 @@ def export(tmp_path_factory: pytest.TempPathFactory,
     cases.mkdir()
     for name in FILES:
         shutil.copy(cases_dir() / f"{name}.yaml", cases / f"{name}.yaml")
-    p = _cli("generate", "--cases", str(cases), "--out", str(tmp / "suite"), "--form", "both", *SELECTION, cwd=tmp)
+    p = _cli("generate", "--cases", str(cases), "--out", str(tmp / "suite"), "--form", "both", *SELECTION,
+             cwd=tmp)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "Warning" not in p.stdout + p.stderr  # (numpy's RuntimeWarning leaked here before)
     manifest = json.loads((tmp / "suite" / "manifest.json").read_text())
@@ -103,11 +106,12 @@ def test_a_suite_run_gives_the_corpus_run_s_verdicts(export: dict[str, Any], bac
 
 
 def test_a_partial_suite_calls_stale_only_what_its_cases_could_match(export: dict[str, Any]) -> None:
-    assert export["manifest"]["selection"] == {"patterns": list(SELECTION), "tiers": ["default"], "complete": False}
+    assert export["manifest"]["selection"] == {"patterns": list(SELECTION), "tiers": ["default"],
+                                               "complete": False}
     tmp = export["tmp"]
     res = tmp / "stale.jsonl"
-    p = _cli("run", "--backend", "ort", "--suite", str(export["suite"]), "--form", "runtime", "--results", str(res),
-             cwd=tmp)
+    p = _cli("run", "--backend", "ort", "--suite", str(export["suite"]), "--form", "runtime", "--results",
+             str(res), cwd=tmp)
     assert p.returncode == 0 and "matches no collected case" not in p.stdout, p.stdout[-3000:]
     # a complete suite is judged as a whole run: an entry matching none of its cases is stale
     manifest = dict(export["manifest"], selection={**export["manifest"]["selection"], "complete": True})
@@ -118,11 +122,12 @@ def test_a_partial_suite_calls_stale_only_what_its_cases_could_match(export: dic
     assert "matches no collected case" in p.stdout, p.stdout[-3000:]
 
 
-# --- ONNX's backend-test runner ----------------------------------------------------------------------------------
+# --- ONNX's backend-test runner
+# ----------------------------------------------------------------------------------
 
 def _onnx_runner(suite: Path, kind: str) -> dict[str, str]:
-    """Run one kind folder through onnx.backend.test.runner.Runner with onnxruntime.backend (as the export's README
-    shows); each CPU test's verdict by folder name: pass, fail, error or skip."""
+    """Run one kind folder through onnx.backend.test.runner.Runner with onnxruntime.backend (as the export's
+    README shows); each CPU test's verdict by folder name: pass, fail, error or skip."""
     import onnxruntime.backend as backend
     from onnx.backend.test.loader import load_model_tests
     from onnx.backend.test.runner import Runner
@@ -166,13 +171,14 @@ def _onnx_runner(suite: Path, kind: str) -> dict[str, str]:
 def test_onnx_s_runner_passes_exactly_the_normative_cases_this_project_passes(export: dict[str, Any]) -> None:
     tmp, suite, manifest = export["tmp"], export["suite"], export["manifest"]
     res = tmp / "onnx-backend.jsonl"
-    p = _cli("run", "--backend", "onnx-backend:onnxruntime.backend", "--suite", str(suite), "--expectations", "none",
-             "--results", str(res), cwd=tmp)
+    p = _cli("run", "--backend", "onnx-backend:onnxruntime.backend", "--suite", str(suite), "--expectations",
+             "none", "--results", str(res), cwd=tmp)
     assert p.returncode in (0, 1), p.stdout[-3000:]
     ours, _ = _read(res)
     theirs = _onnx_runner(suite, "normative")
     blind = {e["id"]: e["onnx_runner_blind_to"] for e in manifest["cases"]}
-    folder = {(e["id"], form): name.split("/", 1)[1] for e in manifest["cases"] for form, name in e["folders"].items()}
+    folder = {(e["id"], form): name.split("/", 1)[1] for e in manifest["cases"]
+              for form, name in e["folders"].items()}
     normative = {key: r for key, r in ours.items() if r["case_status"] == "normative"}
     assert set(theirs) == {folder[key] for key in normative}
     seen = set()
@@ -199,7 +205,8 @@ def test_every_normative_folder_tells_onnx_s_loader_to_compare_exactly(export: d
     assert {json.dumps(e["tolerance"]) for e in manifest["cases"] if e["kind"] == "normative"} == \
         {json.dumps({"atol": 0.0, "rtol": 0.0})}
     assert set(manifest["kinds"]) == {"normative", "implementation-defined", "invalid"}
-    assert all(manifest["kinds"][k]["holds"] and manifest["kinds"][k]["onnx_runner"] for k in manifest["kinds"])
+    assert all(manifest["kinds"][k]["holds"] and manifest["kinds"][k]["onnx_runner"]
+               for k in manifest["kinds"])
     for e in manifest["cases"]:
         assert all(f.startswith(e["kind"] + "/test_") for f in e["folders"].values())
 
@@ -213,7 +220,8 @@ def test_a_ulp_bound_becomes_the_smallest_rtol_that_holds_it() -> None:
     assert 0 < atol < 1e-44 and rtol >= 2 * 2**-23  # 2 ULP of 1.0 relative to 1.0; a subnormal needs more
     finite = np.isfinite(e)
     for steps in (1, 2, -1, -2):
-        moved = (e.view(np.uint32).astype(np.int64) + np.where(e < 0, -steps, steps)).astype(np.uint32).view(np.float32)
+        moved = (e.view(np.uint32).astype(np.int64)
+                 + np.where(e < 0, -steps, steps)).astype(np.uint32).view(np.float32)
         moved = np.where(finite & (e != 0), moved, e)
         assert compare(e, moved, 2) is None
         np.testing.assert_allclose(moved[finite], e[finite], rtol=rtol, atol=atol)  # ONNX's runner accepts it
@@ -224,7 +232,8 @@ def test_a_ulp_bound_becomes_the_smallest_rtol_that_holds_it() -> None:
     assert 2**-8 < bf16 < 2**-6  # one bfloat16 ULP of 1.0 relative to 1.0 is 2**-7
 
 
-# --- what a vendor receives -------------------------------------------------------------------------------------
+# --- what a vendor receives
+# -------------------------------------------------------------------------------------
 
 def test_the_export_carries_a_readme_and_the_license(export: dict[str, Any]) -> None:
     import onnx
@@ -232,9 +241,10 @@ def test_the_export_carries_a_readme_and_the_license(export: dict[str, Any]) -> 
     suite, manifest = export["suite"], export["manifest"]
     readme = (suite / "README.md").read_text()
     assert manifest["files"] == ["README.md", "LICENSE", "manifest.json"]
-    for text in (__version__, onnx.__version__, manifest["corpus_sha256"], "normative/", "implementation-defined/",
-                 "invalid/", "qdq-conformance run --backend ort --suite", "load_model_tests", "TensorProto",
-                 "plain loop", "bit for bit", "Apache License, Version 2.0"):
+    for text in (__version__, onnx.__version__, manifest["corpus_sha256"], "normative/",
+                 "implementation-defined/", "invalid/", "qdq-conformance run --backend ort --suite",
+                 "load_model_tests", "TensorProto", "plain loop", "bit for bit",
+                 "Apache License, Version 2.0"):
         assert text in readme, text
     assert re.fullmatch(r"[0-9a-f]{64}", manifest["corpus_sha256"])
     assert "$" not in readme.replace("$ ", "")  # every placeholder filled
@@ -259,12 +269,14 @@ def test_the_readme_s_plain_loop_gives_this_project_s_verdicts(export: dict[str,
         res = tmp / "loop-ort.jsonl"
         _cli("run", "--backend", "ort", "--suite", str(suite), "--results", str(res), cwd=tmp)
         ours, _ = _read(res)
-    folder = {(e["id"], form): name for e in export["manifest"]["cases"] for form, name in e["folders"].items()}
+    folder = {(e["id"], form): name for e in export["manifest"]["cases"]
+              for form, name in e["folders"].items()}
     normative = {key for key, r in ours.items() if r["case_status"] == "normative"}
     assert set(said) == {(key[0], name) for key, name in folder.items() if key in normative}
     verdict = {(key[0], name): ours[key]["status"] for key, name in folder.items() if key in normative}
     # where the loop could run the case, it agrees; where ONNX Runtime's Python API could not, it says error
-    assert {k for k, v in said.items() if v == "passed"} == {k for k, v in verdict.items() if v == "passed"} - \
-        {k for k, v in said.items() if v == "error"}
+    assert ({k for k, v in said.items() if v == "passed"}
+            == {k for k, v in verdict.items() if v == "passed"} -
+            {k for k, v in said.items() if v == "error"})
     assert {k for k, v in said.items() if v == "failed"} <= {k for k, v in verdict.items() if v == "failed"}
     assert {"passed", "failed", "error"} <= set(said.values())

@@ -1,5 +1,5 @@
-"""A corpus run on the terminal (conformance/plugin/terminal.py): the progress line on a terminal, no letters off
-one, the run's summary as the last lines, and what the exit statuses mean."""
+"""A corpus run on the terminal (conformance/plugin/terminal.py): the progress line on a terminal, no letters
+off one, the run's summary as the last lines, and what the exit statuses mean."""
 
 from __future__ import annotations
 
@@ -68,8 +68,9 @@ def failing_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("failing")
     exp = tmp / "exp.yaml"
     exp.write_text("backend: misbehaving\nentries:\n"
-                   "  - cases: 'quantizelinear-21-basic-float-int8'\n    status: failed\n    reason: off by one\n"
-                   "  - cases: 'quantizelinear-13-basic-float-uint8'\n    status: failed\n    reason: was broken\n")
+                   "  - cases: 'quantizelinear-21-basic-float-int8'\n    status: failed\n    reason: off by "
+                   "one\n  - cases: 'quantizelinear-13-basic-float-uint8'\n    status: failed\n    reason: "
+                   "was broken\n")
     p = run_cli("--backend", FAKE, "--case-timeout", "3", "--expectations", str(exp), tmp=tmp)
     return p, tmp
 
@@ -79,7 +80,8 @@ def test_summary_comes_last_in_the_projects_words(failing_run):
     lines = p.stdout.rstrip().splitlines()
     assert p.returncode == 1, p.stdout[-3000:]
     head = max(i for i, ln in enumerate(lines) if ln.startswith("=") and "qdq-conformance: misbehaving" in ln)
-    assert re.match(r"\d+ failed, .* in [\d.]+s", lines[head - 1]), lines[head - 1]  # pytest's final line first
+    # pytest's final line first
+    assert re.match(r"\d+ failed, .* in [\d.]+s", lines[head - 1]), lines[head - 1]
     summary = "\n".join(lines[head:])
     # counts per status, in the project's statuses, expected (an expectation says so) vs unexpected
     assert re.search(r"^  failed +4 +\(2 expected, 2 unexpected\)$", summary, re.M), summary
@@ -89,7 +91,8 @@ def test_summary_comes_last_in_the_projects_words(failing_run):
     assert re.search(r"^  unsupported +2$", summary, re.M) and re.search(r"^  implementation-defined +2$",
                                                                          summary, re.M), summary
     assert "skipped" not in summary
-    assert "quantizelinear-13-ties-near-bounds-float-int8 [runtime]: crashed: the backend's worker process" in summary
+    assert ("quantizelinear-13-ties-near-bounds-float-int8 [runtime]: crashed: the backend's worker "
+            "process") in summary
     assert f"results: {tmp / 'r.jsonl'}" in summary
     assert lines[-1] == "exit status 1: 6 unexpected failure(s)"
 
@@ -112,14 +115,15 @@ def test_one_line_failure_in_the_short_summary_and_junit(tmp_path):
            "-k", "basic-float-int8", f"--junitxml={junit}"]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert p.returncode == 1
-    assert ("::quantizelinear-13-basic-float-int8[runtime] - failed: output 0: values differ: 1 of 16 elements "
-            "differ") in p.stdout, p.stdout
+    assert ("::quantizelinear-13-basic-float-int8[runtime] - failed: output 0: values differ: 1 of 16 "
+            "elements differ") in p.stdout, p.stdout
     xml = junit.read_text()
     assert 'failures="4"' in xml and xml.count('<failure message="failed: output 0: values differ') == 4
 
 
 def test_progress_line_on_a_terminal():
-    cmd = [sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", "reference", "--cases", str(CASES)]
+    cmd = [sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", "reference", "--cases",
+           str(CASES)]
     code, raw = run_in_pty(cmd)
     assert code == 0, raw[-3000:]
     out = ANSI.sub("", raw)
@@ -149,8 +153,8 @@ def test_pytest_plugin_keeps_verbose_lines_and_stops_on_x(tmp_path):
 
 def test_exit_status_meanings_are_documented(tmp_path):
     assert set(EXIT_STATUS) >= {int(c) for c in pytest.ExitCode}
-    help_text = subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "run", "--help"], capture_output=True,
-                               text=True, timeout=120, env=_env()).stdout
+    help_text = subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "run", "--help"],
+                               capture_output=True, text=True, timeout=120, env=_env()).stdout
     help_text = " ".join(help_text.split())
     vendors = (ROOT / "docs" / "vendors.md").read_text()
     for code, meaning in EXIT_STATUS.items():

@@ -7,9 +7,9 @@ import pytest
 
 from qdq_conformance import types as T
 
-EXPECTED_NAMES = ["float", "float16", "bfloat16", "int32", "uint32", "int16", "uint16", "int8", "uint8", "int4",
-                  "uint4", "int2", "uint2", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
-                  "float8e8m0", "float4e2m1", "float6e2m3", "float6e3m2"]
+EXPECTED_NAMES = ["float", "float16", "bfloat16", "int32", "uint32", "int16", "uint16", "int8", "uint8",
+                  "int4", "uint4", "int2", "uint2", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
+                  "float8e5m2fnuz", "float8e8m0", "float4e2m1", "float6e2m3", "float6e3m2"]
 
 
 def test_registry_holds_every_type_the_operators_use():
@@ -78,7 +78,8 @@ def test_every_element_type_pickles_exactly():
     import pickle
 
     for t in T.TYPES.values():
-        a = np.arange(16).astype(np.uint8).view(t.dtype) if t.dtype.itemsize == 1 else np.arange(16).astype(t.dtype)
+        a = (np.arange(16).astype(np.uint8).view(t.dtype) if t.dtype.itemsize == 1
+             else np.arange(16).astype(t.dtype))
         for x in (a, a[:1].reshape(())):
             y = pickle.loads(pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL))
             assert y.dtype == x.dtype and y.shape == x.shape and y.tobytes() == x.tobytes(), t.name

@@ -1,5 +1,6 @@
-"""ONNX Runtime's "unsupported" versus "rejected" is decided by asking ONNX Runtime (cached probes), not by its
-wording. Run with every supported ORT release (1.31.1 and 1.32.0 word a missing float6 type differently)."""
+"""ONNX Runtime's "unsupported" versus "rejected" is decided by asking ONNX Runtime (cached probes), not by
+its wording. Run with every supported ORT release (1.31.1 and 1.32.0 word a missing float6 type
+differently)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def _dq(x: np.ndarray, version: int, scale: np.ndarray | None = None, out: type 
     scale = np.array(1, np.float32) if scale is None else scale
     inputs = [("x", x), ("x_scale", scale), ("x_zero_point", np.zeros((), x.dtype))]
     return single_node_model("ai.onnx", "DequantizeLinear", version, inputs,
-                             [("y", by_dtype(np.dtype(out)).proto, list(x.shape))], attrs or {}, initializers=())
+                             [("y", by_dtype(np.dtype(out)).proto, list(x.shape))], attrs or {},
+                             initializers=())
 
 
 def _outcome(model: onnx.ModelProto) -> Exception | None:
@@ -39,8 +41,8 @@ def _outcome(model: onnx.ModelProto) -> Exception | None:
 
 def _passthrough(elem: int, ir: int = 8) -> onnx.ModelProto:
     vi = helper.make_tensor_value_info("x", elem, [2])
-    return helper.make_model(helper.make_graph([], "g", [vi], [vi]), opset_imports=[helper.make_opsetid("", 1)],
-                             ir_version=ir)
+    return helper.make_model(helper.make_graph([], "g", [vi], [vi]),
+                             opset_imports=[helper.make_opsetid("", 1)], ir_version=ir)
 
 
 def _ort_error(model: onnx.ModelProto) -> Exception | None:
@@ -51,7 +53,8 @@ def _ort_error(model: onnx.ModelProto) -> Exception | None:
     return None
 
 
-@pytest.mark.parametrize("dtype,name", [(ml_dtypes.float6_e3m2fn, "float6e3m2"), (ml_dtypes.float6_e2m3fn, "float6e2m3")])
+@pytest.mark.parametrize("dtype,name",
+                         [(ml_dtypes.float6_e3m2fn, "float6e3m2"), (ml_dtypes.float6_e2m3fn, "float6e2m3")])
 def test_a_float6_model_is_unsupported_with_the_probes_reason(dtype, name):
     model = _dq(np.zeros(2, dtype), 28)
     if ort_probe.type_refusal(by_dtype(np.dtype(dtype)).proto) is None:  # a release that holds float6
@@ -69,7 +72,8 @@ def test_an_opset28_ir14_model_is_unsupported_never_rejected():
     assert not isinstance(got, Rejected), got
     if ort_probe.ir_refusal(14) is not None:  # 1.31: IR 14 is newer than it reads
         assert isinstance(got, Unsupported)
-        assert str(got).startswith(f"ONNX Runtime {ort.__version__} does not load IR version 14 (probe: "), got
+        assert str(got).startswith(f"ONNX Runtime {ort.__version__} does not load IR version 14 "
+                                   "(probe: "), got
         assert "Unsupported model IR version: 14" in str(got)
 
 
@@ -91,7 +95,8 @@ def test_an_invalid_model_of_types_ort_supports_is_rejected():
 
 
 def test_the_probes_accept_what_ort_implements_and_name_what_it_does_not():
-    assert ort_probe.type_refusal(TensorProto.FLOAT) is None and ort_probe.type_refusal(TensorProto.INT4) is None
+    assert (ort_probe.type_refusal(TensorProto.FLOAT) is None
+            and ort_probe.type_refusal(TensorProto.INT4) is None)
     assert ort_probe.ir_refusal(8) is None and ort_probe.opset_refusal("", 21) is None
     assert "does not load IR version 99" in ort_probe.ir_refusal(99)
     assert "does not load opset ai.onnx 999" in ort_probe.opset_refusal("", 999)
@@ -101,7 +106,8 @@ def test_the_probes_accept_what_ort_implements_and_name_what_it_does_not():
 
 
 def test_the_operator_probe_builds_every_quantization_op_version_that_has_a_cpu_kernel():
-    """The probe's plain-type model is right wherever ORT registers a CPU kernel (so its refusal means ORT's)."""
+    """The probe's plain-type model is right wherever ORT registers a CPU kernel (so its refusal means
+    ORT's)."""
     from onnxruntime.capi import onnxruntime_pybind11_state as C
 
     versions = {(k.domain, k.op_name, k.version_range[0]) for k in C.get_all_opkernel_def()
@@ -126,8 +132,10 @@ _FRAGMENT_TRIGGERS = {
     "Invalid tensor data type": _passthrough(99),
     "Unsupported model IR version": _passthrough(TensorProto.FLOAT, ir=99),
     "NOT_IMPLEMENTED": helper.make_model(helper.make_graph(
-        [helper.make_node("Identity", ["x"], ["y"])], "g", [helper.make_tensor_value_info("x", TensorProto.UINT2, [2])],
-        [helper.make_tensor_value_info("y", TensorProto.UINT2, [2])]), opset_imports=[helper.make_opsetid("", 25)],
+        [helper.make_node("Identity", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.UINT2, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT2, [2])]),
+                                         opset_imports=[helper.make_opsetid("", 25)],
         ir_version=11),
 }
 
@@ -150,17 +158,19 @@ def test_every_fallback_fragment_matches_the_message_of_the_installed_ort(monkey
 
 def test_first_line_drops_the_cpp_location():
     text = ("[ONNXRuntimeError] : 1 : FAIL : /onnxruntime_src/onnxruntime/core/graph/model.cc:256 "
-            "onnxruntime::Model::Model(onnx::ModelProto&&, const onnxruntime::ModelOptions&) Unsupported model IR "
-            "version: 14, max supported IR version: 13\nmore")
-    assert ort_probe.first_line(text) == ("[ONNXRuntimeError] : 1 : FAIL : Unsupported model IR version: 14, max "
-                                          "supported IR version: 13")
+            "onnxruntime::Model::Model(onnx::ModelProto&&, const onnxruntime::ModelOptions&) Unsupported "
+            "model IR version: 14, max supported IR version: 13\nmore")
+    assert (ort_probe.first_line(text)
+            == ("[ONNXRuntimeError] : 1 : FAIL : Unsupported model IR version: 14, max "
+                "supported IR version: 13"))
 
 
 def test_onnx_reference_unsupported_comes_from_its_operator_registry():
     backend = create("onnx-reference")
     x = np.zeros(2, np.uint8)
     feeds = {"x": x, "x_scale": np.array(1, np.float32), "x_zero_point": np.zeros((), np.uint8)}
-    with pytest.raises(Unsupported, match=r"has no implementation of DequantizeLinear for opset 13 \(probe: "):
+    with pytest.raises(Unsupported,
+                       match=r"has no implementation of DequantizeLinear for opset 13 \(probe: "):
         backend.run(_dq(x, 13), feeds)
     assert backend.run(_dq(x, 19), feeds)[0].dtype == np.float32
 
@@ -169,9 +179,10 @@ def test_openvino_unsupported_operator_comes_from_its_frontend():
     pytest.importorskip("openvino")
     x = np.zeros(2, np.uint8)
     inputs = [("x", x), ("x_scale", np.array(1, np.float32)), ("x_zero_point", np.zeros((), np.uint8))]
-    model = single_node_model("com.amd.quark", "ExtendedDequantizeLinear", 1, inputs, [("y", TensorProto.FLOAT, [2])],
-                              {}, initializers=())
-    with pytest.raises(Unsupported, match=r"no conversion rule for com\.amd\.quark\.ExtendedDequantizeLinear \(probe: "):
+    model = single_node_model("com.amd.quark", "ExtendedDequantizeLinear", 1, inputs,
+                              [("y", TensorProto.FLOAT, [2])], {}, initializers=())
+    with pytest.raises(Unsupported,
+                       match=r"no conversion rule for com\.amd\.quark\.ExtendedDequantizeLinear \(probe: "):
         create("openvino").run(model, dict(inputs))
 
 

@@ -1,11 +1,12 @@
-"""mypy over the installed ``qdq_conformance`` namespace: ``python -m tests.typecheck`` (a step of ``.ci/run``).
+"""mypy over the installed ``qdq_conformance`` namespace: ``python -m tests.typecheck`` (a step of
+``.ci/run``).
 
-``mypy -p qdq_conformance`` cannot find the package under an editable install (setuptools maps the repository's
-folders into the namespace with an import hook, which mypy does not run), and ``mypy conformance generators
-reports`` would name the modules ``conformance.*``, ``generators.*``. So this hands mypy every file with its
-module name (tests/sources.py), and the options of pyproject.toml's ``[tool.mypy]`` (strict for the kernel, the
-element types, the specs and the domain model; standard elsewhere). Prints mypy's messages; exit status 1 when
-there is one, 0 otherwise.
+``mypy -p qdq_conformance`` cannot find the package under an editable install (setuptools maps the
+repository's folders into the namespace with an import hook, which mypy does not run), and ``mypy conformance
+generators reports`` would name the modules ``conformance.*``, ``generators.*``. So this hands mypy every file
+with its module name (tests/sources.py), and the options of pyproject.toml's ``[tool.mypy]`` (strict for the
+kernel, the element types, the specs and the domain model; standard elsewhere). Prints mypy's messages; exit
+status 1 when there is one, 0 otherwise.
 """
 
 from __future__ import annotations

@@ -1,15 +1,16 @@
 """What a backend is: a name, a version, and a way to run a model or decline it.
 
 A backend may raise :class:`Unsupported` (it does not implement this model: the case is skipped with the
-reason), :class:`NotApplicable` (the adapter cannot even hand the case over) or :class:`Rejected` (it refuses the model as invalid: right for an invalid case, an error for a valid
-one). Any other exception while running is an error of the backend.
+reason), :class:`NotApplicable` (the adapter cannot even hand the case over) or :class:`Rejected` (it refuses
+the model as invalid: right for an invalid case, an error for a valid one). Any other exception while running
+is an error of the backend.
 
-Optional: ``prepare(items, budget)`` with ``batch`` (a backend that compiles in batches, IREE's: its worker hands it
-the (model, feeds) of each ``batch`` cases before running them one by one, ``budget`` the seconds it may take:
-``runner.execute.prepare_cases``).
+Optional: ``prepare(items, budget)`` with ``batch`` (a backend that compiles in batches, IREE's: its worker
+hands it the (model, feeds) of each ``batch`` cases before running them one by one, ``budget`` the seconds it
+may take: ``runner.execute.prepare_cases``).
 
-A backend that cannot be created at all raises :class:`BackendUnavailable` from its factory (:func:`require` for an
-optional package): a usage error of the run, not a run of unsupported cases.
+A backend that cannot be created at all raises :class:`BackendUnavailable` from its factory (:func:`require`
+for an optional package): a usage error of the run, not a run of unsupported cases.
 """
 
 from __future__ import annotations
@@ -58,17 +59,17 @@ class Backend(Protocol):
 
 
 class BackendUnavailable(Exception):
-    """The backend cannot be created here: its package is not installed, its native library cannot be loaded or
-    has not been built, its device is absent. A factory raises it (with the reason and the command that fixes it,
-    in one line); the run then ends before its first case as a usage error (exit status 4) naming the backend,
-    never as a run of "unsupported" cases that tested nothing. Any other exception a factory raises ends the run
-    the same way, with its type in the message."""
+    """The backend cannot be created here: its package is not installed, its native library cannot be loaded
+    or has not been built, its device is absent. A factory raises it (with the reason and the command that
+    fixes it, in one line); the run then ends before its first case as a usage error (exit status 4) naming
+    the backend, never as a run of "unsupported" cases that tested nothing. Any other exception a factory
+    raises ends the run the same way, with its type in the message."""
 
 
 def require(module: str, fix: str = "") -> ModuleType:
-    """``import module`` for a backend's factory, or :class:`BackendUnavailable` saying it cannot be imported and
-    ``fix`` (``pip install 'onnx-qdq-conformance[openvino]'``, say). An installed module whose import fails
-    (a native library that does not load: OSError) is unavailable too."""
+    """``import module`` for a backend's factory, or :class:`BackendUnavailable` saying it cannot be imported
+    and ``fix`` (``pip install 'onnx-qdq-conformance[openvino]'``, say). An installed module whose import
+    fails (a native library that does not load: OSError) is unavailable too."""
     try:
         return importlib.import_module(module)
     except (ImportError, OSError) as e:

@@ -38,8 +38,8 @@ class OrtBackend:
         from .ort_probe import decide, feed_refusal
 
         try:
-            sess = session(model, threads=self.threads, optimization=self.optimization, providers=[self.provider],
-                           custom_ops_libraries=self.custom_ops_libraries)
+            sess = session(model, threads=self.threads, optimization=self.optimization,
+                           providers=[self.provider], custom_ops_libraries=self.custom_ops_libraries)
         except Exception as e:  # onnxruntime raises its own exception types, each a subclass of Exception
             # Unsupported or Rejected, decided by asking ONNX Runtime (cached probes), not by its wording.
             raise decide(model, e, custom_ops=bool(self.custom_ops_libraries)) from None
@@ -47,7 +47,8 @@ class OrtBackend:
             return run_session(sess, feeds)
         except (KeyError, TypeError, RuntimeError):
             why = feed_refusal(by_dtype(np.asarray(v).dtype).proto for v in feeds.values())
-            if why is not None:  # ORT cannot make an OrtValue of a feed's type (asked, not read from the message)
+            # ORT cannot make an OrtValue of a feed's type (asked, not read from the message)
+            if why is not None:
                 raise Unsupported(why) from None
             raise
 
@@ -57,7 +58,8 @@ class OrtBackend:
             "import onnxruntime as ort\n"
             f"sess = ort.InferenceSession(model.SerializeToString(), providers=[{self.provider!r}])\n"
             f"for name, value in zip({output_names!r}, sess.run_with_ort_values({output_names!r}, {{}})):\n"
-            "    print(name, value.data_type(), value.numpy())  # float8 / 4-bit types come back as raw codes\n"
+            "    print(name, value.data_type(), value.numpy())  # float8 / 4-bit types come back as raw "
+            "codes\n"
         )
 
 
@@ -92,8 +94,8 @@ class OnnxReferenceBackend:
 
 
 def _reference_refusal(model: onnx.ModelProto) -> str | None:
-    """Why onnx.reference has no implementation of one of the model's ai.onnx nodes at the model's opset, asked
-    of its operator registry (``onnx.reference.ops.load_op``); None if it has one for every node."""
+    """Why onnx.reference has no implementation of one of the model's ai.onnx nodes at the model's opset,
+    asked of its operator registry (``onnx.reference.ops.load_op``); None if it has one for every node."""
     from onnx.reference.ops import load_op  # (see OnnxReferenceBackend.run)
 
     opset = {"" if o.domain == "ai.onnx" else o.domain: o.version for o in model.opset_import}.get("")
@@ -102,8 +104,8 @@ def _reference_refusal(model: onnx.ModelProto) -> str | None:
             try:
                 load_op("", node.op_type, opset)
             except Exception as e:  # noqa: BLE001 - load_op raises RuntimeError (no such version) or others
-                return (f"onnx.reference {onnx.__version__} has no implementation of {node.op_type} for opset "
-                        f"{opset} (probe: onnx.reference.ops.load_op refused: {_first_line(str(e))})")
+                return (f"onnx.reference {onnx.__version__} has no implementation of {node.op_type} for "
+                        f"opset {opset} (probe: onnx.reference.ops.load_op refused: {_first_line(str(e))})")
     return None
 
 
@@ -124,7 +126,8 @@ class OracleBackend:
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
         return (f"{model_code}\nfrom qdq_conformance.reference import run_any\n"
-                f"for name, value in zip({output_names!r}, run_any(model, {{}})):\n    print(name, value.dtype, value)\n")
+                f"for name, value in zip({output_names!r}, run_any(model, {{}})):\n    print(name, "
+                "value.dtype, value)\n")
 
 
 class OnnxBackendModule:
@@ -145,18 +148,21 @@ class OnnxBackendModule:
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         for value in feeds.values():
             if value.dtype.kind not in "biuf" or by_dtype(value.dtype).name == "bfloat16":
-                raise NotApplicable(f"onnx.backend API: numpy inputs only; {by_dtype(value.dtype).name} cannot be fed")
+                raise NotApplicable(f"onnx.backend API: numpy inputs only; {by_dtype(value.dtype).name} "
+                                    "cannot be fed")
         try:
             rep = self.module.prepare(model, self.device)
         except (NotImplementedError, unittest.SkipTest) as e:  # onnx.backend's own ways of saying "not here"
             raise Unsupported(_first_line(str(e))) from None
         except Exception as e:
-            if self.module.__name__.split(".")[0] == "onnxruntime":  # ask ONNX Runtime, as the ort backend does
+            # ask ONNX Runtime, as the ort backend does
+            if self.module.__name__.split(".")[0] == "onnxruntime":
                 from .ort_probe import decide  # (imports onnxruntime: see OrtBackend.__init__)
 
                 raise decide(model, e) from None
             text = str(e)
-            if "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text:  # fallback: message text
+            # fallback: message text
+            if "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text:
                 raise Unsupported(_first_line(text)) from None
             raise Rejected(_first_line(text)) from None
         names = [i.name for i in model.graph.input]

@@ -67,7 +67,8 @@ class CommandBackend:
             if proc.returncode == EXIT_REJECTED:
                 raise Rejected(reason)
             if proc.returncode != 0:
-                raise RuntimeError(f"{self.argv[0]} exited with status {proc.returncode}: {proc.stderr.strip()[-2000:]}")
+                raise RuntimeError(f"{self.argv[0]} exited with status {proc.returncode}: "
+                                   f"{proc.stderr.strip()[-2000:]}")
             outputs = []
             for k in range(len(model.graph.output)):
                 path = out_dir / output_file(k)

@@ -1,19 +1,19 @@
-"""IREE (``iree-base-compiler`` + ``iree-base-runtime``, the ``iree`` extra): the torch-mlir ONNX importer shipped
-with the compiler, ``iree-compile`` for the llvm-cpu target (a generic x86-64 processor), and the runtime's
-``local-sync`` driver.
+"""IREE (``iree-base-compiler`` + ``iree-base-runtime``, the ``iree`` extra): the torch-mlir ONNX importer
+shipped with the compiler, ``iree-compile`` for the llvm-cpu target (a generic x86-64 processor), and the
+runtime's ``local-sync`` driver.
 
 IREE compiles every model (about a second each), so the backend compiles the cases it is handed in batches
 (``prepare``: the runner's worker gives it each batch of cases before running them one by one; see
-``iree_build`` for one module per batch and how a case that fails to compile leaves its batch) and keeps what it
-compiled in the cache directory (``$QDQ_CACHE_DIR/iree/``): per model (a hash of the model without its names),
-the module and function slot that holds it, or why IREE refused it. A later run compiles nothing it has seen.
-``prepare`` also runs the batch's module once with every case's inputs; ``run`` then hands each case its own
-outputs, or runs the case by itself (compiled on its own when no batch held it).
+``iree_build`` for one module per batch and how a case that fails to compile leaves its batch) and keeps what
+it compiled in the cache directory (``$QDQ_CACHE_DIR/iree/``): per model (a hash of the model without its
+names), the module and function slot that holds it, or why IREE refused it. A later run compiles nothing it
+has seen. ``prepare`` also runs the batch's module once with every case's inputs; ``run`` then hands each case
+its own outputs, or runs the case by itself (compiled on its own when no batch held it).
 
 Unsupported or rejected is decided from the importer's and the compiler's messages, by the markers of
 :data:`MARKERS` (each tested against the installed IREE in tests/test_iree.py): a refusal a marker matches is
-unsupported (the message ends with ``[unsupported: iree says ...]``), anything else is a rejection, which for a valid model
-is an error of IREE's.
+unsupported (the message ends with ``[unsupported: iree says ...]``), anything else is a rejection, which for
+a valid model is an error of IREE's.
 """
 
 from __future__ import annotations
@@ -130,7 +130,8 @@ class Cache:
     def module(self, key: str) -> tuple[bytes, list[Signature]] | None:
         try:
             meta = json.loads((self.root / "modules" / f"{key}.json").read_text())
-            return (self.root / "modules" / f"{key}.vmfb").read_bytes(), [tuple(s) for s in meta["signatures"]]
+            return (self.root / "modules" / f"{key}.vmfb").read_bytes(), [tuple(s)
+                                                                          for s in meta["signatures"]]
         except (OSError, ValueError, KeyError):
             return None
 
@@ -277,14 +278,16 @@ class IreeBackend:
             "onnx_importer.NodeImporter.define_function(info.main_graph, module).import_all()\n"
             "vmfb = ic.compile_str(str(module), input_type='onnx', target_backends=['llvm-cpu'], "
             f"extra_args={flags!r})\n"
-            "outputs = rt.load_vm_flatbuffer(vmfb, driver='local-sync').repro()  # every input is an initializer\n"
-            "for o, vi in zip(outputs if isinstance(outputs, tuple) else (outputs,), model.graph.output):\n"
-            "    a = o.to_host()  # (IREE's numpy view of a signless type: read it as the output's ONNX type)\n"
-            "    print(vi.name, a.view(onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)))\n"
+            "outputs = rt.load_vm_flatbuffer(vmfb, driver='local-sync').repro()  # every input is an "
+            "initializer\nfor o, vi in zip(outputs if isinstance(outputs, tuple) else (outputs,), "
+            "model.graph.output):\n    a = o.to_host()  # (IREE's numpy view of a signless type: read it as "
+            "the output's ONNX type)\n    print(vi.name, "
+            "a.view(onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)))\n"
         )
 
 
 def _arguments(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    """The feeds in the order of the compiled function's arguments: the graph's inputs that are not initializers."""
+    """The feeds in the order of the compiled function's arguments: the graph's inputs that are not
+    initializers."""
     held = {t.name for t in model.graph.initializer}
     return [np.asarray(feeds[i.name]) for i in model.graph.input if i.name not in held]

@@ -1,12 +1,13 @@
-"""IREE's half of the ``iree`` backend that turns ONNX models into one compiled module: the torch-mlir ONNX importer
-shipped with ``iree-base-compiler`` (``iree.compiler.extras.onnx_importer``, what ``iree-import-onnx`` runs) and
-``iree-compile`` for the llvm-cpu target.
+"""IREE's half of the ``iree`` backend that turns ONNX models into one compiled module: the torch-mlir ONNX
+importer shipped with ``iree-base-compiler`` (``iree.compiler.extras.onnx_importer``, what
+``iree-import-onnx`` runs) and ``iree-compile`` for the llvm-cpu target.
 
 Compiling one model costs about a second (0.5-0.6 s of processor time, most of it fixed), and most of a bigger
-module's cost is per *public* function (each gets ABI wrappers and host code that module-wide passes walk again
-and again). So a batch of models is imported as private functions (``@c0``, ``@c1``, ...) called by one public
-function, ``@batch``, that takes every model's inputs and returns every model's outputs; the inliner folds them
-into one host function (measured on 136 cases: 15 s of processor time as 136 public functions, 4 s as one).
+module's cost is per *public* function (each gets ABI wrappers and host code that module-wide passes walk
+again and again). So a batch of models is imported as private functions (``@c0``, ``@c1``, ...) called by one
+public function, ``@batch``, that takes every model's inputs and returns every model's outputs; the inliner
+folds them into one host function (measured on 136 cases: 15 s of processor time as 136 public functions, 4 s
+as one).
 
 A model that fails to compile must not sink its batch. ``iree-compile`` reports an error at the line of the
 operation it failed on, so the error names its case (the private function around that line): that case is
@@ -27,7 +28,8 @@ import onnx
 
 #: iree-compile's flags: ONNX input (torch-mlir's conversion), CPU code through LLVM for a generic x86-64
 #: processor (the same code on every machine: a cached module does not depend on where it was compiled)
-COMPILE_FLAGS = ("--iree-input-type=onnx", "--iree-hal-target-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=generic",
+COMPILE_FLAGS = ("--iree-input-type=onnx", "--iree-hal-target-backends=llvm-cpu",
+                 "--iree-llvmcpu-target-cpu=generic",
                  "--iree-vm-bytecode-module-output-format=flatbuffer-binary")
 
 #: rounds of "drop the cases the errors name, compile again" before a batch is split in two instead
@@ -39,7 +41,8 @@ _FUNC_LINE = re.compile(r"^  func\.func private @c(\d+)\(")
 
 @dataclass
 class Refusal:
-    """Why one model did not become a function of a module: ``stage`` import or compile, the tool's message."""
+    """Why one model did not become a function of a module: ``stage`` import or compile, the tool's
+    message."""
 
     stage: str
     message: str
@@ -61,7 +64,8 @@ class Slot:
 @dataclass
 class Built:
     """What became of a batch: the compiled modules (one, or more when a batch was split), each with the batch
-    positions of its slots in the order of ``@batch``'s arguments and results, and the refusals by position."""
+    positions of its slots in the order of ``@batch``'s arguments and results, and the refusals by
+    position."""
 
     modules: list[tuple[bytes, list[int]]] = field(default_factory=list)
     refused: dict[int, Refusal] = field(default_factory=dict)
@@ -188,7 +192,8 @@ def _owners(text: str, stderr: str) -> dict[int, str]:
 
 
 def _tail(stderr: str) -> str:
-    lines = [ln for ln in stderr.strip().splitlines() if ln.strip() and not ln.startswith(("Stack dump", " #", "0."))]
+    lines = [ln for ln in stderr.strip().splitlines()
+             if ln.strip() and not ln.startswith(("Stack dump", " #", "0."))]
     return " / ".join(lines[:3])[:500]
 
 
@@ -202,8 +207,9 @@ def run_compiler(text: str, timeout: float) -> subprocess.CompletedProcess[bytes
 
 
 def compile_batch(slots: Sequence[Slot], budget: float, compiler: Compiler = run_compiler) -> Built:
-    """Compile ``slots`` into one module, leaving out (and refusing) the ones the compiler fails on; ``budget``:
-    seconds this may take in all (what is left when it runs out is refused with stage "budget", not compiled)."""
+    """Compile ``slots`` into one module, leaving out (and refusing) the ones the compiler fails on;
+    ``budget``: seconds this may take in all (what is left when it runs out is refused with stage "budget",
+    not compiled)."""
     t0 = time.monotonic()
     built = Built()
     todo: list[list[Slot]] = [list(slots)]
@@ -234,7 +240,8 @@ def compile_batch(slots: Sequence[Slot], budget: float, compiler: Compiler = run
                 for index, message in named.items():
                     built.refused[index] = Refusal("compile", message)
                 # the compiler stops at the first pass that fails (its verifier at the first operation): cases
-                # whose first input has the element type of one named are likely next, so they go on as a group of their own
+                # whose first input has the element type of one named are likely next, so they go on as a
+                # group of their own
                 failing = {s.kinds for s in group if s.index in named}
                 suspects = [s for s in group if s.index not in named and s.kinds in failing]
                 group = [s for s in group if s.index not in named and s.kinds not in failing]

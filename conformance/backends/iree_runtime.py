@@ -1,9 +1,9 @@
-"""IREE's runtime half of the ``iree`` backend: a compiled module's ``@batch`` function called with every slot's
-inputs, on the ``local-sync`` HAL driver (the calling thread runs the kernels: no thread pool, no process of its
-own, and the same arithmetic whichever core count).
+"""IREE's runtime half of the ``iree`` backend: a compiled module's ``@batch`` function called with every
+slot's inputs, on the ``local-sync`` HAL driver (the calling thread runs the kernels: no thread pool, no
+process of its own, and the same arithmetic whichever core count).
 
-Arrays go in and come out as raw bytes in a buffer view of the matching ``HalElementType``: float8 and bfloat16
-through their ml_dtypes bytes, int4 / uint4 packed two to a byte, low nibble first (the order IREE's
+Arrays go in and come out as raw bytes in a buffer view of the matching ``HalElementType``: float8 and
+bfloat16 through their ml_dtypes bytes, int4 / uint4 packed two to a byte, low nibble first (the order IREE's
 sub-byte element types use). A slot whose case is not being run gets zeros of its input types.
 """
 
@@ -66,7 +66,8 @@ class Runtime:
         if got is None:
             rt = self._rt
             vm = rt.VmModule.copy_buffer(self.config.vm_instance, data)
-            got = (rt.VmContext(self.config.vm_instance, modules=[self._hal, vm]), vm.lookup_function("batch"))
+            got = (rt.VmContext(self.config.vm_instance, modules=[self._hal, vm]),
+                   vm.lookup_function("batch"))
         self._loaded[key] = got
         while len(self._loaded) > self._keep:
             self._loaded.popitem(last=False)
@@ -78,11 +79,12 @@ class Runtime:
         if t.name not in HAL_TYPES:
             raise NotApplicable(f"IREE's runtime has no element type for {t.name}")
         kind = getattr(rt.HalElementType, HAL_TYPES[t.name])
-        a = np.array(array, dtype=t.dtype, order="C")  # (keeps a 0-d array 0-d, as ascontiguousarray does not)
+        # (keeps a 0-d array 0-d, as ascontiguousarray does not)
+        a = np.array(array, dtype=t.dtype, order="C")
         raw = _pack4(a) if t.bits == 4 else a.reshape(-1).view(np.uint8).tobytes()
         usage = rt.BufferUsage.DEFAULT | rt.BufferUsage.MAPPING
-        buf = self.device.allocator.allocate_buffer(rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE, usage,
-                                                    max(1, len(raw)))
+        buf = self.device.allocator.allocate_buffer(rt.MemoryType.DEVICE_LOCAL | rt.MemoryType.HOST_VISIBLE,
+                                                    usage, max(1, len(raw)))
         if raw:
             mapped = buf.map().asarray([len(raw)], np.dtype(np.uint8))
             mapped[:] = np.frombuffer(raw, np.uint8)

@@ -1,11 +1,11 @@
 """Message markers: fragments of a runtime's error text that say "not implemented", for backends whose runtime
 has no other way to tell a refusal of an unimplemented feature from the rejection of an invalid model.
 
-Each marker of a :class:`MarkerSet` names what it stands for and, optionally, the graph forms whose refusals it
-is for; the backend's tests check each one on the installed release (one model each that the runtime refuses with
-that fragment). A whole run reports the markers that matched none of its refusals (:class:`MarkerWatch`), as it
-reports stale expectation entries: a new release that rewords its messages would otherwise turn "unsupported"
-into "rejected" silently.
+Each marker of a :class:`MarkerSet` names what it stands for and, optionally, the graph forms whose refusals
+it is for; the backend's tests check each one on the installed release (one model each that the runtime
+refuses with that fragment). A whole run reports the markers that matched none of its refusals
+(:class:`MarkerWatch`), as it reports stale expectation entries: a new release that rewords its messages would
+otherwise turn "unsupported" into "rejected" silently.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from ..types import TYPES
 
 #: numpy's own element types (what runtimes' Python APIs that know no ml_dtypes exchange): bool, integers,
 #: float16/32/64. ml_dtypes' types are left out, float8e5m2 included (numpy reports its kind as 'f').
-NUMPY_TYPES = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
-                                              np.uint32, np.uint64, np.float16, np.float32, np.float64))
+NUMPY_TYPES = frozenset(np.dtype(t)
+                        for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                  np.uint32, np.uint64, np.float16, np.float32, np.float64))
 
 
 def exotic_io(model: onnx.ModelProto) -> str | None:
@@ -79,12 +80,13 @@ class MarkerWatch:
     def commonest(self, form: str) -> tuple[Marker, int] | None:
         """The marker that matched the most refusals of ``form``, with their number."""
         best = max(((n, f) for (fm, f), n in self.hits.items() if fm == form), default=None)
-        return None if best is None else (next(m for m in self.markers.markers if m.fragment == best[1]), best[0])
+        return (None if best is None
+                else (next(m for m in self.markers.markers if m.fragment == best[1]), best[0]))
 
     def stale(self, forms: Iterable[str]) -> list[str]:
         """Sentences for the markers that matched no refusal although a form they are for ran."""
         ran = set(forms)
-        return [f"stale marker of the {self.markers.backend} backend: {m.fragment!r} ({m.meaning}) matched no "
-                f"refusal of this run (does {self.markers.backend} still say it? tests/test_new_backends.py checks "
-                "each marker on the installed release)"
+        return [f"stale marker of the {self.markers.backend} backend: {m.fragment!r} ({m.meaning}) matched "
+                f"no refusal of this run (does {self.markers.backend} still say it? "
+                "tests/test_new_backends.py checks each marker on the installed release)"
                 for m in self.unseen if not m.forms or ran & set(m.forms)]

@@ -1,11 +1,11 @@
-"""The names ``--backend`` takes, without importing any backend: the one list every ``--help`` and the registry
-share (``tests/test_backends_more.py`` checks that the registry builds exactly these)."""
+"""The names ``--backend`` takes, without importing any backend: the one list every ``--help`` and the
+registry share (``tests/test_backends_more.py`` checks that the registry builds exactly these)."""
 
 from __future__ import annotations
 
 #: the built-in backends, in the order the help texts list them
-BUILTIN_NAMES: tuple[str, ...] = ("ort", "onnx-reference", "openvino", "quark", "tvm", "iree", "tract", "tinygrad",
-                                  "reference")
+BUILTIN_NAMES: tuple[str, ...] = ("ort", "onnx-reference", "openvino", "quark", "tvm", "iree", "tract",
+                                  "tinygrad", "reference")
 #: one line each for the help texts: what the built-in runs and what it needs
 HELP: dict[str, str] = {
     "ort": "ONNX Runtime, CPU",

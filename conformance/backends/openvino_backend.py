@@ -1,9 +1,9 @@
 """OpenVINO (CPU): reads the ONNX model directly (``Core.read_model``), compiles it for the CPU and runs it.
 
 Every tensor is handed over as raw bytes in ONNX's layout (sub-byte types packed, low nibble first) in an
-``openvino.Tensor`` of the matching ``openvino.Type``; the model is never changed. Types OpenVINO has no element
-type for (float8 fnuz, int2, float6) make the case unsupported. Inference precision is pinned to f32 so that the
-CPU plugin does not lower float arithmetic to bf16 / f16 on CPUs that have it.
+``openvino.Tensor`` of the matching ``openvino.Type``; the model is never changed. Types OpenVINO has no
+element type for (float8 fnuz, int2, float6) make the case unsupported. Inference precision is pinned to f32
+so that the CPU plugin does not lower float arithmetic to bf16 / f16 on CPUs that have it.
 """
 
 from __future__ import annotations
@@ -25,16 +25,18 @@ OV_TYPES = {
     "uint16": "u16", "int8": "i8", "uint8": "u8", "int4": "i4", "uint4": "u4", "uint2": "u2",
     "float8e4m3fn": "f8e4m3", "float8e5m2": "f8e5m2", "float8e8m0": "f8e8m0", "float4e2m1": "f4e2m1",
 }
-_UNSUPPORTED_MARKERS = ("not supported", "Unsupported", "unsupported", "No conversion rule", "is not implemented",
-                        "doesn't support", "does not support", "Cannot create", "not registered")
+_UNSUPPORTED_MARKERS = ("not supported", "Unsupported", "unsupported", "No conversion rule",
+                        "is not implemented", "doesn't support", "does not support", "Cannot create",
+                        "not registered")
 
 
-_NOISE = ("Exception from", "Check '", "FrontEnd API failed", "Model wasn't", "Summary", "--", "While validating",
-          "Traceback")
+_NOISE = ("Exception from", "Check '", "FrontEnd API failed", "Model wasn't", "Summary", "--",
+          "While validating", "Traceback")
 
 
 def _first_line(text: str) -> str:
-    """The informative line of an OpenVINO message (past the C++ locations and the conversion report frame)."""
+    """The informative line of an OpenVINO message (past the C++ locations and the conversion report
+    frame)."""
     lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
     useful = [ln for ln in lines if not ln.startswith(_NOISE)]
     return (useful[0] if useful else (lines[0] if lines else ""))[:300]
@@ -44,7 +46,8 @@ class OpenVinoBackend:
     name = "openvino"
 
     def __init__(self, device: str = "CPU") -> None:
-        import openvino as ov  # an optional dependency (the openvino extra): imported when the backend is made
+        # an optional dependency (the openvino extra): imported when the backend is made
+        import openvino as ov
 
         self._ov = ov
         self.version = ov.__version__.split("-")[0]
@@ -62,24 +65,24 @@ class OpenVinoBackend:
         if raw:
             view = np.asarray(tensor.data).reshape(-1).view(np.uint8)
             if view.size != len(raw):
-                raise RuntimeError(f"{t.name} tensor of shape {list(array.shape)}: OpenVINO holds {view.size} bytes, "
-                                   f"ONNX's layout {len(raw)}")
+                raise RuntimeError(f"{t.name} tensor of shape {list(array.shape)}: OpenVINO holds "
+                                   f"{view.size} bytes, ONNX's layout {len(raw)}")
             view[:] = np.frombuffer(raw, np.uint8)
         return tensor
 
     def _array(self, tensor) -> np.ndarray:  # noqa: ANN001 - openvino.Tensor
         name = self._by_ov.get(tensor.element_type.get_type_name())
         if name is None:
-            raise RuntimeError(f"OpenVINO returned element type {tensor.element_type}, which has no ONNX counterpart "
-                               "here")
+            raise RuntimeError(f"OpenVINO returned element type {tensor.element_type}, which has no ONNX "
+                               "counterpart here")
         shape = list(tensor.shape)
         raw = bytes(np.asarray(tensor.data).reshape(-1).view(np.uint8)) if tensor.byte_size else b""
         return from_tensor_proto(helper.make_tensor("y", TYPES[name].proto, shape, raw, raw=True))
 
     def _unconverted(self, model: onnx.ModelProto) -> str | None:
-        """Operators OpenVINO's ONNX frontend has no conversion rule for, asked of the frontend itself: a partial
-        conversion leaves them as framework nodes (a rule that exists but refuses the node is not one of them,
-        and is judged by the message markers instead). None when every operator has a rule."""
+        """Operators OpenVINO's ONNX frontend has no conversion rule for, asked of the frontend itself: a
+        partial conversion leaves them as framework nodes (a rule that exists but refuses the node is not one
+        of them, and is judged by the message markers instead). None when every operator has a rule."""
         try:
             frontend = self._ov.frontend.FrontEndManager().load_by_framework("onnx")
             with tempfile.TemporaryDirectory(prefix="qdq-ov-") as tmp:
@@ -88,7 +91,8 @@ class OpenVinoBackend:
                 converted = frontend.convert_partially(frontend.load(path))
         except Exception:  # noqa: BLE001 - no answer from the frontend: leave it to the markers
             return None
-        missing = sorted({n.op_type if not n.domain else f"{n.domain}.{n.op_type}" for n in model.graph.node}) \
+        missing = sorted({n.op_type if not n.domain else f"{n.domain}.{n.op_type}"
+                          for n in model.graph.node}) \
             if any(op.get_type_name() == "ONNXFrameworkNode" for op in converted.get_ops()) else []
         return (f"OpenVINO {self.version} has no conversion rule for {', '.join(missing)} (probe: its ONNX "
                 "frontend's partial conversion left a framework node)") if missing else None

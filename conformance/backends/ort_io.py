@@ -1,8 +1,8 @@
 """Feeding and fetching every ONNX element type through ONNX Runtime's OrtValue.
 
 ONNX Runtime's Python API does not accept ml_dtypes arrays. Every tensor is therefore handed over as raw bytes
-in ONNX's own layout (sub-byte types packed, via onnx's TensorProto helpers) into an OrtValue of the exact ONNX
-element type, and read back the same way; the model itself is never changed.
+in ONNX's own layout (sub-byte types packed, via onnx's TensorProto helpers) into an OrtValue of the exact
+ONNX element type, and read back the same way; the model itself is never changed.
 """
 
 from __future__ import annotations

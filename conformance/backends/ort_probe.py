@@ -8,12 +8,12 @@ the life of the process (a backend worker asks each question at most once):
 - IR version: does ORT load a node-less float model of that IR version?
 - opset import: does ORT load a node-less float model importing that (domain, version)?
 - operator: does ORT build a session on the node's operator at the node's version with its plainest types
-  (float for the float type parameters, uint8 for the integer ones), i.e. does it implement that version at all?
-  The types come from ORT's own schema registry; no schema at all is itself the answer.
+  (float for the float type parameters, uint8 for the integer ones), i.e. does it implement that version at
+  all? The types come from ORT's own schema registry; no schema at all is itself the answer.
 
 A failure that a refused probe explains is :class:`Unsupported`, with the probe's reason. So is ORT's own
-NOT_IMPLEMENTED status (its exception class, no message text). Anything else is :class:`Rejected` (right for an
-invalid model, an error for a valid one): in particular an invalid model with types, IR and opset ORT does
+NOT_IMPLEMENTED status (its exception class, no message text). Anything else is :class:`Rejected` (right for
+an invalid model, an error for a valid one): in particular an invalid model with types, IR and opset ORT does
 support. Only when no probe can be put (an error inside a probe builder, say) is the message matched against
 :data:`FALLBACK_FRAGMENTS`, a short list the tests check against every supported ORT release.
 """
@@ -34,11 +34,12 @@ from .base import Rejected, Unsupported
 #: Message fragments still read, as a fallback only, when the probes cannot be put. Each one is checked in
 #: tests/test_unsupported.py against the message the installed ORT actually gives (1.31.1 and 1.32.0):
 #: - "NOT_IMPLEMENTED": ORT's status code name, printed in every message of that status;
-#: - "is not currently registered or supported": 1.31+ for a type without an MLDataType (complex, float6 in 1.32);
+#: - "is not currently registered or supported": 1.31+ for a type without an MLDataType (complex, float6 in
+#:   1.32);
 #: - "Invalid tensor data type": 1.31 for an element type its protobuf does not know (float6);
 #: - "Unsupported model IR version": an IR newer than ORT's (IR 14 in 1.31).
-FALLBACK_FRAGMENTS = ("NOT_IMPLEMENTED", "is not currently registered or supported", "Invalid tensor data type",
-                      "Unsupported model IR version")
+FALLBACK_FRAGMENTS = ("NOT_IMPLEMENTED", "is not currently registered or supported",
+                      "Invalid tensor data type", "Unsupported model IR version")
 
 #: Preferred types when a probe binds an operator's type parameter (the plainest a runtime implements).
 _PLAIN = ("tensor(float)", "tensor(uint8)", "tensor(int8)", "tensor(int32)")
@@ -84,11 +85,13 @@ def _session(model: onnx.ModelProto) -> str | None:
 def _passthrough(elem: int, imports: Sequence[tuple[str, int]], ir: int) -> onnx.ModelProto:
     vi = helper.make_tensor_value_info("x", elem, [2])
     graph = helper.make_graph([], "probe", [vi], [vi])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in imports], ir_version=ir)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in imports],
+                             ir_version=ir)
 
 
 def _type_name(elem: int) -> str:
-    return TensorProto.DataType.Name(elem).lower() if elem in TensorProto.DataType.values() else f"type {elem}"
+    return (TensorProto.DataType.Name(elem).lower() if elem in TensorProto.DataType.values()
+            else f"type {elem}")
 
 
 @functools.cache
@@ -96,8 +99,8 @@ def type_refusal(elem: int) -> str | None:
     """Why ORT cannot hold ``elem`` tensors in a model (None if it can)."""
     why = _session(_passthrough(elem, [_NEUTRAL_OPSET], _NEUTRAL_IR))
     return None if why is None else \
-        f"has no {_type_name(elem)} tensor type (probe: a node-less model passing a {_type_name(elem)} input " \
-        f"through was refused: {why})"
+        f"has no {_type_name(elem)} tensor type (probe: a node-less model passing a {_type_name(elem)} " \
+        f"input through was refused: {why})"
 
 
 @functools.cache
@@ -115,7 +118,8 @@ def ortvalue_refusal(elem: int) -> str | None:
 @functools.cache
 def ir_refusal(ir: int) -> str | None:
     why = _session(_passthrough(TensorProto.FLOAT, [_NEUTRAL_OPSET], ir))
-    return None if why is None else f"does not load IR version {ir} (probe: a node-less IR-{ir} model was refused: {why})"
+    return (None if why is None
+            else f"does not load IR version {ir} (probe: a node-less IR-{ir} model was refused: {why})")
 
 
 @functools.cache
@@ -140,8 +144,9 @@ def _elem(type_str: str) -> int:
 
 @functools.cache
 def op_refusal(domain: str, op: str, opset: int) -> str | None:
-    """Why ORT does not implement ``domain::op`` at opset ``opset`` with any types (None if it builds a session
-    on it with its plainest types). Asks ORT's schema registry which version applies and which types it takes."""
+    """Why ORT does not implement ``domain::op`` at opset ``opset`` with any types (None if it builds a
+    session on it with its plainest types). Asks ORT's schema registry which version applies and which types
+    it takes."""
     name = f"{domain or 'ai.onnx'}::{op}"
     schemas = [s for s in _schemas().get((domain, op), []) if s.since_version <= opset]
     if not schemas:
@@ -151,7 +156,8 @@ def op_refusal(domain: str, op: str, opset: int) -> str | None:
     bind = {p: next((t for t in _PLAIN if t in types), types[0]) for p, types in allowed.items() if types}
 
     def info(param, n: int):  # noqa: ANN001 - an ORT FormalParameter
-        return helper.make_tensor_value_info(param.name or f"p{n}", _elem(bind.get(param.typeStr, param.typeStr)),
+        return helper.make_tensor_value_info(param.name or f"p{n}",
+                                             _elem(bind.get(param.typeStr, param.typeStr)),
                                              [2] if n == 0 else [])
 
     try:
@@ -162,13 +168,15 @@ def op_refusal(domain: str, op: str, opset: int) -> str | None:
         node = helper.make_node(op, [i.name for i in inputs], [o.name for o in outputs], domain=domain)
         imports = [(domain, opset)] + ([] if domain == "" else [("", 21)])
         model = helper.make_model(helper.make_graph([node], "probe", inputs, outputs),
-                                  opset_imports=[helper.make_opsetid(d, v) for d, v in imports], ir_version=_NEUTRAL_IR)
+                                  opset_imports=[helper.make_opsetid(d, v) for d, v in imports],
+                                  ir_version=_NEUTRAL_IR)
     except (KeyError, ValueError, IndexError) as e:  # a schema this builder cannot express: no answer
         raise LookupError(f"cannot build a probe for {name}-{schema.since_version}: {e}") from None
     why = _session(model)
     plain = ", ".join(f"{p}={t[7:-1]}" for p, t in sorted(bind.items()))
     return None if why is None else \
-        f"does not implement {name}-{schema.since_version} (probe: a {op} model with {plain} was refused: {why})"
+        f"does not implement {name}-{schema.since_version} (probe: a {op} model with {plain} was refused: " \
+        f"{why})"
 
 
 def model_types(model: onnx.ModelProto) -> list[int]:

@@ -1,13 +1,13 @@
 """AMD Quark's custom operators (domain com.amd.quark) inside ONNX Runtime.
 
 The ``amd-quark`` package ships the operators' C++ sources (``quark/onnx/operators/custom_ops``) with ONNX
-Runtime's C/C++ API headers (1.17, whose C API later ONNX Runtime releases keep serving), but no built library;
-its own build path needs torch. :func:`build` compiles the CPU library with the system C++ compiler, explicitly
-and once (``qdq-conformance build-quark``), into a cache folder keyed by the sources; it never installs amd-quark
-(the sources are read from an installed copy or from the wheel, downloaded with ``pip download --no-deps``), so
-the installed onnx and onnxruntime are never changed. The ``quark`` backend loads the library with
-``SessionOptions.register_custom_ops_library``; without it, the backend cannot be created (a usage error of the
-run, saying how to build the library).
+Runtime's C/C++ API headers (1.17, whose C API later ONNX Runtime releases keep serving), but no built
+library; its own build path needs torch. :func:`build` compiles the CPU library with the system C++ compiler,
+explicitly and once (``qdq-conformance build-quark``), into a cache folder keyed by the sources; it never
+installs amd-quark (the sources are read from an installed copy or from the wheel, downloaded with ``pip
+download --no-deps``), so the installed onnx and onnxruntime are never changed. The ``quark`` backend loads
+the library with ``SessionOptions.register_custom_ops_library``; without it, the backend cannot be created (a
+usage error of the run, saying how to build the library).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from .builtin import OrtBackend
 
 #: The amd-quark release whose sources `build` fetches when none is installed (override: --quark-version).
 DEFAULT_QUARK_VERSION = "0.13"
-SOURCES = ["custom_op_library.cc", "custom_op_qdq.cc", "custom_op_in.cc", "custom_op_bfp.cc", "custom_op_mx.cc",
-           "custom_op_lstm.cc", "bfp/cpu/bfp.cc", "mx/cpu/mx.cc", "bfp/cpu/bfp_kernel.cc", "mx/cpu/mx_kernel.cc"]
+SOURCES = ["custom_op_library.cc", "custom_op_qdq.cc", "custom_op_in.cc", "custom_op_bfp.cc",
+           "custom_op_mx.cc", "custom_op_lstm.cc", "bfp/cpu/bfp.cc", "mx/cpu/mx.cc", "bfp/cpu/bfp_kernel.cc",
+           "mx/cpu/mx_kernel.cc"]
 INCLUDES = ["include", "src", "include/onnxruntime-1.17.0/onnxruntime",
             "include/onnxruntime-1.17.0/onnxruntime/core/session", "include/gsl-4.0.0"]
 LIBRARY = "libcustom_ops.so"
@@ -102,13 +103,14 @@ def _digest(src: Path, compiler: str, flags: list[str]) -> str:
 def build(source: Path | None = None, version: str = DEFAULT_QUARK_VERSION, force: bool = False,
           log=print) -> Path:  # noqa: ANN001 - a print-like callable
     """Compile (or find in the cache) the CPU custom-op library; return its path. Whatever stops it (a source
-    that is not one, a compiler that fails or is missing, a cache that cannot be written) is a BuildError whose
-    message is one line."""
+    that is not one, a compiler that fails or is missing, a cache that cannot be written) is a BuildError
+    whose message is one line."""
     if source is not None and not source.exists():
-        raise BuildError(f"{source}: no such file or folder (--source takes amd-quark's custom_ops folder or a wheel)")
-    if source is not None and not source.is_dir() and source.suffix != ".whl":
-        raise BuildError(f"{source}: neither a folder nor a .whl (--source takes amd-quark's custom_ops folder or "
+        raise BuildError(f"{source}: no such file or folder (--source takes amd-quark's custom_ops folder or "
                          "a wheel)")
+    if source is not None and not source.is_dir() and source.suffix != ".whl":
+        raise BuildError(f"{source}: neither a folder nor a .whl (--source takes amd-quark's custom_ops "
+                         "folder or a wheel)")
     try:
         return _build(source, version, force, log)
     except OSError as e:
@@ -136,14 +138,15 @@ def _build(source: Path | None, version: str, force: bool, log) -> Path:  # noqa
             log(f"cached: {lib}")
             return lib
         out_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [compiler, *flags, *(f"-I{src / i}" for i in INCLUDES), *(str(src / "src" / s) for s in SOURCES),
-               "-o", str(out_dir / (LIBRARY + ".tmp"))]
+        cmd = [compiler, *flags, *(f"-I{src / i}" for i in INCLUDES),
+               *(str(src / "src" / s) for s in SOURCES), "-o", str(out_dir / (LIBRARY + ".tmp"))]
         log(f"compiling {len(SOURCES)} sources from {src} with {compiler} (about 15 s)")
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode:
             said = [ln.strip() for ln in r.stderr.splitlines() if ln.strip()]
             first = next((ln for ln in said if "error" in ln.lower()), said[0] if said else "")
-            raise BuildError(f"{compiler} failed (exit status {r.returncode})" + (f": {first[:500]}" if first else ""))
+            raise BuildError(f"{compiler} failed (exit status {r.returncode})"
+                             + (f": {first[:500]}" if first else ""))
         (out_dir / (LIBRARY + ".tmp")).replace(lib)
         (out_dir / "BUILD").write_text(" ".join(cmd) + "\n")
     (cache_dir() / "latest").write_text(str(lib) + "\n")
@@ -173,8 +176,9 @@ class QuarkBackend:
 
         self.library = library or find_library()
         if self.library is None:
-            raise BackendUnavailable("AMD Quark's custom-op library is not built: run `qdq-conformance build-quark` "
-                                     "once (needs a C++ compiler; see README, section 'AMD Quark')")
+            raise BackendUnavailable("AMD Quark's custom-op library is not built: run `qdq-conformance "
+                                     "build-quark` once (needs a C++ compiler; see README, section 'AMD "
+                                     "Quark')")
         self.version = f"{DEFAULT_QUARK_VERSION}+ort{ort.__version__}"
         src = self.library.parent / "BUILD"
         self.build_command = src.read_text().strip() if src.exists() else ""
@@ -182,8 +186,8 @@ class QuarkBackend:
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         domains = {n.domain for n in model.graph.node}
         if QUARK not in domains or not domains <= {QUARK, "", "ai.onnx"}:
-            raise NotApplicable("the quark backend runs com.amd.quark operators (with ai.onnx ops around them in a "
-                                "graph case) only (ai.onnx cases: use --backend ort)")
+            raise NotApplicable("the quark backend runs com.amd.quark operators (with ai.onnx ops around "
+                                "them in a graph case) only (ai.onnx cases: use --backend ort)")
         backend = OrtBackend(custom_ops_libraries=[str(self.library)])
         return backend.run(model, feeds)
 

@@ -1,10 +1,10 @@
-"""Finding a backend by name: the built-ins, ``onnx-backend:MODULE``, ``command:CMD``, and third-party backends
-registered under the entry-point group ``onnx_qdq_conformance.backends``.
+"""Finding a backend by name: the built-ins, ``onnx-backend:MODULE``, ``command:CMD``, and third-party
+backends registered under the entry-point group ``onnx_qdq_conformance.backends``.
 
 A factory that cannot make its backend here (a package not installed, a library not built, a device absent)
 raises :class:`~conformance.backends.base.BackendUnavailable` with the reason and the fix in one line
-(:func:`~conformance.backends.base.require` imports an optional package that way): the run ends before its first
-case with that line and exit status 4, within ``--backend-timeout`` however long the factory takes.
+(:func:`~conformance.backends.base.require` imports an optional package that way): the run ends before its
+first case with that line and exit status 4, within ``--backend-timeout`` however long the factory takes.
 
 A third-party package declares, in its pyproject.toml::
 
@@ -116,9 +116,9 @@ class RunSettings(TypedDict, total=False):
 
 
 def settings(spec: str, options: BackendOptions | None = None) -> RunSettings:
-    """How backend ``spec`` runs a model, for a results header and the report: the graph optimization it applies
-    (graph cases are judged as deployed: ONNX Runtime at its default level unless --ort-optimization says
-    otherwise, OpenVINO as ``compile_model`` compiles)."""
+    """How backend ``spec`` runs a model, for a results header and the report: the graph optimization it
+    applies (graph cases are judged as deployed: ONNX Runtime at its default level unless --ort-optimization
+    says otherwise, OpenVINO as ``compile_model`` compiles)."""
     options = options or {}
     if spec == "ort":
         level = options.get("ort_optimization") or "all"
@@ -137,8 +137,9 @@ def known_names() -> list[str]:
 
 def create(spec: str, options: BackendOptions | None = None) -> Backend:
     """The backend named ``spec``: ValueError naming the known backends when there is none of that name,
-    :class:`BackendUnavailable` (or whatever its factory raises) when it cannot be created here. The runner creates
-    it in a worker process (``runner.isolation``): either ends the run before its first case as a usage error."""
+    :class:`BackendUnavailable` (or whatever its factory raises) when it cannot be created here. The runner
+    creates it in a worker process (``runner.isolation``): either ends the run before its first case as a
+    usage error."""
     options = dict(options or {})
     if spec in BUILTIN:
         return BUILTIN[spec](options)

@@ -2,9 +2,9 @@
 device, which compiles every kernel with clang (``$CC``, else ``clang`` on PATH: Debian's ``clang`` package).
 
 tinygrad's frontend reads the model file with its own protobuf parser and maps ONNX element types through its
-``OnnxDataType`` table (no float8, no 4-bit or 2-bit types). The adapter exchanges numpy's own types only: a graph
-input or output of bfloat16, float8, 4-bit or 2-bit type is not applicable (the adapter's limit). The model is
-written to a temporary file, unchanged.
+``OnnxDataType`` table (no float8, no 4-bit or 2-bit types). The adapter exchanges numpy's own types only: a
+graph input or output of bfloat16, float8, 4-bit or 2-bit type is not applicable (the adapter's limit). The
+model is written to a temporary file, unchanged.
 
 Unsupported or rejected: the frontend's own "no implementation" is ``NotImplementedError`` (an operator or a
 version it does not have); beyond that, a few message markers (:data:`MARKERS`), each tested on the installed
@@ -66,15 +66,16 @@ class TinygradBackend:
 
         compiler = os.environ.get("CC") or "clang"
         if shutil.which(compiler) is None:
-            raise ClangMissing(f"tinygrad's CPU device compiles its kernels with {compiler!r}, which is not on PATH "
-                               "(Debian / Ubuntu: apt-get install clang; or set CC)")
+            raise ClangMissing(f"tinygrad's CPU device compiles its kernels with {compiler!r}, which is not "
+                               "on PATH (Debian / Ubuntu: apt-get install clang; or set CC)")
         self._runner = OnnxRunner
         self.version = metadata.version("tinygrad")
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         exotic = exotic_io(model)
         if exotic:
-            raise NotApplicable(f"this adapter exchanges numpy's own types with tinygrad; {exotic} is not one")
+            raise NotApplicable(f"this adapter exchanges numpy's own types with tinygrad; {exotic} is not "
+                                "one")
         with tempfile.TemporaryDirectory(prefix="qdq-tinygrad-") as tmp:
             path = os.path.join(tmp, "model.onnx")
             onnx.save(model, path)

@@ -1,9 +1,9 @@
 """tract (Sonos, Rust; ``pip install tract``): its ONNX loader, ``into_model().into_runnable()`` and ``run``.
 
 tract's Python API exchanges tensors of numpy's own types only (bool, integers, float16/32/64): a case whose
-graph inputs or outputs are bfloat16, float8, 4-bit or 2-bit cannot be put to it through that API, so it is not
-applicable (the adapter's limit, not tract's verdict). tract loads models from a file: the model is written to a
-temporary file, unchanged.
+graph inputs or outputs are bfloat16, float8, 4-bit or 2-bit cannot be put to it through that API, so it is
+not applicable (the adapter's limit, not tract's verdict). tract loads models from a file: the model is
+written to a temporary file, unchanged.
 
 Unsupported or rejected is read from tract's error chain (one ``TractError`` for every refusal): a few message
 markers (:data:`MARKERS`), each tested on the installed release (tests/test_new_backends.py), mark
@@ -30,15 +30,17 @@ from .markers import Marker, MarkerSet, exotic_io
 #: Fragments of tract's error chain that say it does not implement what the model needs. Each is tested on the
 #: installed tract (tests/test_new_backends.py); a whole run reports those that matched no refusal.
 MARKERS = MarkerSet("tract", (
-    Marker("must be a const", "a scale or zero point fed at run time (tract folds them into its quantized types)",
-           ("runtime",)),
+    Marker("must be a const",
+           "a scale or zero point fed at run time (tract folds them into its quantized types)", ("runtime",)),
     Marker("Unknown DatumType", "an element type tract has no datum type for (bfloat16, float8)"),
-    Marker("unknown ONNX TensorProto.DataType", "an element type tract's ONNX protobuf does not know (float8e8m0, "
+    Marker("unknown ONNX TensorProto.DataType",
+           "an element type tract's ONNX protobuf does not know (float8e8m0, "
            "4-bit, 2-bit, float6)"),
     Marker("quantization is not supported", "blocked quantization"),
     Marker("unsupported per-axis output type", "per-axis quantization to a type other than int8 / uint8"),
     Marker("Unimplemented(", "an operator tract's ONNX loader has no translation for (com.amd.quark's)"),
-    Marker("Unsupported type", "an element type one of tract's evaluation kernels does not take (at run time)"),
+    Marker("Unsupported type",
+           "an element type one of tract's evaluation kernels does not take (at run time)"),
     Marker("datum_type == F32: Impossible to unify", "a scale of a type other than float32 (tract's ONNX "
            "QuantizeLinear / DequantizeLinear declare a float32 y_scale / x_scale)"),
 ))
@@ -64,8 +66,9 @@ class TractBackend:
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         exotic = exotic_io(model)
         if exotic:
-            raise NotApplicable(f"tract's Python API has no {exotic} tensor type (tract.DatumType: bool, integers, "
-                                "float16/32/64), so a graph input or output of that type cannot be exchanged")
+            raise NotApplicable(f"tract's Python API has no {exotic} tensor type (tract.DatumType: bool, "
+                                "integers, float16/32/64), so a graph input or output of that type cannot be "
+                                "exchanged")
         with tempfile.TemporaryDirectory(prefix="qdq-tract-") as tmp:
             path = os.path.join(tmp, "model.onnx")
             onnx.save(model, path)
@@ -95,6 +98,6 @@ class TractBackend:
             "path = os.path.join(tempfile.mkdtemp(), 'model.onnx')\n"
             "onnx.save(model, path)\n"
             "runnable = tract.onnx().load(path).into_model().into_runnable()\n"
-            f"for name, value in zip({output_names!r}, runnable.run([])):  # every input kept as an initializer\n"
-            "    print(name, value.to_numpy().dtype, value.to_numpy())\n"
+            f"for name, value in zip({output_names!r}, runnable.run([])):  # every input kept as an "
+            "initializer\n    print(name, value.to_numpy().dtype, value.to_numpy())\n"
         )

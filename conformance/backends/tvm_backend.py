@@ -1,8 +1,9 @@
 """Apache TVM (CPU, target ``llvm``): Relax's ONNX importer, ``tvm.compile`` and the Relax virtual machine.
 
-Inputs go in as ``tvm.runtime.Tensor`` copies of the case's arrays; a type TVM cannot take from numpy / ml_dtypes,
-a sub-byte input or output (TVM's Python API does not pack them and its packing order is undocumented), or an
-operator version its importer does not convert, makes the case unsupported with the reason.
+Inputs go in as ``tvm.runtime.Tensor`` copies of the case's arrays; a type TVM cannot take from numpy /
+ml_dtypes, a sub-byte input or output (TVM's Python API does not pack them and its packing order is
+undocumented), or an operator version its importer does not convert, makes the case unsupported with the
+reason.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ _UNSUPPORTED_MARKERS = ("Unsupported", "unsupported", "not supported", "not impl
 
 
 def _first_line(text: str) -> str:
-    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip() and not ln.strip().startswith(("File ", "["))]
+    lines = [ln.strip() for ln in str(text).splitlines()
+             if ln.strip() and not ln.strip().startswith(("File ", "["))]
     return (lines[-1] if lines else str(text).strip())[:300]
 
 
@@ -43,8 +45,10 @@ class TvmBackend:
             elem = vi.type.tensor_type.elem_type
             t = next((t for t in TYPES.values() if t.proto == elem), None)
             if t is not None and t.bits < 8:
-                raise NotApplicable(f"this adapter does not exchange {t.name} tensors with TVM (tvm.runtime.Tensor "
-                                  "does not pack sub-byte types from numpy, and its packing order is undocumented)")
+                raise NotApplicable(f"this adapter does not exchange {t.name} tensors with TVM "
+                                    "(tvm.runtime.Tensor "
+                                  "does not pack sub-byte types from numpy, and its packing order is "
+                                  "undocumented)")
         args = []
         for inp in model.graph.input:
             value = np.asarray(feeds[inp.name], order="C")  # keeps 0-d arrays 0-d
@@ -53,7 +57,8 @@ class TvmBackend:
                 tensor.copyfrom(value)
                 args.append(tensor)
             except Exception as e:  # noqa: BLE001 - TVM raises TVMError / ValueError / TypeError here
-                raise NotApplicable(f"TVM cannot take a {by_dtype(value.dtype).name} input: {_first_line(str(e))}") \
+                raise NotApplicable(f"TVM cannot take a {by_dtype(value.dtype).name} input: "
+                                    f"{_first_line(str(e))}") \
                     from None
         try:
             mod = from_onnx(model, keep_params_in_input=False)

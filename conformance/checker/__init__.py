@@ -1,9 +1,10 @@
-"""The spec-checker: validates every quantization node of a model against its opset's spec, and the model around
-them (node order, IR version, quantization operators it does not know: :mod:`.model_rules`).
+"""The spec-checker: validates every quantization node of a model against its opset's spec, and the model
+around them (node order, IR version, quantization operators it does not know: :mod:`.model_rules`).
 
-``check_file(path) -> ModelReport``, ``check_model(model, base_dir)`` for a model already in memory; both raise
-:class:`Unreadable` (one line: the problem and the tensor, function or input it is in) for input that cannot be read
-or interpreted, and nothing else. Findings carry the same rule ids as the reference kernel's :class:`SpecViolation`.
+``check_file(path) -> ModelReport``, ``check_model(model, base_dir)`` for a model already in memory; both
+raise :class:`Unreadable` (one line: the problem and the tensor, function or input it is in) for input that
+cannot be read or interpreted, and nothing else. Findings carry the same rule ids as the reference kernel's
+:class:`SpecViolation`.
 """
 
 from __future__ import annotations
@@ -83,13 +84,15 @@ def _model_finding(label: str, f: model_rules.ModelFinding) -> NodeFinding:
 
 def check_model(model: onnx.ModelProto, base_dir: Path, label: str = "<model>") -> ModelReport:
     report = ModelReport(label)
-    for mf in [*model_rules.ir_for_opsets(model), *model_rules.ir_for_types(model), *model_rules.order(model)]:
+    for mf in [*model_rules.ir_for_opsets(model), *model_rules.ir_for_types(model),
+               *model_rules.order(model)]:
         report.findings.append(_model_finding(label, mf))
     inferred, failure = _infer(model)
     if failure:
         report.findings.append(NodeFinding(label, "main", None, "", "", "", None, "QDQ020", "note",
-                                           f"onnx shape inference failed ({failure}); the nodes were checked with "
-                                           "the types and shapes the initializers and declarations give", None))
+                                           f"onnx shape inference failed ({failure}); the nodes were checked "
+                                           "with the types and shapes the initializers and declarations give",
+                                           None))
     local = {(normalize_domain(f.domain), f.name) for f in model.functions}
     unknown: list[Site] = []
     for site in walk(inferred):
@@ -102,8 +105,8 @@ def check_model(model: onnx.ModelProto, base_dir: Path, label: str = "<model>") 
         for f in findings:
             report.findings.append(NodeFinding(
                 label, site.graph, site.index, site.node.name, nodes.domain_of(site), site.node.op_type,
-                spec.version if spec else import_version(site.opsets, site.node.domain), f.rule, f.severity, f.message,
-                f.input))
+                spec.version if spec else import_version(site.opsets, site.node.domain), f.rule, f.severity,
+                f.message, f.input))
     report.nodes_not_checked = len(unknown)
     report.findings += [_model_finding(label, f) for f in model_rules.unknown_operators(unknown)]
     return report

@@ -1,5 +1,5 @@
-"""``qdq-conformance check``: the models (files, and folders searched for ``*.onnx``), text or JSON output and the
-exit status (:data:`EXIT`)."""
+"""``qdq-conformance check``: the models (files, and folders searched for ``*.onnx``), text or JSON output and
+the exit status (:data:`EXIT`)."""
 
 from __future__ import annotations
 
@@ -26,10 +26,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("models", nargs="*", metavar="MODEL", help="ONNX model file(s), or folders searched recursively for "
+    p.add_argument("models", nargs="*", metavar="MODEL",
+                   help="ONNX model file(s), or folders searched recursively for "
                    "*.onnx files (external data is read only for the scales and zero points a rule needs)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
-    p.add_argument("--rules", action="store_true", help="list every rule (id, severity, summary, spec sentence)")
+    p.add_argument("--rules", action="store_true",
+                   help="list every rule (id, severity, summary, spec sentence)")
     p.add_argument("--no-notes", action="store_true", help="hide notes (what could not be determined)")
 
 
@@ -105,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
     not_checked = sum(r.nodes_not_checked for r in reports)
     status = _status(len(unreadable), counts["error"], nodes)
     if args.json:
-        doc = {"models": [{"path": r.path, "nodes_checked": r.nodes_checked, "nodes_not_checked": r.nodes_not_checked,
+        doc = {"models": [{"path": r.path, "nodes_checked": r.nodes_checked,
+                           "nodes_not_checked": r.nodes_not_checked,
                            "findings": [f.to_json() for f in r.findings
                                         if not (args.no_notes and f.severity == "note")]} for r in reports],
                "unreadable": [{"path": p, "error": msg} for p, msg in unreadable],
@@ -126,5 +129,6 @@ def run(args: argparse.Namespace) -> int:
         summary += f"; {len(unreadable)} unreadable"
     print(summary)
     if status == 3:
-        print("NOTHING CHECKED: no model holds a quantization node the checker knows (exit status 3)", file=sys.stderr)
+        print("NOTHING CHECKED: no model holds a quantization node the checker knows (exit status 3)",
+              file=sys.stderr)
     return status

@@ -1,8 +1,8 @@
 """What the checker knows about each tensor name, and the walk over every node of a model.
 
 Facts come, in order of preference, from initializers and Constant nodes (type, shape and, on request, value),
-then from declared and inferred value infos (graph inputs, outputs, ``value_info`` after onnx shape inference).
-Subgraphs see their enclosing graphs' names; a local function sees only its own body.
+then from declared and inferred value infos (graph inputs, outputs, ``value_info`` after onnx shape
+inference). Subgraphs see their enclosing graphs' names; a local function sees only its own body.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def _from_value_info(vi: onnx.ValueInfoProto, source: str) -> Facts | None:
     elem = tt.elem_type or None
     shape: tuple[int | None, ...] | None = None
     if tt.HasField("shape"):
-        shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None for d in tt.shape.dim)
+        shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
+                      for d in tt.shape.dim)
     return Facts(elem, shape, None, source)
 
 
@@ -170,7 +171,8 @@ def _walk_nodes(nodes, path: str, opsets: dict[str, int], scope: Scope) -> Itera
 
 def walk(model: onnx.ModelProto) -> Iterator[Site]:
     """Every node of the main graph, its subgraphs, and the model's local functions."""
-    yield from _walk_nodes(model.graph.node, "main", _opsets(model.opset_import), graph_scope(model.graph, None))
+    yield from _walk_nodes(model.graph.node, "main", _opsets(model.opset_import),
+                           graph_scope(model.graph, None))
     for f in model.functions:
         scope = Scope()
         scope.define(f.input)

@@ -1,12 +1,12 @@
 """Reading a model for the checker without loading tensor data it does not need.
 
-The model file must be a regular file (a FIFO or a device is refused before it is opened) of at most 2 GiB, the
-protobuf limit. It is parsed without its external data: external tensors stay references (location, offset,
-length), checked here for their file's kind and size only; the few tensors whose values a rule needs (scales,
-zero points) are read later, one by one, in bounded chunks (:mod:`.tensors`). Every tensor's type, dims and data
-size, every declared shape, and every opset import (the main graph's and each local function's) are checked
-before any rule runs. Anything that makes the model unreadable raises :class:`Unreadable` with a one-line
-message.
+The model file must be a regular file (a FIFO or a device is refused before it is opened) of at most 2 GiB,
+the protobuf limit. It is parsed without its external data: external tensors stay references (location,
+offset, length), checked here for their file's kind and size only; the few tensors whose values a rule needs
+(scales, zero points) are read later, one by one, in bounded chunks (:mod:`.tensors`). Every tensor's type,
+dims and data size, every declared shape, and every opset import (the main graph's and each local function's)
+are checked before any rule runs. Anything that makes the model unreadable raises :class:`Unreadable` with a
+one-line message.
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ def check_shapes(model: onnx.ModelProto) -> None:
         if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
             continue
         # a negative dimension is read as unknown (some exporters write -1 for one)
-        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim if d.HasField("dim_value") and d.dim_value >= 0]
+        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim
+                if d.HasField("dim_value") and d.dim_value >= 0]
         total = 1
         for d in dims:
             total *= d
@@ -97,8 +98,8 @@ def _check_imports(imports, who: str) -> None:  # noqa: ANN001 - repeated Operat
     for imp in imports:
         domain = normalize_domain(imp.domain)
         if domain == AI_ONNX and imp.version > newest:
-            raise Unreadable(f"{who} imports ai.onnx opset {imp.version}, which is newer than the installed onnx "
-                             f"{onnx.__version__} knows (it defines opsets up to {newest})")
+            raise Unreadable(f"{who} imports ai.onnx opset {imp.version}, which is newer than the installed "
+                             f"onnx {onnx.__version__} knows (it defines opsets up to {newest})")
         if domain in ours and imp.version < 1:
             raise Unreadable(f"{who} imports {domain} opset {imp.version}, which does not exist")
 
@@ -124,8 +125,8 @@ def _read(path: Path) -> bytes:
     if not stat.S_ISREG(st.st_mode):
         raise Unreadable(f"not a regular file ({file_kind(st.st_mode)}); it was not opened")
     if st.st_size > MAX_MODEL_BYTES:
-        raise Unreadable(f"model file is {st.st_size} bytes; a protobuf model is at most 2 GiB (larger tensors "
-                         "belong in external data)")
+        raise Unreadable(f"model file is {st.st_size} bytes; a protobuf model is at most 2 GiB (larger "
+                         "tensors belong in external data)")
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as fh:

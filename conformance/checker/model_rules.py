@@ -1,8 +1,9 @@
-"""The rules on a whole model (QDQ021-QDQ024): node order, the IR version against the opsets and the element types
-the model uses, and quantization operators the checker does not know.
+"""The rules on a whole model (QDQ021-QDQ024): node order, the IR version against the opsets and the element
+types the model uses, and quantization operators the checker does not know.
 
-Each rule is reported at most once per graph (QDQ021), per model (QDQ022, QDQ023) or per operator (QDQ024), with a
-count and the first place it applies, so a model with a thousand offending nodes still reads in a few lines.
+Each rule is reported at most once per graph (QDQ021), per model (QDQ022, QDQ023) or per operator (QDQ024),
+with a count and the first place it applies, so a model with a thousand offending nodes still reads in a few
+lines.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def _listed(places: list[str]) -> str:
     return shown + (f" and {len(places) - SHOWN} more" if len(places) > SHOWN else "")
 
 
-# --- QDQ021: topological order ----------------------------------------------------------------------------------
+# --- QDQ021: topological order
+# ----------------------------------------------------------------------------------
 
 
 _GRAPH_TYPES = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
@@ -86,8 +88,8 @@ class _Enclosing:
 
 def _order(nodes: Iterable[onnx.NodeProto], path: str, seen: set[str], enclosing: tuple[_Enclosing, ...],
            opsets: dict[str, int]) -> Iterator[ModelFinding]:
-    """QDQ021 for one graph: a node input that a later node of this graph (or, in a subgraph, a later node of an
-    enclosing graph) produces. ``seen``: the names defined so far."""
+    """QDQ021 for one graph: a node input that a later node of this graph (or, in a subgraph, a later node of
+    an enclosing graph) produces. ``seen``: the names defined so far."""
     nodes = list(nodes)
     outputs = [list(n.output) for n in nodes]
     produced: dict[str, int] = {}
@@ -118,8 +120,8 @@ def _order(nodes: Iterable[onnx.NodeProto], path: str, seen: set[str], enclosing
     if bad:
         k, n, name, producer = bad[0]
         more = f" ({len(bad)} nodes read a tensor produced after them)" if len(bad) > 1 else ""
-        yield ModelFinding("QDQ021", f"input {name!r} is produced later, by {producer}{more}", path, k, n.name,
-                           normalize_domain(n.domain), n.op_type, import_version(opsets, n.domain))
+        yield ModelFinding("QDQ021", f"input {name!r} is produced later, by {producer}{more}", path, k,
+                           n.name, normalize_domain(n.domain), n.op_type, import_version(opsets, n.domain))
 
 
 def order(model: onnx.ModelProto) -> Iterator[ModelFinding]:
@@ -133,7 +135,8 @@ def order(model: onnx.ModelProto) -> Iterator[ModelFinding]:
                           import_table(f.opset_import) or opsets)
 
 
-# --- QDQ022, QDQ023: the IR version -----------------------------------------------------------------------------
+# --- QDQ022, QDQ023: the IR version
+# -----------------------------------------------------------------------------
 
 
 def _release_for(domain: str, version: int) -> tuple[str, int] | None:
@@ -157,7 +160,8 @@ def ir_for_opsets(model: onnx.ModelProto) -> Iterator[ModelFinding]:
         domain = normalize_domain(imp.domain)
         release = _release_for(domain, imp.version)
         if release is not None and release[1] > model.ir_version and (worst is None or release[1] > worst[0]):
-            worst = (release[1], f"the {who} imports {domain} opset {imp.version}, which came with IR version "
+            worst = (release[1],
+                     f"the {who} imports {domain} opset {imp.version}, which came with IR version "
                                  f"{release[1]} (onnx {release[0]})")
     if worst is not None:
         yield ModelFinding("QDQ022", f"IR version {model.ir_version} is older than its opsets: {worst[1]}")
@@ -222,17 +226,19 @@ def ir_for_types(model: onnx.ModelProto) -> Iterator[ModelFinding]:
         places.setdefault(elem, []).append(where)
     if not places:
         return
-    types = ", ".join(f"{_type_name(e)} (IR {TYPE_IR[e]})" for e in sorted(places, key=lambda e: (TYPE_IR[e], e)))
+    types = ", ".join(f"{_type_name(e)} (IR {TYPE_IR[e]})"
+                      for e in sorted(places, key=lambda e: (TYPE_IR[e], e)))
     used = [w for e in places for w in places[e]]
     yield ModelFinding("QDQ023", f"IR version {model.ir_version} has no {types}; used by {_listed(used)}")
 
 
-# --- QDQ024: quantization operators the checker does not know ---------------------------------------------------
+# --- QDQ024: quantization operators the checker does not know
+# ---------------------------------------------------
 
 
 def is_quantization(site: Site, local_functions: set[tuple[str, str]]) -> bool:
-    """A node of a quantization domain, or one whose operator's name says it quantizes, that is not a call of the
-    model's own function (whose body is checked node by node)."""
+    """A node of a quantization domain, or one whose operator's name says it quantizes, that is not a call of
+    the model's own function (whose body is checked node by node)."""
     domain = normalize_domain(site.node.domain)
     if (domain, site.node.op_type) in local_functions:
         return False
@@ -249,6 +255,7 @@ def unknown_operators(sites: list[Site]) -> Iterator[ModelFinding]:
     for (domain, op), group in by_op.items():
         first = group[0]
         count = f"{len(group)} nodes" if len(group) > 1 else "1 node"
-        yield ModelFinding("QDQ024", f"{domain}::{op} is not an operator the checker knows; {count} not checked",
+        yield ModelFinding("QDQ024",
+                           f"{domain}::{op} is not an operator the checker knows; {count} not checked",
                            first.graph, first.index, first.node.name, domain, op,
                            import_version(first.opsets, first.node.domain))

@@ -1,11 +1,11 @@
 """The checks on one quantization node: every problem it has, each rule reported once.
 
 Structural rules (types allowed at the version, zero point type, output_dtype, attributes, granularity, axis,
-block_size: QDQ001-QDQ013) run through the reference kernel's own plans (:data:`conformance.reference.ops.PLANS`)
-on zero-cost stand-in arrays of the node's input types and shapes, so the checker and the kernel share one rule
-set (:mod:`.structure` plans again after each problem, to find the next). Then the rules that need values or the
-model around the node (QDQ014-QDQ019), and notes (QDQ020) for what could not be determined. Findings of one rule
-on one node are merged into one.
+block_size: QDQ001-QDQ013) run through the reference kernel's own plans
+(:data:`conformance.reference.ops.PLANS`) on zero-cost stand-in arrays of the node's input types and shapes,
+so the checker and the kernel share one rule set (:mod:`.structure` plans again after each problem, to find
+the next). Then the rules that need values or the model around the node (QDQ014-QDQ019), and notes (QDQ020)
+for what could not be determined. Findings of one rule on one node are merged into one.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ def _attributes(site: Site) -> tuple[dict[str, int], list[Finding]]:
             bad.append(Finding("QDQ020", f"attribute {a.name} refers to the function's attribute "
                                          f"{a.ref_attr_name!r}; its value was not checked", a.name))
         else:
-            kind = AttributeProto.AttributeType.Name(a.type) if a.type in AttributeProto.AttributeType.values() \
-                else f"attribute type {a.type}"
+            kind = (AttributeProto.AttributeType.Name(a.type)
+                    if a.type in AttributeProto.AttributeType.values()
+                    else f"attribute type {a.type}")
             bad.append(Finding("QDQ010", f"attribute {a.name} must be an int, got {kind}", a.name))
     return attrs, bad
 
@@ -67,14 +68,15 @@ def _constant(site: Site, name: str, formal: str) -> tuple[Facts | None, Element
     size = facts.nbytes()
     if size > MAX_VALUE_BYTES:
         return None, None, [Finding("QDQ020", f"{name!r} holds {size} bytes; values of a tensor over "
-                                              f"{MAX_VALUE_BYTES >> 20} MiB are not read, so they were not checked",
+                                              f"{MAX_VALUE_BYTES >> 20} MiB are not read, so they were not "
+                                              "checked",
                                     formal)]
     return facts, et, []
 
 
 def _scale_findings(site: Site, name: str, formal: str, base_dir: Path) -> list[Finding]:
-    """QDQ014 where the scale is a constant: a zero or non-finite value (a negative scale is allowed: the spec's
-    formulas carry its sign, and symmetric quantizers use it)."""
+    """QDQ014 where the scale is a constant: a zero or non-finite value (a negative scale is allowed: the
+    spec's formulas carry its sign, and symmetric quantizers use it)."""
     facts, et, notes = _constant(site, name, formal)
     if facts is None or et is None:
         return notes
@@ -90,7 +92,8 @@ def _scale_findings(site: Site, name: str, formal: str, base_dir: Path) -> list[
         total += as64.size
     if first is None:
         return []
-    return [Finding("QDQ014", f"{bad} of {total} scale values are zero or not finite (first: index {first[0]} = "
+    return [Finding("QDQ014",
+                    f"{bad} of {total} scale values are zero or not finite (first: index {first[0]} = "
                               f"{first[1]})", formal)]
 
 
@@ -145,7 +148,8 @@ def merge(findings: list[Finding]) -> list[Finding]:
             out.append(unique[0])
             continue
         inputs = list(dict.fromkeys(f.input for f in unique if f.input))
-        text = "; ".join(f"{f.input}: {f.message}" if f.input and len(inputs) > 1 else f.message for f in unique)
+        text = "; ".join(f"{f.input}: {f.message}" if f.input and len(inputs) > 1 else f.message
+                         for f in unique)
         out.append(Finding(rule, text, inputs[0] if len(inputs) == 1 else None))
     return out
 
@@ -173,7 +177,8 @@ def check(site: Site, base_dir: Path) -> tuple[OpSpec | None, list[Finding]]:
                 declared = site.scope.get(name) if name else None
                 if declared is not None and declared.elem and declared.elem != expected.proto:
                     findings.append(Finding("QDQ019", f"output {k} ({name!r}) is declared "
-                                                      f"{type_name(declared.elem)}, the spec gives {expected.name}",
+                                                      f"{type_name(declared.elem)}, the spec gives "
+                                                      f"{expected.name}",
                                             spec.outputs[k].name))
         _propagate(site, plan)
     findings += _value_checks(spec, site, base_dir)

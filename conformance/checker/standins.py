@@ -1,6 +1,6 @@
-"""Stand-ins for what a model does not say about a node's inputs, so that the rest of the node is still checked:
-arrays of a type and shape (zero-strided: no memory is taken whatever the shape), and an x shape made up from the
-scale's where x's dimensions or rank are unknown.
+"""Stand-ins for what a model does not say about a node's inputs, so that the rest of the node is still
+checked: arrays of a type and shape (zero-strided: no memory is taken whatever the shape), and an x shape made
+up from the scale's where x's dimensions or rank are unknown.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ MAX_MADE_UP_RANK = 64
 
 
 def fill(x: tuple[int | None, ...] | None, scale: Shape, attrs: dict[str, int]) -> tuple[Shape, str] | None:
-    """x's shape with unknown dimensions (or an unknown rank: the smallest the scale and axis fit) replaced by what
-    the scale's shape implies, so that the scale fits there; a note when the block_size range then cannot be
-    checked. None when x's rank is unknown and the axis asks for an absurd one."""
+    """x's shape with unknown dimensions (or an unknown rank: the smallest the scale and axis fit) replaced by
+    what the scale's shape implies, so that the scale fits there; a note when the block_size range then cannot
+    be checked. None when x's rank is unknown and the axis asks for an absurd one."""
     block = attrs.get("block_size", 0)
     given = attrs.get("axis", 1)
     if x is None:
@@ -53,7 +53,8 @@ def fill(x: tuple[int | None, ...] | None, scale: Shape, attrs: dict[str, int]) 
         elif len(scale) == rank and rank > 1 and block > 0:
             if d == axis:
                 out.append(block * scale[d])
-                note = f"x's dimension {d} is unknown, so block_size {block} was not checked against its range"
+                note = (f"x's dimension {d} is unknown, so block_size {block} was not checked against its "
+                        "range")
             else:
                 out.append(scale[d])
         elif len(scale) == 1 and (d == axis or rank == 1):

@@ -1,15 +1,17 @@
-"""The structural rules on one node (QDQ002-QDQ011, QDQ013): every problem, each blamed on the input that is wrong.
+"""The structural rules on one node (QDQ002-QDQ011, QDQ013): every problem, each blamed on the input that is
+wrong.
 
-The reference kernel's plans (:data:`conformance.reference.ops.PLANS`) stop at the first problem. To report every
-one, the node is planned again after each problem with the part at fault set right (a type the version does not
-allow replaced by one it does, a rejected attribute left out), until the plan goes through or only a granularity
-problem is left. Shapes are then judged apart from types: the scale against x first, with the zero point given the
-scale's shape, then the zero point against the scale. When the scale does not fit x but the zero point's shape
-does, the scale is the input blamed (QDQ005), not the zero point (QDQ006).
+The reference kernel's plans (:data:`conformance.reference.ops.PLANS`) stop at the first problem. To report
+every one, the node is planned again after each problem with the part at fault set right (a type the version
+does not allow replaced by one it does, a rejected attribute left out), until the plan goes through or only a
+granularity problem is left. Shapes are then judged apart from types: the scale against x first, with the zero
+point given the scale's shape, then the zero point against the scale. When the scale does not fit x but the
+zero point's shape does, the scale is the input blamed (QDQ005), not the zero point (QDQ006).
 
-An input whose type or shape is not known (onnx shape inference failed, or the graph does not say) gets a stand-in
-that fits, so the rest of the node is still checked; nothing is reported about a stand-in, and a note (QDQ020)
-says what was not checked. Stand-in arrays are zero-strided views: no memory is taken whatever the shape.
+An input whose type or shape is not known (onnx shape inference failed, or the graph does not say) gets a
+stand-in that fits, so the rest of the node is still checked; nothing is reported about a stand-in, and a note
+(QDQ020) says what was not checked. Stand-in arrays are zero-strided views: no memory is taken whatever the
+shape.
 """
 
 from __future__ import annotations
@@ -52,8 +54,8 @@ class Finding:
 
 @dataclass
 class Outcome:
-    """The plan (None when even a repaired node cannot be planned), the findings, and whether the plan's output
-    types are the node's own (no input type or attribute behind them was replaced or made up)."""
+    """The plan (None when even a repaired node cannot be planned), the findings, and whether the plan's
+    output types are the node's own (no input type or attribute behind them was replaced or made up)."""
 
     plan: Plan | None = None
     findings: list[Finding] = field(default_factory=list)
@@ -126,7 +128,8 @@ class _Node:
                 self.add("QDQ011", "required input is missing", formal.name)
                 self.made_up.add(formal.name)
             elif name and f is None and not site.scope.is_defined(name):
-                self.add("QDQ011", f"{formal.name} ({name!r}) is not defined: no initializer, graph input, node "
+                self.add("QDQ011",
+                         f"{formal.name} ({name!r}) is not defined: no initializer, graph input, node "
                                    "output or enclosing graph has that name", formal.name)
                 self.made_up.add(formal.name)
             elif name and (f is None or f.elem is None):
@@ -143,8 +146,8 @@ class _Node:
             no_shape = all(self.facts[formals.index(n)] is None for n in self.unknown_type)
             what = "type and shape" if no_shape else "type"
             self.add("QDQ020", f"the {what} of {listed} could not be determined; the rules on "
-                               f"{'it' if len(self.unknown_type) == 1 else 'them'} were not checked, the others "
-                               "were", self.unknown_type[0])
+                               f"{'it' if len(self.unknown_type) == 1 else 'them'} were not checked, the "
+                               "others were", self.unknown_type[0])
         return True
 
     def _known_type(self, formal: str, param: str, f: Facts | None) -> ElementType | None:
@@ -161,7 +164,8 @@ class _Node:
     # --- shapes ---------------------------------------------------------------------------------------------
 
     def shapes(self) -> tuple[list[Shape], bool]:
-        """The stand-ins' shapes (the zero point given the scale's), and whether the granularity can be judged."""
+        """The stand-ins' shapes (the zero point given the scale's), and whether the granularity can be
+        judged."""
         spec = self.spec
         count = len(spec.inputs)
         flat: list[Shape] = [()] * count
@@ -173,28 +177,34 @@ class _Node:
                    known(f.shape) is None]
         if scale is None:
             if unknown:
-                self.add("QDQ020", f"the shape of {', '.join(unknown)} could not be determined; granularity, axis "
+                self.add("QDQ020",
+                         f"the shape of {', '.join(unknown)} could not be determined; granularity, axis "
                                    "and block_size were not checked", unknown[0])
             return flat, False
         x_shape = x_f.shape if x_f is not None else None
         made = fill(x_shape, scale, self.attrs)
         if made is None:
-            self.add("QDQ020", f"the rank of x could not be determined and axis {self.attrs.get('axis')} is beyond "
+            self.add("QDQ020",
+                     f"the rank of x could not be determined and axis {self.attrs.get('axis')} is beyond "
                                "any plausible one; granularity, axis and block_size were not checked",
                      spec.inputs[0].name)
             return flat, False
         filled, note = made
         if x_shape is None and x_f is not None:
-            self.add("QDQ020", "the shape of x could not be determined; the scale's and zero point's shapes were "
-                               "checked against the attributes and each other, not against x", spec.inputs[0].name)
+            self.add("QDQ020",
+                     "the shape of x could not be determined; the scale's and zero point's shapes were "
+                               "checked against the attributes and each other, not against x",
+                     spec.inputs[0].name)
         elif note:
             self.add("QDQ020", note, "block_size")
         if unknown:
-            self.add("QDQ020", f"the shape of {', '.join(unknown)} could not be determined; it was not compared "
+            self.add("QDQ020",
+                     f"the shape of {', '.join(unknown)} could not be determined; it was not compared "
                                "with the scale's", unknown[0])
         for name, shape in ((spec.inputs[0].name, filled), (spec.inputs[1].name, scale)):
             if math.prod(shape) > MAX_ELEMENTS:
-                self.add("QDQ020", f"the shape of {name} {list(shape)} is too large to check; granularity, axis "
+                self.add("QDQ020",
+                         f"the shape of {name} {list(shape)} is too large to check; granularity, axis "
                                    "and block_size were not checked", name)
                 return flat, False
         flat[0], flat[1] = filled, scale
@@ -241,8 +251,9 @@ class _Node:
 
 
 def check(spec: OpSpec, site: Site, attrs: dict[str, int], bad_attrs: set[str]) -> Outcome:
-    """Every structural rule on one node. ``attrs``: its int attributes; ``bad_attrs``: attributes already reported
-    (a wrong attribute type) or not known (a function's attribute reference), left out of the plan."""
+    """Every structural rule on one node. ``attrs``: its int attributes; ``bad_attrs``: attributes already
+    reported (a wrong attribute type) or not known (a function's attribute reference), left out of the
+    plan."""
     node = _Node(spec, site, dict(attrs), bad_attrs)
     if not node.read_inputs():
         return Outcome(None, node.findings, False)
@@ -279,7 +290,8 @@ def check(spec: OpSpec, site: Site, attrs: dict[str, int], bad_attrs: set[str]) 
 
 
 def _attribute_rules(node: _Node) -> None:
-    """The rules on each attribute alone; an attribute that breaks one is reported and left out of the plan."""
+    """The rules on each attribute alone; an attribute that breaks one is reported and left out of the
+    plan."""
     for name in list(node.attrs):
         try:
             check_attributes(node.spec, {name: node.attrs[name]})
@@ -290,8 +302,8 @@ def _attribute_rules(node: _Node) -> None:
 
 def _granularity_unjudged(node: _Node, shapes: list[Shape], plan_attrs: dict[str, int],
                           judged: bool) -> None:
-    """The granularity rules that still hold when the granularity itself cannot be judged (unknown shapes, or an
-    attribute already reported): the zero point's shape against the scale's, and a negative block_size."""
+    """The granularity rules that still hold when the granularity itself cannot be judged (unknown shapes, or
+    an attribute already reported): the zero point's shape against the scale's, and a negative block_size."""
     spec = node.spec
     if judged and node.zero_point_shape() is not None:
         _zero_point_differs(node, shapes, plan_attrs)
@@ -319,8 +331,8 @@ def _zero_point_differs(node: _Node, shapes: list[Shape], attrs: dict[str, int])
 def _granularity(node: _Node, shapes: list[Shape], attrs: dict[str, int],
                  failed: SpecViolation | None) -> Plan | None:
     """The scale against x (``failed``: what the plan said, the zero point given the scale's shape), then the
-    zero point against the scale, or the scale blamed when only the zero point's shape fits x (then the plan made
-    with the zero point's shape is returned)."""
+    zero point against the scale, or the scale blamed when only the zero point's shape fits x (then the plan
+    made with the zero point's shape is returned)."""
     z = node.zero_point_shape()
     if failed is None:
         if z is not None:
@@ -331,7 +343,8 @@ def _granularity(node: _Node, shapes: list[Shape], attrs: dict[str, int],
         plan, z_failed = _attempt(lambda: node.plan(trial, attrs))
         if z_failed is None:
             scale_name = node.spec.inputs[1].name
-            node.add("QDQ005", f"{failed.detail}; the zero point's shape {list(z)} fits x {list(shapes[0])}, so the "
+            node.add("QDQ005",
+                     f"{failed.detail}; the zero point's shape {list(z)} fits x {list(shapes[0])}, so the "
                                f"scale's shape {list(shapes[1])} is the one that is wrong", scale_name)
             return plan  # (the output types do not depend on the shapes)
     node.add(failed.rule, failed.detail, failed.input)

@@ -2,10 +2,11 @@
 may live, and bounded reads of the few values a rule needs.
 
 Nothing here loads a weight. Validation looks at types, dims, typed-field counts, the length of inline data
-(only for tensors whose dims make them small) and, for external data, the file's kind and size: a location must
-name a regular file inside the model's folder (never a FIFO or a device, which would block or never end), and the
-tensor's bytes must lie within it. Values are read in chunks of at most :data:`CHUNK` bytes, and never for a
-tensor larger than :data:`MAX_VALUE_BYTES`. Every problem is an :class:`Unreadable` with a one-line message.
+(only for tensors whose dims make them small) and, for external data, the file's kind and size: a location
+must name a regular file inside the model's folder (never a FIFO or a device, which would block or never end),
+and the tensor's bytes must lie within it. Values are read in chunks of at most :data:`CHUNK` bytes, and never
+for a tensor larger than :data:`MAX_VALUE_BYTES`. Every problem is an :class:`Unreadable` with a one-line
+message.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from onnx import TensorProto, numpy_helper
 
 from .errors import Unreadable
 
-#: More elements than this in one tensor or declared shape is taken for a corrupt header (2**56: an exbibyte of
-#: int8), and keeps every stand-in array the checker builds within numpy's limits.
+#: More elements than this in one tensor or declared shape is taken for a corrupt header (2**56: an exbibyte
+#: of int8), and keeps every stand-in array the checker builds within numpy's limits.
 MAX_ELEMENTS = 2**56
 #: Values of larger scales and zero points are not read (a note says so); real ones are far smaller.
 MAX_VALUE_BYTES = 2**30
@@ -35,13 +36,16 @@ MAX_MEASURED_INLINE = 2**24
 
 _PACKED: dict[int, int] = {TensorProto.INT4: 2, TensorProto.UINT4: 2, TensorProto.FLOAT4E2M1: 2}
 _PACKED.update({getattr(TensorProto, n): 4 for n in ("INT2", "UINT2") if hasattr(TensorProto, n)})
-_SIX_BIT: set[int] = {getattr(TensorProto, n) for n in ("FLOAT6E2M3", "FLOAT6E3M2") if hasattr(TensorProto, n)}
-_ITEMSIZE: dict[int, int] = {TensorProto.FLOAT: 4, TensorProto.UINT8: 1, TensorProto.INT8: 1, TensorProto.UINT16: 2,
+_SIX_BIT: set[int] = {getattr(TensorProto, n) for n in ("FLOAT6E2M3", "FLOAT6E3M2")
+                      if hasattr(TensorProto, n)}
+_ITEMSIZE: dict[int, int] = {TensorProto.FLOAT: 4, TensorProto.UINT8: 1, TensorProto.INT8: 1,
+                             TensorProto.UINT16: 2,
              TensorProto.INT16: 2, TensorProto.INT32: 4, TensorProto.INT64: 8, TensorProto.BOOL: 1,
              TensorProto.FLOAT16: 2, TensorProto.DOUBLE: 8, TensorProto.UINT32: 4, TensorProto.UINT64: 8,
              TensorProto.COMPLEX64: 8, TensorProto.COMPLEX128: 16, TensorProto.BFLOAT16: 2}
 _ITEMSIZE.update({getattr(TensorProto, n): 1 for n in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
-                                                        "FLOAT8E5M2FNUZ", "FLOAT8E8M0") if hasattr(TensorProto, n)})
+                                                        "FLOAT8E5M2FNUZ", "FLOAT8E8M0")
+                  if hasattr(TensorProto, n)})
 _FIELDS: dict[str, tuple[int, ...]] = {"float_data": (TensorProto.FLOAT, TensorProto.COMPLEX64),
            "int64_data": (TensorProto.INT64,), "double_data": (TensorProto.DOUBLE, TensorProto.COMPLEX128),
            "uint64_data": (TensorProto.UINT32, TensorProto.UINT64), "string_data": (TensorProto.STRING,)}
@@ -90,8 +94,9 @@ def check_tensor(t: TensorProto, base_dir: Path, sizes: dict[Path, int]) -> None
     """One tensor's type, dims and data agree, and its external data (if any) lies in a regular file."""
     what = f"tensor {t.name!r}"
     if t.data_type == TensorProto.UNDEFINED or t.data_type not in TensorProto.DataType.values():
-        shown = "no data_type" if t.data_type == TensorProto.UNDEFINED else f"data_type {t.data_type}, which " \
-            "is not an ONNX element type"
+        shown = ("no data_type" if t.data_type == TensorProto.UNDEFINED
+                 else f"data_type {t.data_type}, which "
+                 "is not an ONNX element type")
         raise Unreadable(f"{what} has {shown}")
     n = element_count(tuple(t.dims), what)
     if t.HasField("segment"):
@@ -171,7 +176,8 @@ def external_location(t: TensorProto, base_dir: Path) -> tuple[Path, int, int | 
     return path, _number(info, "offset", what) or 0, _number(info, "length", what)
 
 
-def check_external(t: TensorProto, base_dir: Path, span: tuple[int, int] | None, sizes: dict[Path, int]) -> None:
+def check_external(t: TensorProto, base_dir: Path, span: tuple[int, int] | None,
+                   sizes: dict[Path, int]) -> None:
     what = f"tensor {t.name!r}"
     if span is None:
         raise Unreadable(f"{what}: a {type_label(t.data_type)} tensor cannot be stored externally")
@@ -209,9 +215,11 @@ def read_external(t: TensorProto, base_dir: Path) -> Iterator[bytes]:
                 fh.seek(offset)
                 chunk = fh.read(min(size, CHUNK))
             except OSError as e:
-                raise Unreadable(f"tensor {t.name!r}: external data file cannot be read ({e.strerror})") from None
+                raise Unreadable(f"tensor {t.name!r}: external data file cannot be read "
+                                 f"({e.strerror})") from None
             if not chunk:
-                raise Unreadable(f"tensor {t.name!r}: external data file ends {size} bytes before the tensor does")
+                raise Unreadable(f"tensor {t.name!r}: external data file ends {size} bytes before the tensor "
+                                 "does")
             size -= len(chunk)
             offset += len(chunk)
             yield chunk

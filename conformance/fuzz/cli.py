@@ -24,11 +24,13 @@ from .search import Executor, Search
 
 EXIT = {0: "no new finding: every example passed, was unsupported or implementation-defined, or failed as an "
            "expectation says",
-        1: "new findings: at least one example failed unexpectedly in a way neither an expectation entry records "
-           "(a corpus case that entry covers failing with the same root cause) nor, with --corpus-results or "
-           "--judge, a failing case of the corpus exposes (each finding kept as a case file under --out)",
-        2: "interrupted (Ctrl-C: what was found so far is kept), or bad arguments (no operator version matches "
-           "--ops / --versions / --types, a bad --budget), or --out, --corpus-results or --judge cannot be used",
+        1: "new findings: at least one example failed unexpectedly in a way neither an expectation entry "
+           "records (a corpus case that entry covers failing with the same root cause) nor, with "
+           "--corpus-results or --judge, a failing case of the corpus exposes (each finding kept as a case "
+           "file under --out)",
+        2: "interrupted (Ctrl-C: what was found so far is kept), or bad arguments (no operator version "
+           "matches --ops / --versions / --types, a bad --budget), or --out, --corpus-results or --judge "
+           "cannot be used",
         4: "the backend cannot be created, or its expectation file cannot be read"}
 
 
@@ -75,17 +77,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="fuzz-out", metavar="DIR",
                    help="where findings, case files and results go (default: %(default)s/)")
     p.add_argument("--expectations", default=None, metavar="PATH|none",
-                   help="expectation file (default: the backend's bundled one); a failure it expects is no finding")
+                   help="expectation file (default: the backend's bundled one); a failure it expects is no "
+                        "finding")
     p.add_argument("--case-timeout", type=float, default=30.0, metavar="S",
                    help="per-example limit in the backend's worker (default: %(default)s s)")
     p.add_argument("--corpus-results", nargs="+", default=[], metavar="PATH",
-                   help="results files of corpus runs of the same backend (one per graph form, say): each finding "
-                        "is marked as exposed by the corpus (a failing case with the same root cause: the signature "
-                        "qdq-conformance findings groups by, numbers in messages masked) or NEW")
+                   help="results files of corpus runs of the same backend (one per graph form, say): each "
+                        "finding is marked as exposed by the corpus (a failing case with the same root "
+                        "cause: the signature qdq-conformance findings groups by, numbers in messages "
+                        "masked) or NEW")
     p.add_argument("--judge", default=None, metavar="DIR",
-                   help="run nothing: judge the findings of an earlier run's --out DIR against --corpus-results "
-                        "again (after cases were added to the corpus, say), rewrite its findings.json, print the "
-                        "table")
+                   help="run nothing: judge the findings of an earlier run's --out DIR against "
+                        "--corpus-results again (after cases were added to the corpus, say), rewrite its "
+                        "findings.json, print the table")
     p.add_argument("--no-database", action="store_true",
                    help="neither read nor write the Hypothesis database (<cache>/fuzz/hypothesis)")
 
@@ -113,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         import hypothesis  # noqa: F401
     except ImportError:
-        print("error: qdq-conformance fuzz needs Hypothesis: pip install 'onnx-qdq-conformance[fuzz]'", file=sys.stderr)
+        print("error: qdq-conformance fuzz needs Hypothesis: pip install 'onnx-qdq-conformance[fuzz]'",
+              file=sys.stderr)
         return 2
     from .strategies import (  # imports Hypothesis, an optional dependency (the fuzz extra)
         combinations,
@@ -162,8 +167,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: --expectations: {e}", file=sys.stderr)
             return 4
         pool.set_expectations(str(exp.path) if exp.path else None)
-        return _search(args, pool, keys, forms, budget, out, corpus, exp, cache_root(), export, Executor, Search,
-                       header)
+        return _search(args, pool, keys, forms, budget, out, corpus, exp, cache_root(), export, Executor,
+                       Search, header)
     finally:
         pool.close()
 
@@ -180,13 +185,14 @@ def _judge(out: Path, corpus_results: list[str], export: Any) -> int:
     try:
         rows, summary = export.rejudge(out, corpus)
     except (OSError, ValueError, KeyError, TypeError) as e:
-        print(f"error: --judge {out}: not the --out folder of a fuzz run ({type(e).__name__}: {e})", file=sys.stderr)
+        print(f"error: --judge {out}: not the --out folder of a fuzz run ({type(e).__name__}: {e})",
+              file=sys.stderr)
         return 2
     print(export.table(rows))
     print(f"fuzz {summary.get('backend')} {summary.get('backend_version')}: {summary['findings']} distinct "
-          f"finding(s), {summary['root_causes']} root cause(s); {summary.get('known_findings') or 0} known (an "
-          f"expectation entry records it); new (no expectation records it, no failing case of the corpus exposes "
-          f"it): {summary['new_findings']} finding(s), {summary['new_root_causes']} root cause(s)")
+          f"finding(s), {summary['root_causes']} root cause(s); {summary.get('known_findings') or 0} known "
+          "(an expectation entry records it); new (no expectation records it, no failing case of the corpus "
+          f"exposes it): {summary['new_findings']} finding(s), {summary['new_root_causes']} root cause(s)")
     return 1 if summary["new_findings"] else 0
 
 
@@ -205,8 +211,9 @@ def _search(args: argparse.Namespace, pool: Any, keys: list[tuple[str, str, int]
                   flush=True)
 
     database = None if args.no_database else cache / "fuzz" / "hypothesis"
-    search = search_cls(executor_cls(pool, forms), keys, tuple(args.types), tuple(args.granularity), seed=args.seed,
-                        examples=args.examples, deadline=None if budget is None else start + budget,
+    search = search_cls(executor_cls(pool, forms), keys, tuple(args.types), tuple(args.granularity),
+                        seed=args.seed, examples=args.examples,
+                        deadline=None if budget is None else start + budget,
                         shrink_deadline=None if budget is None else start + budget + min(60.0, 0.1 * budget),
                         database=database, config=_config_digest(args, forms), on_progress=progress)
     interrupted = False
@@ -230,28 +237,31 @@ def _search(args: argparse.Namespace, pool: Any, keys: list[tuple[str, str, int]
         known.known(rows, pool, exp)
     export.finding_ids(rows, search.executor.records_in_order())
     counts = export.judge(rows, corpus)
-    stats = {"backend": pool.name, "backend_version": pool.version, "seed": args.seed, "examples_tried": search.tried,
-             "examples_rejected": search.rejected, "backend_calls": search.executor.calls,
-             **counts,
+    stats = {"backend": pool.name, "backend_version": pool.version, "seed": args.seed,
+             "examples_tried": search.tried, "examples_rejected": search.rejected,
+             "backend_calls": search.executor.calls, **counts,
              "seconds": round(elapsed, 1), "interrupted": interrupted, "forms": list(forms),
              "ops": args.ops, "versions": args.versions, "types": args.types, "granularity": args.granularity,
              "expectations": str(exp.path) if exp.path else None}
     (out / "findings.json").write_text(json.dumps({"summary": stats, "findings": rows}, indent=1) + "\n",
                                        encoding="utf-8")
-    head = header(pool.name, pool.version, {"fuzz": {k: stats[k] for k in ("seed", "forms", "ops", "versions")},
-                                            "expectations": stats["expectations"],
-                                            "expectations_status": exp.status(pool.name, pool.version),
-                                            "forms": list(forms)})
+    head = header(pool.name, pool.version,
+                  {"fuzz": {k: stats[k] for k in ("seed", "forms", "ops", "versions")},
+                   "expectations": stats["expectations"],
+                   "expectations_status": exp.status(pool.name, pool.version),
+                   "forms": list(forms)})
     n = export.write_results(out / "results.jsonl", head, search.executor.records_in_order(),
                              {"duration_s": round(elapsed, 1), "fuzz": stats, "interrupted": interrupted})
     print(export.table(rows))
     new = (f" ({counts['root_causes']} root cause(s); {counts['known_findings']} known: an expectation entry "
-           "records it; new (no expectation records it" + (", no failing case of the corpus exposes it" if corpus
-                                                            is not None else "")
+           "records it; new (no expectation records it"
+           + (", no failing case of the corpus exposes it" if corpus
+               is not None else "")
            + f"): {counts['new_findings']} finding(s), {counts['new_root_causes']} root cause(s))")
     print(f"fuzz {pool.name} {pool.version}: {search.tried:,} examples tried ({search.rejected:,} rejected, "
-          f"{search.executor.calls:,} backend calls), {len(rows)} distinct finding(s){new}, {duration(elapsed)}; "
-          f"case files in {out / 'cases'}, results ({n:,} records) in {out / 'results.jsonl'}")
+          f"{search.executor.calls:,} backend calls), {len(rows)} distinct finding(s){new}, "
+          f"{duration(elapsed)}; case files in {out / 'cases'}, results ({n:,} records) in "
+          f"{out / 'results.jsonl'}")
     if interrupted:
         return 2
     return 1 if counts["new_findings"] else 0

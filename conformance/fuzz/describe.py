@@ -1,10 +1,10 @@
 """A fuzzed case as plain data, and the corpus's own case built from it.
 
 A :class:`Description` holds everything a case needs as literals (operator version, types, zero-point mode,
-granularity, shapes, attributes, values). :func:`template` writes it as a case-file template (the dict a YAML case
-file holds, with literal ``values``), and :func:`build` expands that template with the corpus's own code
-(``generators.expand``): the oracle's outputs, the readings classifier and the status decision are exactly those
-of a case file, and a finding written back as YAML is the same case.
+granularity, shapes, attributes, values). :func:`template` writes it as a case-file template (the dict a YAML
+case file holds, with literal ``values``), and :func:`build` expands that template with the corpus's own code
+(``generators.expand``): the oracle's outputs, the readings classifier and the status decision are exactly
+those of a case file, and a finding written back as YAML is the same case.
 """
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ from ..generators.schema import validate
 from ..generators.template import Template
 from ..opspecs import BLOCKED, PER_AXIS
 
-#: A general clause per operator kind, for the template's ``spec`` (the finding's description says what broke).
+#: A general clause per operator kind, for the template's ``spec`` (the finding's description says what
+#: broke).
 CLAUSES = {
-    "Q": "The linear quantization operator: y = saturate((x / y_scale) + y_zero_point), rounding to nearest even; "
-         "per-tensor, per-axis or blocked scale and zero point.",
-    "DQ": "The linear dequantization operator: y = (x - x_zero_point) * x_scale; per-tensor, per-axis or blocked "
-          "scale and zero point.",
+    "Q": "The linear quantization operator: y = saturate((x / y_scale) + y_zero_point), rounding to nearest "
+         "even; per-tensor, per-axis or blocked scale and zero point.",
+    "DQ": "The linear dequantization operator: y = (x - x_zero_point) * x_scale; per-tensor, per-axis or "
+          "blocked scale and zero point.",
     "DQL": "y_scale = (max(x) - min(x)) / (qmax - qmin), y_zero_point = cast(saturate(round(qmin - min(x) / "
            "y_scale))), y = saturate(round(x / y_scale) + y_zero_point), with 0 included in the range of x.",
 }
@@ -91,11 +92,12 @@ def literals(values: tuple[float, ...]) -> list[str | int | float]:
 
 
 def declared_ambiguity(d: Description) -> str | None:
-    """The catalogue entry a corpus case of this kind names (``ambiguity:``): the entries the kernel applies only
-    to a case that declares them (``reference.readings``), so that a fuzzed case is implementation-defined
-    exactly where the corpus's own cases are: a DynamicQuantizeLinear x with NaN or an infinity, or whose range
-    overflows (dql-nan, as the corpus's nan, inf and huge-range cases), an empty one (dql-empty); a one-element 1-D
-    scale at version 10 (v10-one-element-scale) and in com.microsoft without axis (ms-one-element-no-axis)."""
+    """The catalogue entry a corpus case of this kind names (``ambiguity:``): the entries the kernel applies
+    only to a case that declares them (``reference.readings``), so that a fuzzed case is
+    implementation-defined exactly where the corpus's own cases are: a DynamicQuantizeLinear x with NaN or an
+    infinity, or whose range overflows (dql-nan, as the corpus's nan, inf and huge-range cases), an empty one
+    (dql-empty); a one-element 1-D scale at version 10 (v10-one-element-scale) and in com.microsoft without
+    axis (ms-one-element-no-axis)."""
     if d.kind == "DQL":
         x = np.asarray(d.x, dtype=np.float32)
         if not x.size:
@@ -166,7 +168,8 @@ class NotACase(Exception):
 
 
 def build(d: Description, file: str = "<fuzz>", data: dict[str, JSONValue] | None = None) -> ConcreteCase:
-    """The corpus's ConcreteCase for ``d`` (raises NotACase when the corpus's own code refuses the template)."""
+    """The corpus's ConcreteCase for ``d`` (raises NotACase when the corpus's own code refuses the
+    template)."""
     data = data if data is not None else template(d)
     try:
         validate({"cases": [data]}, file)

@@ -1,15 +1,16 @@
 """What a fuzz run leaves in ``--out``: findings kept as regression cases, and a results file.
 
 - ``cases/fuzz-<key>.yaml``: one case file per finding, its minimal example with literal values (valid against
-  cases/case.schema.json), the spec clause, a description naming the mismatch, and the oracle's outputs as golden
-  ``expected`` values. ``qdq-conformance run --backend NAME --cases OUT/cases`` fails on the backend that
-  produced it and passes on the oracle (``--backend reference``).
+  cases/case.schema.json), the spec clause, a description naming the mismatch, and the oracle's outputs as
+  golden ``expected`` values. ``qdq-conformance run --backend NAME --cases OUT/cases`` fails on the backend
+  that produced it and passes on the oracle (``--backend reference``).
 - ``findings/<case id>/``: the model and its inputs and expected outputs (ONNX backend-test layout,
-  ``model.onnx``, ``test_data_set_0/input_K.pb``, ``output_K.pb``), ``repro.py`` (standalone, the backend's own
-  API) and ``record.json`` (the results record of the failure).
-- ``findings.json``: every finding (signature, hits, minimal example, files, its root cause and whether a failing
-  case of the corpus exposes it: :func:`judge`).
-- ``results.jsonl``: the results of every example tried, in the runner's format (``report`` and ``diff`` read it).
+  ``model.onnx``, ``test_data_set_0/input_K.pb``, ``output_K.pb``), ``repro.py`` (standalone, the backend's
+  own API) and ``record.json`` (the results record of the failure).
+- ``findings.json``: every finding (signature, hits, minimal example, files, its root cause and whether a
+  failing case of the corpus exposes it: :func:`judge`).
+- ``results.jsonl``: the results of every example tried, in the runner's format (``report`` and ``diff`` read
+  it).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def mismatch_text(f: Finding) -> str:
     message = " ".join(str(rec.get("message") or "").split())
     if len(message) > 400:
         message = message[:400] + "..."
-    return f"{rec.get('status', f.parts.get('mismatch', ''))}: {message}" if message else str(rec.get("status"))
+    return (f"{rec.get('status', f.parts.get('mismatch', ''))}: {message}" if message
+            else str(rec.get("status")))
 
 
 class KnownEntry(TypedDict):
@@ -100,8 +102,8 @@ def case_document(f: Finding, backend: str, version: str) -> dict[str, JSONValue
     """The case file of finding ``f`` (plain data)."""
     assert f.description is not None and f.case is not None
     d = f.description
-    text = (f"Found by qdq-conformance fuzz on {backend} {version} ({f.form} graph form), shrunk to a minimal "
-            f"example; {backend} gave {mismatch_text(f)}")
+    text = (f"Found by qdq-conformance fuzz on {backend} {version} ({f.form} graph form), shrunk to a "
+            f"minimal example; {backend} gave {mismatch_text(f)}")
     data = template(d, template_id=f"fuzz-{d.key}", description=text)
     if f.case.expected is not None:
         names = ("y", "y_scale", "y_zero_point")
@@ -111,8 +113,10 @@ def case_document(f: Finding, backend: str, version: str) -> dict[str, JSONValue
 
 def write_case_file(path: Path, f: Finding, backend: str, version: str) -> Path:
     doc = case_document(f, backend, version)
-    header = (SCHEMA_LINE + f"# Kept by `qdq-conformance fuzz --backend {backend}`: {f.hits} hit(s) of this signature."
-              "\n# It fails on that backend and passes on the oracle (qdq-conformance run --backend reference).\n")
+    header = (SCHEMA_LINE
+              + f"# Kept by `qdq-conformance fuzz --backend {backend}`: {f.hits} hit(s) of this signature."
+              "\n# It fails on that backend and passes on the oracle (qdq-conformance run --backend "
+              "reference).\n")
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110, allow_unicode=False)
     path.write_text(header + text, encoding="utf-8")
     return path
@@ -143,22 +147,24 @@ def write_finding(out: Path, f: Finding, backend: str, version: str) -> FindingR
     repro = f.record.get("repro")
     if repro:
         (folder / "repro.py").write_text(str(repro) + "\n", encoding="utf-8")
-    (folder / "record.json").write_text(json.dumps(f.record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    (folder / "record.json").write_text(json.dumps(f.record, indent=1, sort_keys=True) + "\n",
+                                        encoding="utf-8")
     d = f.description
     return {"signature": f.signature, "parts": f.parts, "hits": f.hits, "first_example": f.first,
-            "case_id": f.case.id, "form": f.form, "status": f.record.get("status"), "message": f.record.get("message"),
-            "shape": list(d.x_shape), "elements": math.prod(d.x_shape), "distinct_x_values": d.distinct_values,
-            "case_file": str(case_file.relative_to(out)), "folder": str(folder.relative_to(out)),
+            "case_id": f.case.id, "form": f.form, "status": f.record.get("status"),
+            "message": f.record.get("message"), "shape": list(d.x_shape), "elements": math.prod(d.x_shape),
+            "distinct_x_values": d.distinct_values, "case_file": str(case_file.relative_to(out)),
+            "folder": str(folder.relative_to(out)),
             "model": str((folder / data_folder / "model.onnx").relative_to(out)),
-            "repro": str((folder / "repro.py").relative_to(out)) if repro else None, "case_file_problem": problem,
-            "root_cause": list(root_cause(f.record))}
+            "repro": str((folder / "repro.py").relative_to(out)) if repro else None,
+            "case_file_problem": problem, "root_cause": list(root_cause(f.record))}
 
 
 def root_cause(record: CaseRecord) -> tuple[str, ...]:
-    """A failure's root cause: the signature ``qdq-conformance findings`` and the report group failing cases by
-    (``reports/findings.py``: operator, type pattern, granularity, graph form, status, kind of mismatch, and the
-    message with its numbers, names and types masked), so that a fuzzed example and a corpus case that fail for one
-    reason share it, whatever their versions, concrete types and values."""
+    """A failure's root cause: the signature ``qdq-conformance findings`` and the report group failing cases
+    by (``reports/findings.py``: operator, type pattern, granularity, graph form, status, kind of mismatch,
+    and the message with its numbers, names and types masked), so that a fuzzed example and a corpus case that
+    fail for one reason share it, whatever their versions, concrete types and values."""
     return signature(record, str(record.get("form") or "-"))
 
 
@@ -214,8 +220,9 @@ def judge(rows: Sequence[FindingRow], corpus: dict[tuple[str, ...], Exposed] | N
 
 
 def finding_ids(rows: Sequence[FindingRow], records: Iterable[str]) -> None:
-    """Each row's ``root_cause_id``: the id ``qdq-conformance findings`` gives its example's finding when it reads
-    the fuzz run's results file (a case failing alike in both forms is one finding of form ``both`` there)."""
+    """Each row's ``root_cause_id``: the id ``qdq-conformance findings`` gives its example's finding when it
+    reads the fuzz run's results file (a case failing alike in both forms is one finding of form ``both``
+    there)."""
     where: dict[tuple[str, str], str] = {}
     for g in group([cast(CaseRecord, json.loads(line)) for line in records]):
         for case in g.cases:
@@ -229,14 +236,15 @@ def finding_ids(rows: Sequence[FindingRow], records: Iterable[str]) -> None:
 def rejudge(out: Path, corpus: dict[tuple[str, ...], Exposed]
             ) -> tuple[list[FindingRow], dict[str, JSONValue]]:
     """Judge an earlier run's findings (``out/findings.json``) against corpus results again (after cases were
-    added to the corpus, say); rewrites findings.json. Raises OSError / ValueError / KeyError on a folder that is
-    not a fuzz run's."""
+    added to the corpus, say); rewrites findings.json. Raises OSError / ValueError / KeyError on a folder that
+    is not a fuzz run's."""
     path = out / "findings.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     rows = data["findings"]
     for row in rows:
         if not row.get("root_cause"):  # (written before root causes were recorded: from the finding's record)
-            row["root_cause"] = list(root_cause(json.loads((out / row["folder"] / "record.json").read_text())))
+            row["root_cause"] = list(root_cause(json.loads((out / row["folder"]
+                                                            / "record.json").read_text())))
     counts = judge(rows, corpus)
     data["summary"].update(counts)
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
@@ -255,26 +263,28 @@ def write_results(path: Path, head: Header, records: Iterable[str], summary: Sum
 
 
 def table(rows: Sequence[FindingRow], width: int = 100) -> str:
-    """The final table of findings, within ``width`` columns: per finding a line (its number, hits, its finding id
-    as ``qdq-conformance findings`` names it, how it is judged, operator, types, granularity, form, shape), then
-    what goes wrong. Judged: ``known`` (an expectation entry records it, its line), ``corpus`` (a failing corpus
-    case exposes it), ``NEW``."""
+    """The final table of findings, within ``width`` columns: per finding a line (its number, hits, its
+    finding id as ``qdq-conformance findings`` names it, how it is judged, operator, types, granularity, form,
+    shape), then what goes wrong. Judged: ``known`` (an expectation entry records it, its line), ``corpus`` (a
+    failing corpus case exposes it), ``NEW``."""
     if not rows:
         return "no finding"
-    lines = [f"{'#':>3} {'hits':>5} {'finding':9} {'judged':11} {'operator':26} {'types':24} {'granularity':11}"]
+    lines = [f"{'#':>3} {'hits':>5} {'finding':9} {'judged':11} {'operator':26} {'types':24} "
+             f"{'granularity':11}"]
     for k, r in enumerate(rows, 1):
         p = r["parts"]
         known = r.get("known")
         judged = f"known:{known['line']}" if known else "corpus" if r.get("in_corpus") else "NEW"
         shape = "x".join(map(str, r["shape"])) or "scalar"
         lines.append(f"{k:>3} {r['hits']:>5} {r.get('root_cause_id') or '-':9} {judged:11} "
-                     f"{_cut(p['operator'], 26):26} {_cut(p['types'], 24):24} {_cut(p['granularity'], 11)}"[:width])
-        detail = f"{p['mismatch']}; {p['form']} form, zero point {p['zero_point']}, attributes {p['attributes']}, " \
-                 f"shape {shape}"
+                     f"{_cut(p['operator'], 26):26} {_cut(p['types'], 24):24} "
+                     f"{_cut(p['granularity'], 11)}"[:width])
+        detail = f"{p['mismatch']}; {p['form']} form, zero point {p['zero_point']}, attributes " \
+                 f"{p['attributes']}, shape {shape}"
         lines.append("      " + _cut(detail, width - 6))
         if known:
-            lines.append("      " + _cut(f"recorded by expectation line {known['line']} (corpus case {known['case']}): "
-                                         f"{known['reason']}", width - 6))
+            lines.append("      " + _cut(f"recorded by expectation line {known['line']} (corpus case "
+                                         f"{known['case']}): {known['reason']}", width - 6))
     return "\n".join(lines)
 
 

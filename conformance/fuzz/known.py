@@ -1,12 +1,12 @@
 """Whether a fuzz finding is a deviation the backend's bundled expectations already record.
 
-A fuzzed example has an id of its own, which no expectation entry's case-id patterns name; what it shares with the
-corpus is its root cause (``export.root_cause``: the signature ``qdq-conformance findings`` groups by). So a
-finding is *known* when a corpus case that an expectation entry says fails (in the finding's status) fails on the
-backend with the same root cause. The candidates are the corpus cases of the finding's operator, granularity and
-quantized type class that an entry covers (from the selection index, ``plugin/selection.py``: no expansion), at
-most ``PER_FINDING`` of them, the first case of each entry first; each runs once on the fuzz run's own backend
-workers (a few seconds at most, after the search).
+A fuzzed example has an id of its own, which no expectation entry's case-id patterns name; what it shares with
+the corpus is its root cause (``export.root_cause``: the signature ``qdq-conformance findings`` groups by). So
+a finding is *known* when a corpus case that an expectation entry says fails (in the finding's status) fails
+on the backend with the same root cause. The candidates are the corpus cases of the finding's operator,
+granularity and quantized type class that an entry covers (from the selection index, ``plugin/selection.py``:
+no expansion), at most ``PER_FINDING`` of them, the first case of each entry first; each runs once on the fuzz
+run's own backend workers (a few seconds at most, after the search).
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def _wanted(parts: dict[str, Any], marks: Sequence[str], cause: tuple[str, ...])
 
 def known(rows: list[FindingRow], pool: CasePool, exp: Expectations | None,
           folder: Path | None = None) -> None:
-    """Mark each finding row (``export.write_finding``'s) ``known``: None, or the expectation entry (line, status,
-    reason) and the corpus case that fails with the row's root cause as that entry says."""
+    """Mark each finding row (``export.write_finding``'s) ``known``: None, or the expectation entry (line,
+    status, reason) and the corpus case that fails with the row's root cause as that entry says."""
     for row in rows:
         row["known"] = None
     if not rows or exp is None or not getattr(exp, "entries", None):
@@ -91,6 +91,6 @@ def known(rows: list[FindingRow], pool: CasePool, exp: Expectations | None,
                 continue
             result = pool.get(ObjRef(case), form)
             if result.status == status and tuple(root_cause(json.loads(result.record))) == cause:
-                row["known"] = {"line": entry.line, "status": entry.status, "reason": " ".join(entry.reason.split()),
-                                "case": case_id, "form": form}
+                row["known"] = {"line": entry.line, "status": entry.status,
+                                "reason": " ".join(entry.reason.split()), "case": case_id, "form": form}
                 break

@@ -1,23 +1,26 @@
-"""The search: Hypothesis draws case descriptions, the runner's worker pool runs them, failures are grouped by a
-signature and each group shrunk to one minimal example.
+"""The search: Hypothesis draws case descriptions, the runner's worker pool runs them, failures are grouped by
+a signature and each group shrunk to one minimal example.
 
 How Hypothesis is driven (one ``@given`` test, run programmatically in rounds):
 
-- A round is a Hypothesis run of at most ``CHUNK`` examples with a seed derived from ``--seed`` and the round's
-  number. Signatures already found count as passing (their hits are counted), so the search goes on past them.
+- A round is a Hypothesis run of at most ``CHUNK`` examples with a seed derived from ``--seed`` and the
+  round's number. Signatures already found count as passing (their hits are counted), so the search goes on
+  past them.
 - The first example of a round whose signature is new raises an exception of a class made for that signature
-  (Hypothesis tells bugs apart by exception class): generation stops there, Hypothesis shrinks the example while
-  it *still fails with that signature* (any other outcome counts as passing while shrinking), and its final
-  replay is kept as the finding's minimal example. The round is then run again with the same seed (the examples
-  before that point replay from this run's cache, without running the backend again) and goes on past it.
-- Hits are counted once per distinct example, outside shrinking. The Hypothesis database lives in the project's
-  cache directory (``<cache>/fuzz/hypothesis``, keyed by backend, operators, versions and forms); a run first
-  replays what it holds (the minimal examples of earlier runs), so a second run starts from what the first found.
+  (Hypothesis tells bugs apart by exception class): generation stops there, Hypothesis shrinks the example
+  while it *still fails with that signature* (any other outcome counts as passing while shrinking), and its
+  final replay is kept as the finding's minimal example. The round is then run again with the same seed (the
+  examples before that point replay from this run's cache, without running the backend again) and goes on past
+  it.
+- Hits are counted once per distinct example, outside shrinking. The Hypothesis database lives in the
+  project's cache directory (``<cache>/fuzz/hypothesis``, keyed by backend, operators, versions and forms); a
+  run first replays what it holds (the minimal examples of earlier runs), so a second run starts from what the
+  first found.
 
-Every backend call goes through :class:`qdq_conformance.runner.pool.CasePool` (a worker process; a crash or a hang
-costs one example, recorded as crashed or timeout) and is classified, recorded and looked up in the expectations
-exactly as a corpus case is (``runner.execute.run_case``). An implementation-defined case is judged against its
-catalogued readings as in the corpus: following one is not a finding.
+Every backend call goes through :class:`qdq_conformance.runner.pool.CasePool` (a worker process; a crash or a
+hang costs one example, recorded as crashed or timeout) and is classified, recorded and looked up in the
+expectations exactly as a corpus case is (``runner.execute.run_case``). An implementation-defined case is
+judged against its catalogued readings as in the corpus: following one is not a finding.
 """
 
 from __future__ import annotations
@@ -84,8 +87,8 @@ def _x_class(case: ConcreteCase, index: tuple[int, ...]) -> str:
 
 
 def signature_parts(case: ConcreteCase, form: str, result: CaseResult) -> dict[str, str]:
-    """What tells two failures apart: operator version, type pattern, zero-point mode, granularity (and whether
-    the axis is the default one), attributes, graph form and the kind of mismatch."""
+    """What tells two failures apart: operator version, type pattern, zero-point mode, granularity (and
+    whether the axis is the default one), attributes, graph form and the kind of mismatch."""
     attrs = {k: v for k, v in case.attrs.items() if k not in ("axis", "block_size", "output_dtype")}
     gran = case.granularity + ("-default-axis" if case.granularity != PER_TENSOR and "axis" not in case.attrs
                                and case.detail.get("rank") else "")
@@ -94,7 +97,8 @@ def signature_parts(case: ConcreteCase, form: str, result: CaseResult) -> dict[s
     if result.status == "failed" and outcome is not None:
         if outcome.mismatches and isinstance(outcome.mismatches[0][1], Structural):
             kind += ": wrong output type, shape or count"
-        elif outcome.mismatches and outcome.mismatches[0][0] > 0:  # (DynamicQuantizeLinear's y_scale, y_zero_point)
+        elif outcome.mismatches and outcome.mismatches[0][0] > 0:
+            # (DynamicQuantizeLinear's y_scale, y_zero_point)
             k = outcome.mismatches[0][0]
             kind += f": values of {case.output_names[k] if k < len(case.output_names) else f'output {k}'}"
         elif outcome.mismatches and outcome.mismatches[0][1].indices:
@@ -106,15 +110,17 @@ def signature_parts(case: ConcreteCase, form: str, result: CaseResult) -> dict[s
     elif result.status == "error":
         kind += ": raised"
     return {"operator": f"{case.domain}::{case.op}-{case.version}",
-            "types": "/".join(v for v in (case.types.get("x"), case.types.get("scale"), case.types.get("y")) if v),
+            "types": "/".join(v for v in (case.types.get("x"), case.types.get("scale"), case.types.get("y"))
+                              if v),
             "zero_point": str(case.detail.get("zero_point", "given")), "granularity": gran,
             "attributes": ",".join(f"{k}={v}" for k, v in sorted(attrs.items())) or "-", "form": form,
             "mismatch": kind}
 
 
 def signature_of(parts: dict[str, str]) -> str:
-    return " | ".join(parts[k] for k in ("operator", "types", "zero_point", "granularity", "attributes", "form",
-                                         "mismatch"))
+    return " | ".join(parts[k]
+                      for k in ("operator", "types", "zero_point", "granularity", "attributes", "form",
+                                "mismatch"))
 
 
 class Executor:
@@ -235,8 +241,9 @@ class Search:
             mode["target"] = sig
             mode["shrink_started"] = time.monotonic()
             if searching:
-                self.findings[sig] = Finding(sig, dict(ran.parts or {}), hits=1, first=self.tried, description=d,
-                                             case=self.executor.case(d), form=ran.form, record=json.loads(ran.record))
+                self.findings[sig] = Finding(sig, dict(ran.parts or {}), hits=1, first=self.tried,
+                                             description=d, case=self.executor.case(d), form=ran.form,
+                                             record=json.loads(ran.record))
         if sig == mode["target"] or (mode["replay"] and sig in mode["replay"]):
             raise self._exception(sig)()
 
@@ -260,9 +267,10 @@ class Search:
         test = (settings(max_examples=max_examples, deadline=None, database=db, phases=phases,
                                     derandomize=False, report_multiple_bugs=bool(mode["replay"]),
                                     suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
-                                    print_blob=False)(given(descriptions(list(self.keys), tuple(self.types), tuple(self.granularities)))(fuzz_example)))
-        # What @seed(seed) does, without the database=None it also sets: the seed makes the search reproducible,
-        # the database carries what was found from one run to the next.
+                                    print_blob=False)(given(descriptions(list(self.keys), tuple(self.types),
+                                                                         tuple(self.granularities)))(fuzz_example)))
+        # What @seed(seed) does, without the database=None it also sets: the seed makes the search
+        # reproducible, the database carries what was found from one run to the next.
         test._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
         from hypothesis.errors import (  # (Hypothesis, optional: see _example)
             HypothesisException,
@@ -282,7 +290,8 @@ class Search:
         return False
 
     def replay_database(self) -> None:
-        """Replay what the database holds (the minimal examples of earlier runs); each still failing is a finding."""
+        """Replay what the database holds (the minimal examples of earlier runs); each still failing is a
+        finding."""
         from hypothesis import Phase  # (Hypothesis, optional: see _example)
 
         if self.database is None:
@@ -303,7 +312,8 @@ class Search:
                 found = self._given(CHUNK, self.seed * 100_003 + round_, (Phase.generate, Phase.shrink), mode)
                 if found:
                     continue  # the same round again: it goes on past the signature just shrunk
-                if self.tried == before:  # nothing new in this round (the space is exhausted, or all rejected)
+                # nothing new in this round (the space is exhausted, or all rejected)
+                if self.tried == before:
                     round_ += 1
                     if round_ > 10_000:
                         break
@@ -312,7 +322,8 @@ class Search:
 
 
 class _AnySignature:
-    """Replay mode: every failing signature raises (so Hypothesis keeps each database entry that still fails)."""
+    """Replay mode: every failing signature raises (so Hypothesis keeps each database entry that still
+    fails)."""
 
     def __contains__(self, sig: object) -> bool:
         return True

@@ -1,12 +1,12 @@
 """Hypothesis strategies for case descriptions: every operator version, type combination, zero-point mode,
 granularity (per-tensor, per-axis with any axis or the default one, blocked with any valid block size), shape,
-attribute (saturate, precision; axis and block_size with the granularity; output_dtype with the types) and value
-distribution.
+attribute (saturate, precision; axis and block_size with the granularity; output_dtype with the types) and
+value distribution.
 
 Values come from pools ordered simplest first (so Hypothesis shrinks towards 0, 1 and the plainest scales),
 filled by the corpus's own generators: the x recipes of ``generators/values.py`` (ties, saturation, specials,
-codes), the boundary-derived points of ``generators/boundaries.py`` placed through the drawn scale and zero point,
-its scale recipes and zero-point recipes; plus free draws over each type's range.
+codes), the boundary-derived points of ``generators/boundaries.py`` placed through the drawn scale and zero
+point, its scale recipes and zero-point recipes; plus free draws over each type's range.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from qdq_conformance.types import TYPES, ElementType
 from .describe import Description, kind_of
 
 #: x recipes of generators/values.py the pools draw from (Q / DQL, and DQ)
-Q_RECIPES = ("ties", "ties-near-bounds", "saturation-finite", "saturation-huge", "saturation-inf", "signed-zero",
-             "nan", "in-range", "float-specials", "overflow-float")
-DQ_RECIPES = ("codes-boundary", "all-codes", "int32-extremes", "boundary-dq-codes", "boundary-dq-scale-rounding")
+Q_RECIPES = ("ties", "ties-near-bounds", "saturation-finite", "saturation-huge", "saturation-inf",
+             "signed-zero", "nan", "in-range", "float-specials", "overflow-float")
+DQ_RECIPES = ("codes-boundary", "all-codes", "int32-extremes", "boundary-dq-codes",
+              "boundary-dq-scale-rounding")
 BOUNDARY_RECIPES = ("boundary-ties", "boundary-range", "boundary-specials")
 MAX_ELEMENTS = 64
 
@@ -57,8 +58,8 @@ def select_specs(ops: Sequence[str] = (), versions: Sequence[int] = ()) -> list[
 
 
 def _exact(values: Sequence[float], t: ElementType) -> list[float]:
-    """``values`` made exact in type ``t`` (converted and read back), without the ones it cannot hold, in order,
-    without repeats (by bit pattern of the float64)."""
+    """``values`` made exact in type ``t`` (converted and read back), without the ones it cannot hold, in
+    order, without repeats (by bit pattern of the float64)."""
     out: dict[bytes, float] = {}
     for v in values:
         v = float(v)
@@ -87,8 +88,8 @@ def _scale_pool(t: str) -> tuple[float, ...]:
 def _zp_pool(t: str) -> tuple[float, ...]:
     et = TYPES[t]
     got = [zero_point_value(r, et) for r in ("zero", *ZP_RECIPES)]
-    # simplest first: the smallest magnitudes (so a shrunk zero point is 3 rather than the type's maximum, when
-    # either fails the same way)
+    # simplest first: the smallest magnitudes (so a shrunk zero point is 3 rather than the type's maximum,
+    # when either fails the same way)
     return tuple(sorted(_exact([v for v in got if v is not None], et),
                         key=lambda v: (not math.isfinite(v), abs(v) if math.isfinite(v) else 0.0, v < 0)))
 
@@ -144,7 +145,8 @@ def _near(t: ElementType, radius: float) -> st.SearchStrategy[float]:
     return st.floats(-r, r, allow_nan=False, allow_infinity=False, width=64)
 
 
-def _element(t: ElementType, pool: Sequence[float], free: Sequence[st.SearchStrategy[float]]) -> st.SearchStrategy[float]:
+def _element(t: ElementType, pool: Sequence[float],
+             free: Sequence[st.SearchStrategy[float]]) -> st.SearchStrategy[float]:
     """One value of type ``t`` (made exact later): from ``pool`` (simplest first) half the time, else from the
     ``free`` strategies."""
     branches = [st.sampled_from(list(pool))] * max(1, len(free)) if pool else []
@@ -163,7 +165,8 @@ def _values(draw: Any, t: ElementType, n: int, pool: Sequence[float],
 
 
 def combinations(spec: opspecs.OpSpec, patterns: Sequence[str] = ()) -> list[tuple[str, ...]]:
-    """The allowed type combinations of ``spec`` whose ``x/scale/y`` matches one of ``patterns`` (all if none)."""
+    """The allowed type combinations of ``spec`` whose ``x/scale/y`` matches one of ``patterns`` (all if
+    none)."""
     return [c for c in opspecs.type_combinations(spec)
             if not patterns or any(fnmatch.fnmatchcase("/".join(c), p) for p in patterns)]
 
@@ -189,8 +192,8 @@ def _granularities(kind: str, spec: opspecs.OpSpec) -> list[str]:
 
 def _dims(draw: Any, rank: int, low: int = 1, budget: int = MAX_ELEMENTS) -> list[int]:
     """``rank`` dimensions of 1 to 4 (``low`` 0: an empty dimension now and then) whose product stays within
-    ``budget``: each dimension's bound is what the ones before it leave, so a shape never needs clamping (a clamp
-    would hide from the shrinker that a smaller dimension gives a smaller case)."""
+    ``budget``: each dimension's bound is what the ones before it leave, so a shape never needs clamping (a
+    clamp would hide from the shrinker that a smaller dimension gives a smaller case)."""
     out: list[int] = []
     for _ in range(rank):
         top = max(1, min(4, budget // max(1, math.prod(d for d in out if d))))
@@ -204,13 +207,15 @@ def _dims(draw: Any, rank: int, low: int = 1, budget: int = MAX_ELEMENTS) -> lis
 
 def _parameters(draw: Any, kind: str, types: tuple[str, ...], zp_mode: str, groups: int,
                 count: tuple[int, int] | None = None) -> tuple[int, list[float], list[float] | None]:
-    """The scale and zero-point values, drawn together per element (a list of (scale, zero point) pairs): when the
-    shape shrinks, an element's pair goes with it, so the parameters left stay aligned with their elements.
+    """The scale and zero-point values, drawn together per element (a list of (scale, zero point) pairs): when
+    the shape shrinks, an element's pair goes with it, so the parameters left stay aligned with their
+    elements.
 
     ``count`` (per-axis: 1 to 4 channels; blocked: 1 to 3 blocks): a list of ``groups`` pairs is drawn a free
-    number of times within ``count``, and that number *is* the axis dimension or the number of blocks (``groups``:
-    the blocked scale's other dimensions), so shrinking it shrinks the shape and the parameters at once; without
-    ``count``, ``groups`` pairs. Returns the number drawn (1 without ``count``), the scales, the zero points."""
+    number of times within ``count``, and that number *is* the axis dimension or the number of blocks
+    (``groups``: the blocked scale's other dimensions), so shrinking it shrinks the shape and the parameters
+    at once; without ``count``, ``groups`` pairs. Returns the number drawn (1 without ``count``), the scales,
+    the zero points."""
     st_ = TYPES[types[1]]
     scale_free = (st.integers(1, 64).map(float) if st_.is_integer else
                   st.floats(2.0**-10, 2.0**10, allow_nan=False, allow_infinity=False, width=64))
@@ -234,13 +239,15 @@ def descriptions(draw: st.DrawFn, keys: Sequence[tuple[str, str, int]], types: S
     :func:`spec_keys`); ``types``: glob patterns on ``x/scale/y`` (``x/y`` for DynamicQuantizeLinear);
     ``granularities``: the granularities to draw (default: every one the version has)."""
     usable = [k for k in keys if combinations(opspecs.get(*k), types)
-              and any(not granularities or g in granularities for g in _granularities(kind_of(k[1]), opspecs.get(*k)))]
+              and any(not granularities or g in granularities
+                      for g in _granularities(kind_of(k[1]), opspecs.get(*k)))]
     spec = opspecs.get(*draw(st.sampled_from(usable)))
     kind = kind_of(spec.name)
     combo: tuple[str, ...] = draw(st.sampled_from(combinations(spec, types)))
     y = combo[-1]
     zp_mode = draw(st.sampled_from(_modes(kind, spec, y)))
-    gran = draw(st.sampled_from([g for g in _granularities(kind, spec) if not granularities or g in granularities]))
+    gran = draw(st.sampled_from([g for g in _granularities(kind, spec)
+                                 if not granularities or g in granularities]))
     axis: int | None = None
     block_size: int | None = None
     n_scale = 1
@@ -267,7 +274,8 @@ def descriptions(draw: st.DrawFn, keys: Sequence[tuple[str, str, int]], types: S
     if "saturate" in spec.attributes and not yt.is_integer and kind == "Q":
         attrs.append(("saturate", draw(st.sampled_from([1, 0]))))
     if "precision" in spec.attributes and kind == "Q":
-        precision = draw(st.sampled_from([0, TYPES["float"].proto, TYPES["float16"].proto, TYPES["bfloat16"].proto]))
+        precision = draw(st.sampled_from([0, TYPES["float"].proto, TYPES["float16"].proto,
+                                          TYPES["bfloat16"].proto]))
         if precision:  # (0: the attribute omitted: the scale's type sets the precision)
             attrs.append(("precision", precision))
     d: dict[str, Any] = {"types": combo, "attributes": attrs}
@@ -292,8 +300,9 @@ def descriptions(draw: st.DrawFn, keys: Sequence[tuple[str, str, int]], types: S
     if kind == "DQ":
         x_free = [_free(x_t)]
     else:
-        reach = (2.0**(yt.bits + 1) if yt.is_integer else (yt.max_finite or 1.0) * 2) * abs(d.get("scale", (1.0,))[0]
-                                                                                          or 1.0)
+        reach = (2.0**(yt.bits + 1) if yt.is_integer
+                 else (yt.max_finite or 1.0) * 2) * abs(d.get("scale", (1.0,))[0]
+                                                      or 1.0)
         x_free = [_near(x_t, min(reach, 3e38)), _free(x_t)]
     x = _values(draw, x_t, math.prod(x_shape), _x_pool(d, spec), x_free)
     return Description(spec.domain, spec.name, spec.version, tuple(combo), zp_mode, gran, tuple(x_shape),

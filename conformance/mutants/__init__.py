@@ -1,6 +1,6 @@
-"""The mutant zoo: deliberately wrong implementations of the quantization operators, each the reference kernel with
-one shortcut a real backend might take, run as backends (``--backend mutant:ID``) to measure how many of them the
-corpus catches (``qdq-conformance mutants``).
+"""The mutant zoo: deliberately wrong implementations of the quantization operators, each the reference kernel
+with one shortcut a real backend might take, run as backends (``--backend mutant:ID``) to measure how many of
+them the corpus catches (``qdq-conformance mutants``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """What a mutant is, and the backend that runs one.
 
-A mutant is the reference kernel with exactly one piece swapped for a shortcut a real implementation might take.
-The kernel exposes its overridable steps on purpose (:class:`qdq_conformance.reference.steps.Steps`; the spec's
-are ``reference.ops.SPEC``): a mutant builds ``dataclasses.replace(SPEC, <step>=<shortcut>)``, and its backend
-puts those steps in force (``steps.using``) only while it runs a model. The kernel itself never changes: the
-oracle's expected values were computed with the spec's steps, and every other caller in the process (another
-thread included) sees the kernel as it is.
+A mutant is the reference kernel with exactly one piece swapped for a shortcut a real implementation might
+take. The kernel exposes its overridable steps on purpose (:class:`qdq_conformance.reference.steps.Steps`; the
+spec's are ``reference.ops.SPEC``): a mutant builds ``dataclasses.replace(SPEC, <step>=<shortcut>)``, and its
+backend puts those steps in force (``steps.using``) only while it runs a model. The kernel itself never
+changes: the oracle's expected values were computed with the spec's steps, and every other caller in the
+process (another thread included) sees the kernel as it is.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ Rewrite = Callable[[onnx.ModelProto, dict[str, np.ndarray]], tuple[onnx.ModelPro
 
 @dataclass(frozen=True)
 class Witness:
-    """A small input on which the mutant and the kernel disagree: the proof that the shortcut takes effect, and the
-    kind of value, type and granularity a case needs to kill the mutant."""
+    """A small input on which the mutant and the kernel disagree: the proof that the shortcut takes effect,
+    and the kind of value, type and granularity a case needs to kill the mutant."""
 
     op: str
     version: int
@@ -63,10 +63,11 @@ class Mutant:
     witness: Callable[[], Witness | GraphWitness] | None = None
     #: why no input the spec allows tells this mutant from the kernel, for a proved equivalent one
     equivalent: str | None = None
-    #: "entry:reading" when the shortcut is a reading of the ambiguity catalogue; wherever it changes the answer
-    #: the case is implementation-defined (generators/status.py), so no normative case can kill it
+    #: "entry:reading" when the shortcut is a reading of the ambiguity catalogue; wherever it changes the
+    #: answer the case is implementation-defined (generators/status.py), so no normative case can kill it
     reading: str | None = None
-    #: a graph-rewrite mutant: the optimization it performs on the model (and its feeds) before the kernel runs it
+    #: a graph-rewrite mutant: the optimization it performs on the model (and its feeds) before the kernel
+    #: runs it
     rewrite: Rewrite | None = None
 
     @property
@@ -149,7 +150,8 @@ class MutantBackend:
 # Small numeric helpers shared by the mutant modules.
 
 def wrap(v: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Integer-valued float64 ``v`` wrapped into [lo, hi] as two's-complement storage would (non-finite -> lo)."""
+    """Integer-valued float64 ``v`` wrapped into [lo, hi] as two's-complement storage would (non-finite ->
+    lo)."""
     span = float(hi - lo + 1)
     with np.errstate(invalid="ignore"):
         w = np.mod(v - lo, span) + lo
@@ -163,7 +165,8 @@ def store_int(v: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def W(op: str, version: int, note: str, *inputs: np.ndarray | None, domain: str = "ai.onnx",
       **attrs: int) -> Callable[[], Witness]:
-    """A witness builder for the :func:`mutant` decorator: ``op`` at ``version`` on ``inputs`` with ``attrs``."""
+    """A witness builder for the :func:`mutant` decorator: ``op`` at ``version`` on ``inputs`` with
+    ``attrs``."""
     return lambda: Witness(op, version, inputs, attrs, note, domain)
 
 

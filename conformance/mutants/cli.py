@@ -20,9 +20,10 @@ from . import REGISTRY, names
 from .base import Mutant
 from .score import Verdict, score
 
-EXIT = {0: "every mutant that should be killed was killed, and no equivalent or catalogued-reading mutant was",
-        1: "a mutant survived, a mutant shown equivalent (or a catalogued reading) was killed, or a mutant's steps "
-           "could not be built",
+EXIT = {0: "every mutant that should be killed was killed, and no equivalent or catalogued-reading mutant "
+           "was",
+        1: "a mutant survived, a mutant shown equivalent (or a catalogued reading) was killed, or a mutant's "
+           "steps could not be built",
         2: "bad arguments, or a case file could not be loaded"}
 
 
@@ -34,8 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="processes judging mutants side by side (default: the usable cores, at most 4)")
     p.add_argument("--form", choices=(*FORMS, BOTH), default=Form.RUNTIME.value,
-                   help="graph form(s) of each case (default: %(default)s; the mutants change arithmetic, which "
-                        "the kernel does alike for fed inputs and initializers)")
+                   help="graph form(s) of each case (default: %(default)s; the mutants change arithmetic, "
+                        "which the kernel does alike for fed inputs and initializers)")
     p.add_argument("--list", action="store_true", help="list the mutants (id, kind, shortcut) and exit")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when a mutant survives")
 
@@ -46,12 +47,14 @@ def select(patterns: list[str]) -> list[Mutant]:
         return [REGISTRY[n] for n in names()]
     unknown = [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n in REGISTRY)]
     if unknown:
-        raise ValueError(f"--only: no mutant matches {', '.join(unknown)} (see qdq-conformance mutants --list)")
+        raise ValueError(f"--only: no mutant matches {', '.join(unknown)} (see qdq-conformance mutants "
+                         "--list)")
     return [REGISTRY[n] for n in names() if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
 
 
 def load_cases(root: Path | None) -> tuple[list[ConcreteCase], list[str]]:
-    """The default-tier cases of every case file under ``root`` (the runner's cached expansion), and errors."""
+    """The default-tier cases of every case file under ``root`` (the runner's cached expansion), and
+    errors."""
     cases: list[ConcreteCase] = []
     errors: list[str] = []
     for path in case_files(root or CASES_DIR):
@@ -135,17 +138,20 @@ def run(args: argparse.Namespace) -> int:
     normative = sum(1 for c in cases if c.status == CaseStatus.NORMATIVE)
     if args.json:
         print(json.dumps({"summary": {**s, "seconds": round(elapsed, 1), "normative_cases": normative},
-                          "verdicts": [{**v.as_dict(), "kind": kinds[v.mutant], "shortcut": REGISTRY[v.mutant].shortcut,
-                                        "violates": REGISTRY[v.mutant].violates} for v in verdicts]}, indent=1))
+                          "verdicts": [{**v.as_dict(), "kind": kinds[v.mutant],
+                                        "shortcut": REGISTRY[v.mutant].shortcut,
+                                        "violates": REGISTRY[v.mutant].violates} for v in verdicts]},
+                         indent=1))
     else:
         for v in verdicts:
             print(_line(v, REGISTRY[v.mutant]))
         print(f"mutation score: {s['killed']}/{s['counted']} killed ({100 * s['score']:.1f}%), "
               f"{len(s['surviving'])} surviving; not counted: {len(s['equivalent'])} equivalent, "
-              f"{len(s['readings'])} catalogued reading(s); {normative:,} normative cases, {duration(elapsed)} "
-              f"(corpus loaded in {duration(loaded)})")
+              f"{len(s['readings'])} catalogued reading(s); {normative:,} normative cases, "
+              f"{duration(elapsed)} (corpus loaded in {duration(loaded)})")
         for mid in s["contradictions"]:
-            print(f"error: {mid} is documented as {kinds[mid]} but a normative case killed it", file=sys.stderr)
+            print(f"error: {mid} is documented as {kinds[mid]} but a normative case killed it",
+                  file=sys.stderr)
     if errors:
         return 2
     return 0 if args.exit_zero or not (s["surviving"] or s["contradictions"] or s["broken"]) else 1

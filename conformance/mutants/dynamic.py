@@ -1,7 +1,7 @@
 """Mutants of DynamicQuantizeLinear 11: the function body's steps, one of them done the shortcut way.
 
-Each replaces the kernel's ``dynamic_quantize`` step with :func:`body`, the function body written out in float32 like the
-kernel's :func:`qdq_conformance.reference.dynamic.dynamic_quantize`, with one step swapped.
+Each replaces the kernel's ``dynamic_quantize`` step with :func:`body`, the function body written out in
+float32 like the kernel's :func:`qdq_conformance.reference.dynamic.dynamic_quantize`, with one step swapped.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from ..reference.steps import Steps
 from ..types import TYPES
 from .base import F32, W, a, mutant
 
-BODY = ("y_scale = (maximum(0, max(x)) - minimum(0, min(x))) / (qmax - qmin); intermediate_zero_point = qmin - "
-        "min(x)/y_scale; y_zero_point = cast(round(saturate(itermediate_zero_point))) ... rounding to nearest ties "
-        "to even.")
+BODY = ("y_scale = (maximum(0, max(x)) - minimum(0, min(x))) / (qmax - qmin); intermediate_zero_point = qmin "
+        "- min(x)/y_scale; y_zero_point = cast(round(saturate(itermediate_zero_point))) ... rounding to "
+        "nearest ties to even.")
 RANGE = "Data range is adjusted to include 0."
 
 
@@ -54,21 +54,24 @@ def _replace(include_zero: bool = True, round_zp: Callable[[Any], Any] = np.rint
     return replace(SPEC, dynamic_quantize=dynamic_quantize)
 
 
-@mutant("dql-zero-point-truncated", "casts the zero point to uint8 by truncation, without the Round step", BODY,
-        witness=W("DynamicQuantizeLinear", 11, "zero point 0.6 rounds to 1", a([-0.6, 254.4], F32)))
+@mutant("dql-zero-point-truncated", "casts the zero point to uint8 by truncation, without the Round step",
+        BODY, witness=W("DynamicQuantizeLinear", 11, "zero point 0.6 rounds to 1", a([-0.6, 254.4], F32)))
 def _zp_truncated() -> Steps:
     return _replace(round_zp=np.trunc)
 
 
-@mutant("dql-zero-point-half-away", "rounds the zero point half away from zero (std::round) instead of half to "
+@mutant("dql-zero-point-half-away",
+        "rounds the zero point half away from zero (std::round) instead of half to "
         "even", BODY,
-        witness=W("DynamicQuantizeLinear", 11, "a tie in the zero point: -min(x) / y_scale = 0.5 rounds to 0 (even), not 1", a([-0.5, 254.5], F32)))
+        witness=W("DynamicQuantizeLinear", 11,
+                  "a tie in the zero point: -min(x) / y_scale = 0.5 rounds to 0 (even), not 1",
+                  a([-0.5, 254.5], F32)))
 def _zp_half_away() -> Steps:
     return _replace(round_zp=lambda v: np.copysign(np.floor(np.abs(v) + 0.5), v))
 
 
-@mutant("dql-range-without-zero", "takes the scale from min(x) and max(x) without adjusting the range to include 0",
-        RANGE + " " + BODY,
+@mutant("dql-range-without-zero",
+        "takes the scale from min(x) and max(x) without adjusting the range to include 0", RANGE + " " + BODY,
         witness=W("DynamicQuantizeLinear", 11, "all-positive x: the range starts at 0", a([1, 2], F32)))
 def _range_without_zero() -> Steps:
     return _replace(include_zero=False)

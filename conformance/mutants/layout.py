@@ -1,8 +1,8 @@
 """Mutants of the layout: granularity, axis, blocks, packed sub-byte tensors.
 
 They replace the kernel's steps (:class:`qdq_conformance.reference.steps.Steps`) that read the attributes
-(``attributes``), resolve the granularity (``resolve``), broadcast scale and zero point (``broadcast_quantize``,
-``broadcast_dequantize``) or compute a whole operator (``quantize``, ``dequantize``).
+(``attributes``), resolve the granularity (``resolve``), broadcast scale and zero point
+(``broadcast_quantize``, ``broadcast_dequantize``) or compute a whole operator (``quantize``, ``dequantize``).
 """
 
 from __future__ import annotations
@@ -22,17 +22,17 @@ from ..reference.steps import Broadcast, Steps
 from ..types import ElementType, by_dtype
 from .base import F32, U8, W, a, mutant
 
-AXIS = ("axis: (Optional) The axis of the dequantizing dimension of the input tensor. Used only for per-axis and "
-        "blocked quantization. Negative value means counting dimensions from the back. Accepted range is `[-r, r-1]` "
-        "where `r = rank(input)`. (schema default: 1)")
+AXIS = ("axis: (Optional) The axis of the dequantizing dimension of the input tensor. Used only for per-axis "
+        "and blocked quantization. Negative value means counting dimensions from the back. Accepted range is "
+        "`[-r, r-1]` where `r = rank(input)`. (schema default: 1)")
 PER_AXIS = "Per-axis quantization: The scale must be a 1-D tensor, with the length of the quantization axis."
-BLOCKED = ("Blocked quantization: The scale's shape is identical to the input's shape, except for one dimension, in "
-           "which blocking is performed. Given `x` shape `(D0, ..., Di, ..., Dn)`, `axis=i`, and block size `B`: "
-           "`y_scale` shape is `(D0, ..., ceil(Di/B), ..., Dn)`.")
-PACKED = ("onnx.proto, TensorProto: Each pair of uint4, int4, and float4 values MUST be packed as two 4-bit elements "
-          "into a single byte. [...] Each group of four uint2, int2 values MUST be packed as four 2-bit elements into a "
-          "single byte. float6e2m3 and float6e3m2 values must be packed 4-at-a-time into 3 bytes [...] If the element "
-          "count is not a multiple of 4, the final group is zero-padded")
+BLOCKED = ("Blocked quantization: The scale's shape is identical to the input's shape, except for one "
+           "dimension, in which blocking is performed. Given `x` shape `(D0, ..., Di, ..., Dn)`, `axis=i`, "
+           "and block size `B`: `y_scale` shape is `(D0, ..., ceil(Di/B), ..., Dn)`.")
+PACKED = ("onnx.proto, TensorProto: Each pair of uint4, int4, and float4 values MUST be packed as two 4-bit "
+          "elements into a single byte. [...] Each group of four uint2, int2 values MUST be packed as four "
+          "2-bit elements into a single byte. float6e2m3 and float6e3m2 values must be packed 4-at-a-time "
+          "into 3 bytes [...] If the element count is not a multiple of 4, the final group is zero-padded")
 
 def _planners(edit: Callable[[OpSpec, dict[str, int]], dict[str, int]]) -> Steps:
     """The kernel's steps with both planners reading the node's attributes as ``edit`` rewrites them."""
@@ -41,8 +41,10 @@ def _planners(edit: Callable[[OpSpec, dict[str, int]], dict[str, int]]) -> Steps
     return replace(SPEC, attributes=attributes)
 
 
-@mutant("axis-default-0", "takes the default axis as 0 instead of 1 when the node has no axis attribute", AXIS,
-        witness=W("QuantizeLinear", 21, "rank 2, no axis attribute, scale along axis 1 (length 3, axis 0 has 2)", a(np.ones((2, 3)), F32), a([1, 2, 4], F32)))
+@mutant("axis-default-0", "takes the default axis as 0 instead of 1 when the node has no axis attribute",
+        AXIS, witness=W("QuantizeLinear", 21,
+                        "rank 2, no axis attribute, scale along axis 1 (length 3, axis 0 has 2)",
+                        a(np.ones((2, 3)), F32), a([1, 2, 4], F32)))
 def _axis_default_0() -> Steps:
     def edit(spec: OpSpec, attrs: dict[str, int]) -> dict[str, int]:
         if spec.domain == AI_ONNX and "axis" in spec.attributes and "axis" not in attrs:
@@ -51,9 +53,11 @@ def _axis_default_0() -> Steps:
     return _planners(edit)
 
 
-@mutant("dq-axis-default-last", "DequantizeLinear takes a missing axis as the last one (a [K, N] MatMul weight's "
+@mutant("dq-axis-default-last",
+        "DequantizeLinear takes a missing axis as the last one (a [K, N] MatMul weight's "
         "output channels) instead of 1: right for rank 2 only", AXIS,
-        witness=W("DequantizeLinear", 21, "rank 3, no axis attribute, scale along axis 1 (length 3, the last has 4)",
+        witness=W("DequantizeLinear", 21,
+                  "rank 3, no axis attribute, scale along axis 1 (length 3, the last has 4)",
                   a(np.ones((2, 3, 4)), U8), a([1, 2, 4], F32)))
 def _dq_axis_default_last() -> Steps:
     def attributes(spec: OpSpec, attrs: Mapping[str, int]) -> Mapping[str, int]:
@@ -65,7 +69,8 @@ def _dq_axis_default_last() -> Steps:
 
 
 @mutant("negative-axis-ignored", "ignores a negative axis attribute (falls back to the default axis)", AXIS,
-        witness=W("QuantizeLinear", 21, "axis=-1 on rank 3 is axis 2, not the default 1", a(np.ones((2, 3, 4)), F32), a([1, 2, 4, 8], F32), axis=-1))
+        witness=W("QuantizeLinear", 21, "axis=-1 on rank 3 is axis 2, not the default 1",
+                  a(np.ones((2, 3, 4)), F32), a([1, 2, 4, 8], F32), axis=-1))
 def _negative_axis() -> Steps:
     def edit(spec: OpSpec, attrs: dict[str, int]) -> dict[str, int]:
         if attrs.get("axis", 0) < 0:
@@ -74,12 +79,15 @@ def _negative_axis() -> Steps:
     return _planners(edit)
 
 
-@mutant("negative-axis-off-by-one", "normalizes a negative axis as rank - 1 + axis (counting from the back one "
+@mutant("negative-axis-off-by-one",
+        "normalizes a negative axis as rank - 1 + axis (counting from the back one "
         "too far)", AXIS,
-        witness=W("QuantizeLinear", 21, "axis=-1 on rank 3 is axis 2, not 1", a(np.ones((2, 3, 4)), F32), a([1, 2, 4, 8], F32), axis=-1))
+        witness=W("QuantizeLinear", 21, "axis=-1 on rank 3 is axis 2, not 1", a(np.ones((2, 3, 4)), F32),
+                  a([1, 2, 4, 8], F32), axis=-1))
 def _negative_axis_off() -> Steps:
     def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...],
-                zp_shape: tuple[int, ...] | None, attrs: Mapping[str, int | None], scale_name: str) -> Granularity:
+                zp_shape: tuple[int, ...] | None, attrs: Mapping[str, int | None],
+                scale_name: str) -> Granularity:
         axis = attrs.get("axis")
         if axis is not None and axis < 0 and len(x_shape) > 1:
             attrs = {**attrs, "axis": max(len(x_shape) - 1 + axis, 0)}
@@ -89,20 +97,22 @@ def _negative_axis_off() -> Steps:
 
 @mutant("one-element-per-tensor", "treats a per-axis scale of one element as per-tensor", PER_AXIS,
         equivalent="A valid per-axis scale of one element goes with an axis of length 1 (or, catalogue "
-        "one-element-scale, is already read as per-tensor): either way the one scale and zero point apply to every "
-        "element, so per-axis and per-tensor compute the same values. Blocked scales are not touched.")
+        "one-element-scale, is already read as per-tensor): either way the one scale and zero point apply to "
+        "every element, so per-axis and per-tensor compute the same values. Blocked scales are not touched.")
 def _one_element() -> Steps:
     def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...],
-                zp_shape: tuple[int, ...] | None, attrs: Mapping[str, int | None], scale_name: str) -> Granularity:
+                zp_shape: tuple[int, ...] | None, attrs: Mapping[str, int | None],
+                scale_name: str) -> Granularity:
         g = SPEC.resolve(spec, x_shape, scale_shape, zp_shape, attrs, scale_name)
         return gran.Granularity(gran.PER_TENSOR) if g.kind == gran.PER_AXIS and scale_shape == (1,) else g
     return replace(SPEC, resolve=resolve)
 
 
-def _params(edit: Callable[[np.ndarray, Granularity], np.ndarray], which: tuple[str, ...] = ("scale", "zero_point")
+def _params(edit: Callable[[np.ndarray, Granularity], np.ndarray],
+            which: tuple[str, ...] = ("scale", "zero_point")
             ) -> Steps:
-    """The kernel's steps handing QuantizeLinear's and DequantizeLinear's computations scale and / or zero point
-    as ``edit(param, granularity)``."""
+    """The kernel's steps handing QuantizeLinear's and DequantizeLinear's computations scale and / or zero
+    point as ``edit(param, granularity)``."""
     def params(scale: np.ndarray, zero_point: np.ndarray | None, g: Granularity
                ) -> tuple[np.ndarray, np.ndarray | None]:
         if "scale" in which:
@@ -112,7 +122,8 @@ def _params(edit: Callable[[np.ndarray, Granularity], np.ndarray], which: tuple[
         return scale, zero_point
 
     def quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
-                 granularity: Granularity, precision: ElementType, saturate: bool, steps: Steps) -> np.ndarray:
+                 granularity: Granularity, precision: ElementType, saturate: bool,
+                 steps: Steps) -> np.ndarray:
         scale, zero_point = params(scale, zero_point, granularity)
         return SPEC.quantize(x, scale, zero_point, out=out, granularity=granularity, precision=precision,
                              saturate=saturate, steps=steps)
@@ -129,16 +140,19 @@ def _first_if_per_axis(p: np.ndarray, g: Granularity) -> np.ndarray:
     return np.full_like(p, p.reshape(-1)[0]) if g.kind == gran.PER_AXIS and p.size else p
 
 
-@mutant("per-axis-as-per-tensor", "applies the first scale and zero point of a per-axis quantization to every "
+@mutant("per-axis-as-per-tensor",
+        "applies the first scale and zero point of a per-axis quantization to every "
         "channel", PER_AXIS,
-        witness=W("QuantizeLinear", 21, "per-axis scales 1 and 0.25 along axis 1", a(np.ones((1, 2)), F32), a([1, 0.25], F32), axis=1))
+        witness=W("QuantizeLinear", 21, "per-axis scales 1 and 0.25 along axis 1", a(np.ones((1, 2)), F32),
+                  a([1, 0.25], F32), axis=1))
 def _per_axis_first() -> Steps:
     return _params(_first_if_per_axis)
 
 
 @mutant("per-axis-zero-point-first", "applies per-axis scales but only the first zero point to every channel",
         PER_AXIS + " In all cases, `y_zero_point` must have the same shape as `y_scale`.",
-        witness=W("QuantizeLinear", 21, "per-axis zero points 0 and 5 along axis 1", a(np.zeros((1, 2)), F32), a([1, 1], F32), a([0, 5], U8), axis=1))
+        witness=W("QuantizeLinear", 21, "per-axis zero points 0 and 5 along axis 1", a(np.zeros((1, 2)), F32),
+                  a([1, 1], F32), a([0, 5], U8), axis=1))
 def _per_axis_zp_first() -> Steps:
     return _params(_first_if_per_axis, which=("zero_point",))
 
@@ -155,7 +169,8 @@ def _broadcasts(make: Callable[[Broadcast], Broadcast]) -> Steps:
                    broadcast_dequantize=make(SPEC.broadcast_dequantize))
 
 
-@mutant("blocked-index-from-last-axis", "computes a blocked element's block index from its coordinate along the "
+@mutant("blocked-index-from-last-axis",
+        "computes a blocked element's block index from its coordinate along the "
         "last axis, whatever the blocking axis (right only for axis = -1)", BLOCKED,
         witness=W("QuantizeLinear", 21,
                   "blocks along axis 0 of a (4, 2) x: rows 2-3 take the second row of scales",
@@ -175,9 +190,12 @@ def _blocked_last() -> Steps:
     return _broadcasts(make)
 
 
-@mutant("blocked-partial-block", "counts blocks as floor(Di / block_size), so the elements of a partial last block "
+@mutant("blocked-partial-block",
+        "counts blocks as floor(Di / block_size), so the elements of a partial last block "
         "take the previous block's scale and zero point", BLOCKED,
-        witness=W("QuantizeLinear", 21, "Di=5, block_size 3: elements 3-4 form a partial block with the second scale", a(np.ones((1, 5)), F32), a([[1, 0.5]], F32), axis=1, block_size=3))
+        witness=W("QuantizeLinear", 21,
+                  "Di=5, block_size 3: elements 3-4 form a partial block with the second scale",
+                  a(np.ones((1, 5)), F32), a([[1, 0.5]], F32), axis=1, block_size=3))
 def _blocked_partial() -> Steps:
     def make(original: Broadcast) -> Broadcast:
         def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Granularity) -> np.ndarray:
@@ -192,9 +210,11 @@ def _blocked_partial() -> Steps:
     return _broadcasts(make)
 
 
-@mutant("block-size-capped-16", "caps block_size at 16, the widest block a vector kernel was written for, so a "
+@mutant("block-size-capped-16",
+        "caps block_size at 16, the widest block a vector kernel was written for, so a "
         "block of 32, 64 or 128 takes the next scale every 16 elements", BLOCKED,
-        witness=W("DequantizeLinear", 21, "two blocks of 32 along axis 1: elements 16-31 belong to the first block",
+        witness=W("DequantizeLinear", 21,
+                  "two blocks of 32 along axis 1: elements 16-31 belong to the first block",
                   a(np.ones((1, 64)), U8), a([[1, 2]], F32), axis=1, block_size=32))
 def _blocked_capped() -> Steps:
     def make(original: Broadcast) -> Broadcast:
@@ -208,8 +228,10 @@ def _blocked_capped() -> Steps:
     return _broadcasts(make)
 
 
-@mutant("dq-block-size-ignored", "blocked DequantizeLinear ignores block_size and uses ceil(Di / Si)", BLOCKED,
-        witness=W("DequantizeLinear", 21, "Di=9, Si=2, block_size 6 (ceil(9/2) = 5): element 5 is in the first block", a(np.ones((1, 9)), U8), a([[1, 2]], F32), axis=1, block_size=6))
+@mutant("dq-block-size-ignored", "blocked DequantizeLinear ignores block_size and uses ceil(Di / Si)",
+        BLOCKED, witness=W("DequantizeLinear", 21,
+                           "Di=9, Si=2, block_size 6 (ceil(9/2) = 5): element 5 is in the first block",
+                           a(np.ones((1, 9)), U8), a([[1, 2]], F32), axis=1, block_size=6))
 def _dq_block_size() -> Steps:
     def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Granularity) -> np.ndarray:
         if g.kind == gran.BLOCKED and g.axis is not None and param.shape[g.axis]:
@@ -230,12 +252,15 @@ def _tail(x_or_y: np.ndarray) -> np.ndarray:
     return mask.reshape(x_or_y.shape)
 
 
-@mutant("packed-tail-dropped", "QuantizeLinear to a sub-byte type never writes the elements of a partly filled "
+@mutant("packed-tail-dropped",
+        "QuantizeLinear to a sub-byte type never writes the elements of a partly filled "
         "last byte (they read back as code 0)", PACKED,
-        witness=W("QuantizeLinear", 21, "int4, 3 elements: the third fills half of the last byte", a([1, 1, 1], F32), a(1, F32), a(0, ml_dtypes.int4)))
+        witness=W("QuantizeLinear", 21, "int4, 3 elements: the third fills half of the last byte",
+                  a([1, 1, 1], F32), a(1, F32), a(0, ml_dtypes.int4)))
 def _tail_dropped() -> Steps:
     def quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
-                 granularity: Granularity, precision: ElementType, saturate: bool, steps: Steps) -> np.ndarray:
+                 granularity: Granularity, precision: ElementType, saturate: bool,
+                 steps: Steps) -> np.ndarray:
         y = SPEC.quantize(x, scale, zero_point, out=out, granularity=granularity, precision=precision,
                           saturate=saturate, steps=steps)
         tail = _tail(y)
@@ -248,7 +273,8 @@ def _tail_dropped() -> Steps:
 
 @mutant("packed-tail-misread", "DequantizeLinear from a sub-byte type reads the elements of a partly filled "
         "last byte as code 0", PACKED,
-        witness=W("DequantizeLinear", 21, "int4, 3 elements: the third fills half of the last byte", a([1, 1, 1], ml_dtypes.int4), a(1, F32)))
+        witness=W("DequantizeLinear", 21, "int4, 3 elements: the third fills half of the last byte",
+                  a([1, 1, 1], ml_dtypes.int4), a(1, F32)))
 def _tail_misread() -> Steps:
     def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
                    granularity: Granularity, steps: Steps) -> np.ndarray:

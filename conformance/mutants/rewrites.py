@@ -3,8 +3,8 @@
 Each is a rewrite of the model (and its feeds) that a graph optimizer might believe harmless: collapsing a
 requantization chain, removing a QuantizeLinear -> DequantizeLinear round trip, moving a data-movement op onto
 the integers, dropping an activation the quantization "already clips", folding a requantization into one
-multiply. The kernel then runs the rewritten graph (``reference.run_any``), so a case kills the mutant exactly when
-the rewrite changes the graph's values: only graph cases can.
+multiply. The kernel then runs the rewritten graph (``reference.run_any``), so a case kills the mutant exactly
+when the rewrite changes the graph's values: only graph cases can.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from .base import F32, I8, U8, GraphWitness, a, rewrite_mutant
 
 GRAPH = ("ONNX IR: each computation dataflow graph is structured as a topologically sorted list of nodes ... "
          "Each node represents a call to an operator. (A model's outputs are its nodes', executed in order.)")
-Q_SENTENCE = "QuantizeLinear: y = saturate ((x / y_scale) + y_zero_point). For (x / y_scale), it rounds to the nearest even."
+Q_SENTENCE = ("QuantizeLinear: y = saturate ((x / y_scale) + y_zero_point). For (x / y_scale), it rounds to "
+              "the nearest even.")
 DQ_SENTENCE = "DequantizeLinear: the dequantization formula is y = (x - x_zero_point) * x_scale."
 #: the ops a DQ -> op -> Q rewrite moves onto the integers (they only move or select elements)
-MOVEMENT = frozenset({"Identity", "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Slice", "Gather",
-                      "MaxPool", "Concat"})
+MOVEMENT = frozenset({"Identity", "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Slice",
+                      "Gather", "MaxPool", "Concat"})
 
 Feeds = dict[str, np.ndarray]
 
@@ -96,7 +97,8 @@ def _rewrite(step: Callable[[onnx.ModelProto, Feeds, onnx.NodeProto], bool], op:
 def _model(nodes: list[onnx.NodeProto], inits: dict[str, np.ndarray], x: np.ndarray, out: str = "y",
            opset: int = 21) -> Callable[[], onnx.ModelProto]:
     def build() -> onnx.ModelProto:
-        g = helper.make_graph(nodes, "witness", [helper.make_tensor_value_info("x", _proto(x), list(x.shape))],
+        g = helper.make_graph(nodes, "witness",
+                              [helper.make_tensor_value_info("x", _proto(x), list(x.shape))],
                               [helper.make_tensor_value_info(out, onnx.TensorProto.UNDEFINED, None)],
                               initializer=[tensor_proto(v, k) for k, v in inits.items()])
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
@@ -113,7 +115,8 @@ def _requant_chain(s1: float, s2: float) -> GraphWitness:
              helper.make_node("QuantizeLinear", ["d1", "s2", "z2"], ["q2"]),
              helper.make_node("DequantizeLinear", ["q2", "s2", "z2"], ["y"])]
     return GraphWitness(_model(nodes, {"s1": a(s1, F32), "z1": a(0, U8), "s2": a(s2, F32), "z2": a(0, U8)},
-                               a([0.26], F32)), {"x": a([0.26], F32)}, f"x 0.26, s1 {s1}, s2 {s2}: 0.3 (spec)")
+                               a([0.26], F32)), {"x": a([0.26], F32)},
+                        f"x 0.26, s1 {s1}, s2 {s2}: 0.3 (spec)")
 
 
 def _chain() -> GraphWitness:
@@ -127,8 +130,8 @@ def _chain_finer() -> GraphWitness:
 def _pair() -> GraphWitness:
     nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
              helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])]
-    return GraphWitness(_model(nodes, {"s": a(0.1, F32), "z": a(0, U8)}, a([0.26], F32)), {"x": a([0.26], F32)},
-                        "x 0.26, s 0.1: 0.3 (spec)")
+    return GraphWitness(_model(nodes, {"s": a(0.1, F32), "z": a(0, U8)}, a([0.26], F32)),
+                        {"x": a([0.26], F32)}, "x 0.26, s 0.1: 0.3 (spec)")
 
 
 def _movement() -> GraphWitness:
@@ -146,7 +149,8 @@ def _activation(op: str) -> GraphWitness:
              helper.make_node(op, ["d", *bounds], ["r"]),
              helper.make_node("QuantizeLinear", ["r", "s", "z"], ["y"])]
     return GraphWitness(_model(nodes, {"s": a(0.1, F32), "z": a(128, U8), **bounds}, a([100, 130], U8)),
-                        {"x": a([100, 130], U8)}, f"zero point 128: x 100 is -2.8, which {op} makes 0 (code 128)")
+                        {"x": a([100, 130], U8)},
+                        f"zero point 128: x 100 is -2.8, which {op} makes 0 (code 128)")
 
 
 def _fold() -> GraphWitness:
@@ -178,7 +182,8 @@ def _dynamic() -> GraphWitness:
 _FOLD_X, _FOLD_S1, _FOLD_S2 = -121, 0.3, 0.6
 
 
-@rewrite_mutant("collapse-requant-chain", "collapses Q(s1, z1) -> DQ -> Q(s2, z2) -> DQ into one pair Q(s1, z1) -> "
+@rewrite_mutant("collapse-requant-chain",
+                "collapses Q(s1, z1) -> DQ -> Q(s2, z2) -> DQ into one pair Q(s1, z1) -> "
                 "DQ, dropping the second quantization", f"{GRAPH} {Q_SENTENCE}", witness=_chain)
 def _collapse(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto, Feeds]:
     def step(m: onnx.ModelProto, f: Feeds, dq2: onnx.NodeProto) -> bool:
@@ -194,7 +199,8 @@ def _collapse(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto, Fe
     return _rewrite(step, "DequantizeLinear")(model, feeds)
 
 
-@rewrite_mutant("skip-first-quantization", "collapses Q(s1, z1) -> DQ -> Q(s2, z2) -> DQ into Q(s2, z2) -> DQ, "
+@rewrite_mutant("skip-first-quantization",
+                "collapses Q(s1, z1) -> DQ -> Q(s2, z2) -> DQ into Q(s2, z2) -> DQ, "
                 "dropping the first quantization", f"{GRAPH} {Q_SENTENCE}", witness=_chain_finer)
 def _skip_first(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto, Feeds]:
     def step(m: onnx.ModelProto, f: Feeds, q2: onnx.NodeProto) -> bool:
@@ -222,7 +228,8 @@ def _same(model: onnx.ModelProto, feeds: Feeds, left: list[str], right: list[str
     return True
 
 
-@rewrite_mutant("remove-qdq-pair", "removes a Q -> DQ round trip with the same scale and zero point, as if it "
+@rewrite_mutant("remove-qdq-pair",
+                "removes a Q -> DQ round trip with the same scale and zero point, as if it "
                 "were the identity", f"{GRAPH} {Q_SENTENCE} {DQ_SENTENCE}", witness=_pair)
 def _remove_pair(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto, Feeds]:
     def step(m: onnx.ModelProto, f: Feeds, dq: onnx.NodeProto) -> bool:
@@ -234,7 +241,8 @@ def _remove_pair(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto,
     return _rewrite(step, "DequantizeLinear")(model, feeds)
 
 
-@rewrite_mutant("dq-movement-q-on-integers", "runs DQ -> data-movement op -> Q as the op on the integers, whatever "
+@rewrite_mutant("dq-movement-q-on-integers",
+                "runs DQ -> data-movement op -> Q as the op on the integers, whatever "
                 "the parameters on either side", f"{GRAPH} {Q_SENTENCE} {DQ_SENTENCE}", witness=_movement)
 def _movement_on_integers(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto, Feeds]:
     def step(m: onnx.ModelProto, f: Feeds, q: onnx.NodeProto) -> bool:
@@ -266,13 +274,16 @@ def _drop(op: str) -> Callable[[onnx.ModelProto, Feeds], tuple[onnx.ModelProto, 
     return _rewrite(step, "QuantizeLinear")
 
 
-@rewrite_mutant("drop-relu-between-dq-q", "drops a Relu between DQ and Q (\"the quantization clips at the zero "
-                "point anyway\")", f"{GRAPH} Relu: y = max(0, x). {Q_SENTENCE}", witness=lambda: _activation("Relu"))
+@rewrite_mutant("drop-relu-between-dq-q",
+                "drops a Relu between DQ and Q (\"the quantization clips at the zero "
+                "point anyway\")", f"{GRAPH} Relu: y = max(0, x). {Q_SENTENCE}",
+                witness=lambda: _activation("Relu"))
 def _drop_relu(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto, Feeds]:
     return _drop("Relu")(model, feeds)
 
 
-@rewrite_mutant("drop-clip-between-dq-q", "drops a Clip between DQ and Q (\"the quantization saturates anyway\")",
+@rewrite_mutant("drop-clip-between-dq-q",
+                "drops a Clip between DQ and Q (\"the quantization saturates anyway\")",
                 f"{GRAPH} Clip: y = min(max(x, min), max). {Q_SENTENCE}", witness=lambda: _activation("Clip"))
 def _drop_clip(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto, Feeds]:
     return _drop("Clip")(model, feeds)
@@ -304,8 +315,10 @@ def _fold_requant(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto
     return _rewrite(step, "QuantizeLinear")(model, feeds)
 
 
-@rewrite_mutant("maxpool-on-integers", "runs DQ -> MaxPool -> Q as MaxPool on the integer codes (the larger code "
-                "is the larger value only for a positive scale)", f"{GRAPH} MaxPool: the maximum of each window. "
+@rewrite_mutant("maxpool-on-integers",
+                "runs DQ -> MaxPool -> Q as MaxPool on the integer codes (the larger code "
+                "is the larger value only for a positive scale)",
+                f"{GRAPH} MaxPool: the maximum of each window. "
                 f"{DQ_SENTENCE}", witness=_maxpool)
 def _maxpool_first(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto, Feeds]:
     def step(m: onnx.ModelProto, f: Feeds, pool: onnx.NodeProto) -> bool:
@@ -322,14 +335,17 @@ def _maxpool_first(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProt
     return _rewrite(step, "MaxPool")(model, feeds)
 
 
-@rewrite_mutant("dynamic-roundtrip-identity", "removes DynamicQuantizeLinear -> DequantizeLinear as the identity",
-                f"{GRAPH} DynamicQuantizeLinear: y = saturate (round (x / y_scale) + y_zero_point). {DQ_SENTENCE}",
+@rewrite_mutant("dynamic-roundtrip-identity",
+                "removes DynamicQuantizeLinear -> DequantizeLinear as the identity",
+                f"{GRAPH} DynamicQuantizeLinear: y = saturate (round (x / y_scale) + y_zero_point). "
+                f"{DQ_SENTENCE}",
                 witness=_dynamic)
 def _dynamic_identity(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto, Feeds]:
     def step(m: onnx.ModelProto, f: Feeds, dq: onnx.NodeProto) -> bool:
         g = m.graph
         dql = _producer(g, dq.input[0])
-        if dql is None or dql.op_type != "DynamicQuantizeLinear" or list(dq.input[1:]) != list(dql.output[1:]):
+        if (dql is None or dql.op_type != "DynamicQuantizeLinear"
+            or list(dq.input[1:]) != list(dql.output[1:])):
             return False
         _identity(g, dq, dql.input[0])
         return True

@@ -1,11 +1,12 @@
 """The mutation score: every mutant run over the corpus's normative cases until one fails it.
 
-A case kills a mutant when a real run (``qdq-conformance run --backend mutant:ID --expectations none``) fails it:
-the verdict comes from the runner's own :func:`~qdq_conformance.runner.execute.call_backend` and
-:func:`~qdq_conformance.runner.outcome.classify`, with the case's status, expected outputs and comparison rule, and
-no expectations. Only normative cases count: an implementation-defined case is never a failure, and an invalid
-case accepted says nothing about the shortcut's arithmetic. The scan stops at the first kill (the corpus order:
-case files by name, cases in file order); a surviving mutant has been run on every normative case.
+A case kills a mutant when a real run (``qdq-conformance run --backend mutant:ID --expectations none``) fails
+it: the verdict comes from the runner's own :func:`~qdq_conformance.runner.execute.call_backend` and
+:func:`~qdq_conformance.runner.outcome.classify`, with the case's status, expected outputs and comparison
+rule, and no expectations. Only normative cases count: an implementation-defined case is never a failure, and
+an invalid case accepted says nothing about the shortcut's arithmetic. The scan stops at the first kill (the
+corpus order: case files by name, cases in file order); a surviving mutant has been run on every normative
+case.
 
 Graph forms: the mutants change the kernel's arithmetic, which reads initializers and fed inputs alike
 (:func:`qdq_conformance.reference.model.bind`), so the runtime form decides; ``forms`` can add the other.
@@ -76,7 +77,8 @@ def judge(m: Mutant, forms: Sequence[str] = (Form.RUNTIME.value,)) -> Verdict:
             run += 1
             if outcome.status in FAILING:
                 message = outcome.message.splitlines()[0][:300] if outcome.message else ""
-                return Verdict(m.id, "killed", case.id, form, outcome.status, message, run, time.perf_counter() - t0)
+                return Verdict(m.id, "killed", case.id, form, outcome.status, message, run,
+                               time.perf_counter() - t0)
     status = {"defect": "surviving"}.get(m.kind, m.kind)
     return Verdict(m.id, status, cases_run=run, seconds=time.perf_counter() - t0)
 
@@ -91,8 +93,8 @@ def score(cases: Iterable[Case], mutants: Sequence[Mutant], *, forms: Sequence[s
           jobs: int | None = None, progress: Callable[[Verdict], None] | None = None) -> list[Verdict]:
     """Verdicts for ``mutants`` (in their order) over the normative ones of ``cases``.
 
-    ``jobs`` processes judge mutants side by side (default: the usable cores, at most 4; forked, so they share the
-    loaded corpus); ``progress`` is called with each verdict as it arrives.
+    ``jobs`` processes judge mutants side by side (default: the usable cores, at most 4; forked, so they share
+    the loaded corpus); ``progress`` is called with each verdict as it arrives.
     """
     _CASES[:] = [c for c in cases if c.status == CaseStatus.NORMATIVE]
     _MODELS.clear()

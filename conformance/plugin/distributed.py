@@ -2,10 +2,10 @@
 
 A worker has ``config.workerinput`` (pytest-xdist's documentation, "Identifying the worker process during a
 test"; ``xdist.is_xdist_worker`` reads the same). The controller, which hands items to workers and runs none
-itself, is the process started with ``--dist`` other than ``no`` and test environments (``-n`` / ``--tx``): those
-documented options are read with ``config.getoption`` (pytest-xdist's ``pytest_cmdline_main``, which runs before
-any ``pytest_configure``, has turned ``-n N`` into ``--dist load`` and N ``--tx popen`` by then). Without
-pytest-xdist, the options do not exist and this process is neither.
+itself, is the process started with ``--dist`` other than ``no`` and test environments (``-n`` / ``--tx``):
+those documented options are read with ``config.getoption`` (pytest-xdist's ``pytest_cmdline_main``, which
+runs before any ``pytest_configure``, has turned ``-n N`` into ``--dist load`` and N ``--tx popen`` by then).
+Without pytest-xdist, the options do not exist and this process is neither.
 """
 
 from __future__ import annotations

@@ -23,9 +23,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """``pytest --backend=NAME`` with no paths runs the corpus (or --suite, or --cases), not the testpaths: the
-    folder joins the command line's arguments (changed in place, as pytest's documentation of this hook shows)."""
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
+                                  args: list[str]) -> None:
+    """``pytest --backend=NAME`` with no paths runs the corpus (or --suite, or --cases), not the testpaths:
+    the folder joins the command line's arguments (changed in place, as pytest's documentation of this hook
+    shows)."""
     ns = parser.parse_known_args(args)
     if getattr(ns, "qdq_backend", None) and not getattr(ns, "file_or_dir", None):
         from ..resources import cases_dir  # (light: importlib.resources only)
@@ -38,5 +40,6 @@ def pytest_configure(config: pytest.Config) -> None:
     """A run is asked for: register the runner's hooks (their own ``pytest_configure`` runs on registration,
     pytest's configure hook being historic)."""
     if config.getoption("qdq_backend", None) and not config.pluginmanager.has_plugin(HOOKS):
-        # the one heavy import of the plugin, paid only by a conformance run (about 0.5 s: numpy, onnx, the runner)
+        # the one heavy import of the plugin, paid only by a conformance run (about 0.5 s: numpy, onnx, the
+        # runner)
         config.pluginmanager.register(importlib.import_module("qdq_conformance.plugin.hooks"), HOOKS)

@@ -65,7 +65,8 @@ def pytest_configure(config: pytest.Config) -> None:
         stopping.record_failed_start(_results_path(config) if wanted else None, spec, str(e))
         raise pytest.UsageError(f"--backend={spec}: {e}") from None
     state.backend_name, state.backend_version = backend.name, backend.version
-    if spec in MARKERS:  # a built-in whose verdicts rest on message markers: which ones this run's refusals match
+    # a built-in whose verdicts rest on message markers: which ones this run's refusals match
+    if spec in MARKERS:
         state.markers = MarkerWatch(MARKERS[spec])
     exp = config.getoption("qdq_expectations")
     try:
@@ -97,11 +98,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_LoadErrorsStay(), "qdq-conformance-load-errors")
     if not worker:  # progress while the cases run, the summary at the very end (terminal.py)
         config.pluginmanager.register(RunTerminal(config, state), "qdq-conformance-terminal")
-    stopping.install(config)  # SIGINT / SIGTERM / SIGHUP stop the run, its results kept and marked interrupted
+    # SIGINT / SIGTERM / SIGHUP stop the run, its results kept and marked interrupted
+    stopping.install(config)
 
 
 def _results_path(config: pytest.Config) -> Path:
-    """--results, or next to --report (report.html -> report.jsonl): a report is always rendered from a file."""
+    """--results, or next to --report (report.html -> report.jsonl): a report is always rendered from a
+    file."""
     if config.getoption("qdq_results"):
         return Path(config.getoption("qdq_results"))
     return Path(config.getoption("qdq_report")).with_suffix(".jsonl")
@@ -163,8 +166,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = [item for item, ok in zip(items, kept, strict=True) if ok]
-    # The collected corpus lives until the end of the run: move it out of the garbage collector's way, or every
-    # collection (pytest runs gc.collect() several times at exit) walks tens of thousands of case objects.
+    # The collected corpus lives until the end of the run: move it out of the garbage collector's way, or
+    # every collection (pytest runs gc.collect() several times at exit) walks tens of thousands of case
+    # objects.
     gc.collect()
     gc.freeze()
     if state.gc_paused:
@@ -206,15 +210,16 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-    """A corpus item runs through the runner's one shortcut (``fastpath.py``: pytest's per-phase hooks left out)
-    when that can make no difference; anything else gets pytest's own protocol."""
+    """A corpus item runs through the runner's one shortcut (``fastpath.py``: pytest's per-phase hooks left
+    out) when that can make no difference; anything else gets pytest's own protocol."""
     state = item.config.stash.get(STATE, None)
     if state is None or not isinstance(item, CaseItem):
         return None
     state.reported += 1
     if state.reported % FREEZE_EVERY == 0:
-        # pytest keeps every report until the end: collect the garbage of the last items, then move what lives on
-        # out of the way of the next collections (frozen, they no longer make each of them walk the whole run).
+        # pytest keeps every report until the end: collect the garbage of the last items, then move what lives
+        # on out of the way of the next collections (frozen, they no longer make each of them walk the whole
+        # run).
         gc.collect()
         gc.freeze()
     if not state.lean or len(item.own_markers) != item.runner_marks:
@@ -311,13 +316,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def _stale(config: pytest.Config, state: RunState) -> list[tuple[expectations_mod.Entry, str]]:
     """The run's stale expectation entries (their sentences in ``state.stale``) and stale markers, each also a
     pytest warning where warnings are on."""
-    # A subset run (-k, -m, deselection), a run in which no case ran, or an entry for a graph form that did not
-    # run says nothing about entries it did not reach; only entries whose cases all ran and passed, or that no
-    # full run reaches, are stale.
+    # A subset run (-k, -m, deselection), a run in which no case ran, or an entry for a graph form that did
+    # not run says nothing about entries it did not reach; only entries whose cases all ran and passed, or
+    # that no full run reaches, are stale.
     subset = bool(config.getoption("keyword") or config.getoption("markexpr") or state.deselected
                   or not state.tracker.counts)
     forms = set(forms_of(config))
-    if config.getoption("qdq_suite"):  # a suite of part of the corpus, or of some graph forms, is such a subset
+    # a suite of part of the corpus, or of some graph forms, is such a subset
+    if config.getoption("qdq_suite"):
         complete, suite_forms = suite_scope(Path(config.getoption("qdq_suite")))
         subset, forms = subset or not complete, forms & set(suite_forms)
     stale = state.tracker.stale(state.expectations, subset, forms)
@@ -339,8 +345,8 @@ def _render_report(session: pytest.Session, state: RunState) -> None:
     config = session.config
     report_path = config.getoption("qdq_report")
     if report_path:
-        # here, not at the top: the report's modules and jinja2 cost every pytest process 0.25 s (measured), and
-        # only a run with --report renders one
+        # here, not at the top: the report's modules and jinja2 cost every pytest process 0.25 s (measured),
+        # and only a run with --report renders one
         from qdq_conformance.reports.render import render_results_file
 
         try:

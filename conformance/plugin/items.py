@@ -37,8 +37,8 @@ class UnexpectedOutcome(Exception):
     """Under --strict-expectations: a case that ended other than its expectation says."""
 
 
-#: --tb styles under which a failing case is described in one line (a corpus run's: its every detail and repro are
-#: in the results file and the report, and thousands of full descriptions cost pytest's summary minutes)
+#: --tb styles under which a failing case is described in one line (a corpus run's: its every detail and repro
+#: are in the results file and the report, and thousands of full descriptions cost pytest's summary minutes)
 ONE_LINE_STYLES = ("no", "line")
 
 
@@ -52,7 +52,8 @@ _MARKS: dict[str, pytest.MarkDecorator] = {}
 
 
 def _mark(name: str) -> pytest.MarkDecorator:
-    """One ``pytest.mark.NAME`` per name (pytest's by-name lookup is the slow part of add_marker for 50,000 items)."""
+    """One ``pytest.mark.NAME`` per name (pytest's by-name lookup is the slow part of add_marker for 50,000
+    items)."""
     mark = _MARKS.get(name)
     if mark is None:
         mark = _MARKS[name] = getattr(pytest.mark, name)
@@ -74,10 +75,11 @@ class CaseItem(pytest.Item):
         self.position: int | None = None  # in the run order handed to the backend's workers
         for mark in marks if marks is not None else marks_of(case, form):
             self.add_marker(mark)
-        #: the markers the runner gave this item (its selectors, then an expectation's xfail): more means markers
-        #: from elsewhere, which give the item pytest's full protocol (fastpath.py)
+        #: the markers the runner gave this item (its selectors, then an expectation's xfail): more means
+        #: markers from elsewhere, which give the item pytest's full protocol (fastpath.py)
         self.runner_marks = len(self.own_markers)
-        self.xfail_mark: pytest.Mark | None = None  # the runner's xfail marker (a failing expectation), if any
+        # the runner's xfail marker (a failing expectation), if any
+        self.xfail_mark: pytest.Mark | None = None
         meta = case.metadata()
         self.extra_keyword_matches.update({meta["family"], meta["status"], meta["operator"]})
 
@@ -90,7 +92,8 @@ class CaseItem(pytest.Item):
             pytest.skip(f"unsupported by {state.backend_name}: {got.message}")
         entry = got.entry
         if entry is not None and state.strict and got.status in FAILING and got.status != entry.status:
-            raise UnexpectedOutcome(f"expected {entry.status} ({entry.reason}), got {got.status}: {got.message}")
+            raise UnexpectedOutcome(f"expected {entry.status} ({entry.reason}), got {got.status}: "
+                                    f"{got.message}")
         if got.status in FAILING:
             raise CaseFailure(got.outcome or Outcome(got.status, got.message))
 
@@ -109,8 +112,8 @@ class CaseItem(pytest.Item):
 
     @cached_property
     def location(self) -> tuple[str, int | None, str]:
-        """pytest's ``location``, whose path part (relative to the rootdir) pytest computes for the first item of a
-        file and the others reuse."""
+        """pytest's ``location``, whose path part (relative to the rootdir) pytest computes for the first item
+        of a file and the others reuse."""
         parent = self.parent
         rel = getattr(parent, "item_relpath", None)
         if rel is None:
@@ -121,26 +124,30 @@ class CaseItem(pytest.Item):
         return rel, line, domain
 
 
-#: case id -> (file, line) of every case collected so far in the session: a file that repeats one is a load error
+#: case id -> (file, line) of every case collected so far in the session: a file that repeats one is a load
+#: error
 CLAIMED_IDS = pytest.StashKey[dict[str, tuple[str, int]]]()
 #: the graph form a case file's load error is recorded under (a results file's records are (id, form) pairs)
 LOAD_FORM = "load"
 
 
 def load_error_record(path: Path, error: Exception, backend: tuple[str, str]) -> CaseRecord:
-    """A case file that could not be loaded, as a results-file record: an ``error`` whose id names the file and
-    whose message is the one-line error (file, line, key, problem), so the report lists it among the cases."""
+    """A case file that could not be loaded, as a results-file record: an ``error`` whose id names the file
+    and whose message is the one-line error (file, line, key, problem), so the report lists it among the
+    cases."""
     rec = case_record(f"case-file:{path.name}", LOAD_FORM, "error", str(error), backend)
     rec.update({"file": str(path), "line": getattr(error, "line", None), "duration": 0.0,
-                "domain": "case-file", "operator": path.name, "version": LOAD_FORM, "case_status": "load-error",
-                "family": None, "granularity": None, "types": {}, "attributes": {}, "ambiguity": None, "rule": None,
-                "comparison": None, "spec": None, "expectation": None})
+                "domain": "case-file", "operator": path.name, "version": LOAD_FORM,
+                "case_status": "load-error", "family": None, "granularity": None, "types": {},
+                "attributes": {}, "ambiguity": None, "rule": None, "comparison": None, "spec": None,
+                "expectation": None})
     return rec
 
 
 class LoadErrorItem(pytest.Item):
     """A case file that could not be loaded: one failing item, the rest of the run goes on. Selection (-k, -m)
-    never deselects it (hooks.py), and the results file records it as an error naming the file and the problem."""
+    never deselects it (hooks.py), and the results file records it as an error naming the file and the
+    problem."""
 
     def __init__(self, *, error: Exception, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -151,8 +158,9 @@ class LoadErrorItem(pytest.Item):
         if state is not None:
             rec = load_error_record(self.path, self.error, (state.backend_name, state.backend_version))
             self.user_properties.append(("qdq", json.dumps(rec, sort_keys=True)))
-            self.user_properties.append(("qdq_outcome", {"id": rec["id"], "form": LOAD_FORM, "status": "error",
-                                                         "expected": None, "line": None}))
+            self.user_properties.append(("qdq_outcome",
+                                         {"id": rec["id"], "form": LOAD_FORM, "status": "error",
+                                          "expected": None, "line": None}))
         raise self.error
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: str | None = None) -> str:
@@ -177,7 +185,8 @@ class CaseFile(pytest.File):
             yield LoadErrorItem.from_parent(self, name="load", error=e)
             return
         except Exception as e:  # a loader defect still costs this file only, in one line
-            error = CaseFileError(self.path, None, "", f"internal error while loading: {type(e).__name__}: {e}")
+            error = CaseFileError(self.path, None, "",
+                                  f"internal error while loading: {type(e).__name__}: {e}")
             yield LoadErrorItem.from_parent(self, name="load", error=error)
             return
         state = cfg.stash.get(STATE, None)
@@ -223,7 +232,8 @@ def _describe(item: CaseItem, outcome: Outcome) -> str:
     rec = json.loads(text) if isinstance(text, str) else {}
     case = item.case
     spec = rec.get("spec", {})
-    lines = [f"{case.id} [{item.form}] on {rec.get('backend')} {rec.get('backend_version')}: {outcome.status}",
+    lines = [f"{case.id} [{item.form}] on {rec.get('backend')} {rec.get('backend_version')}: "
+             f"{outcome.status}",
              f"spec ({spec.get('operator')} {spec.get('versions')}): \"{spec.get('text')}\"",
              f"case: {rec.get('case_status')}, comparison {rec.get('comparison')}, attributes "
              f"{rec.get('attributes')}", f"message: {outcome.message[:1500]}"]
@@ -243,7 +253,8 @@ def _describe(item: CaseItem, outcome: Outcome) -> str:
                 label = labelled.get(k, [])
                 where = f"  [{label[j]}]" if j < len(label) else ""
                 try:
-                    lines.append(f"    at {format_indices([idx])}: expected {exp[idx]!r}, actual {act[idx]!r}{where}")
+                    lines.append(f"    at {format_indices([idx])}: expected {exp[idx]!r}, actual "
+                                 f"{act[idx]!r}{where}")
                 except (IndexError, TypeError):
                     break
     if rec.get("repro"):

@@ -27,35 +27,38 @@ OPTIONS: tuple[Option, ...] = (
     Option(("--backend",), {"metavar": "NAME", "default": None,
                             "help": "run the conformance corpus against this backend: " + backend_names()}),
     Option(("--suite",), {"metavar": "DIR", "default": None,
-                          "help": "run an exported suite folder (qdq-conformance generate) instead of cases/"}),
+                          "help": "run an exported suite folder (qdq-conformance generate) instead of "
+                                  "cases/"}),
     Option(("--cases",), {"metavar": "DIR", "default": None,
                           "help": "folder of YAML case files (default: the repository's cases/)"}),
     Option(("--form",), {"choices": (*FORMS, BOTH), "default": BOTH,
-                         "help": "graph form: inputs fed at run time, scale / zero point as initializers, or both "
-                                 "(default: both)"}),
+                         "help": "graph form: inputs fed at run time, scale / zero point as initializers, or "
+                                 "both (default: both)"}),
     Option(("--tier",), {"choices": (*Tier.values(), ALL_TIERS), "default": Tier.DEFAULT.value,
                          "help": "size tier (default: default; large adds >= 1M-element cases)"}),
     Option(("--case-timeout",), {"type": float, "default": 60.0, "metavar": "SECONDS",
-                                 "help": "per-case time limit; the backend's worker is killed and replaced (default: 60)"}),
+                                 "help": "per-case time limit; the backend's worker is killed and replaced "
+                                         "(default: 60)"}),
     Option(("--backend-timeout",), {"type": float, "default": None, "metavar": "SECONDS",
-                                    "help": "time limit for creating the backend in a worker; past it the run ends "
-                                            "before its first case as a usage error naming the backend (default: "
-                                            "--case-timeout)"}),
+                                    "help": "time limit for creating the backend in a worker; past it the "
+                                            "run ends before its first case as a usage error naming the "
+                                            "backend (default: --case-timeout)"}),
     Option(("--workers",), {"metavar": "N", "default": "auto",
                             "help": "backend worker processes, which run cases ahead of pytest's reporting "
                                     "(default: auto = the usable cores, at most 4; 1 in each pytest-xdist "
                                     "worker)"}),
     Option(("--expectations",), {"metavar": "PATH", "default": None,
-                                 "help": "expectation file (default: expectations/<backend>.yaml when it exists; "
-                                         "'none' to use none)"}),
+                                 "help": "expectation file (default: expectations/<backend>.yaml when it "
+                                         "exists; 'none' to use none)"}),
     Option(("--strict-expectations",), {"action": "store_true", "default": False,
-                                        "help": "unexpected passes and failures of another kind fail the run"}),
+                                        "help": "unexpected passes and failures of another kind fail the "
+                                                "run"}),
     Option(("--allow-all-unsupported",), {"action": "store_true", "default": False,
                                           "help": "exit 0 even when every case that ran was unsupported (by "
                                                   "default such a run tested nothing and exits 5)"}),
     Option(("--shard",), {"metavar": "K/N", "default": None,
-                          "help": "run only shard K of N of the selected cases (a stable partition by case id, "
-                                  "for CI matrix jobs; the results header names the shard)"}),
+                          "help": "run only shard K of N of the selected cases (a stable partition by case "
+                                  "id, for CI matrix jobs; the results header names the shard)"}),
     Option(("--results",), {"metavar": "PATH", "default": None,
                             "help": "write results as JSON Lines, streamed as cases finish"}),
     Option(("--report",), {"metavar": "PATH", "default": None,
@@ -81,44 +84,50 @@ def add_to_argparse(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(*opt.flags, dest=_dest(opt), **opt.kwargs)
 
 
-#: pytest flags for a corpus run (the run and compliance commands, the runner benchmark): backends print into their
-#: worker's log, never the terminal, so output and log capturing only cost time (about a fifth of a run); the
-#: end-of-run list shows failures, errors and unexpected passes, one line each, not the thousands of unsupported
-#: cases; --tb=no: no FAILURES section, whose cost grows with failures x cases (pytest looks up each failure's
-#: teardown among every item's reports: 1,000 failures of 50,000 cases took minutes), and each failing case is
-#: described in one line (items.ONE_LINE_STYLES), its every detail and repro being in the results file and the
-#: report; nothing in a corpus run is a Python assert, so pytest need not rewrite the plugin's modules (about a
-#: second per process); stale expectations are listed in the run's own summary, so the per-item warnings capture
-#: is not needed either; nor is Hypothesis's plugin (installed with the test extra), whose end-of-run summary walks
-#: every report; nor pytest-benchmark's (also in the test extra), which has nothing to time here and warns on
-#: stderr, after the run's last line, when the run is started from inside a pytest-xdist worker. pytest's cache
-#: plugin stays on (``--lf``, ``--sw``), its cache under the project's cache directory (:func:`cache_flags`).
+#: pytest flags for a corpus run (the run and compliance commands, the runner benchmark): backends print into
+#: their worker's log, never the terminal, so output and log capturing only cost time (about a fifth of a
+#: run); the end-of-run list shows failures, errors and unexpected passes, one line each, not the thousands of
+#: unsupported cases; --tb=no: no FAILURES section, whose cost grows with failures x cases (pytest looks up
+#: each failure's teardown among every item's reports: 1,000 failures of 50,000 cases took minutes), and each
+#: failing case is described in one line (items.ONE_LINE_STYLES), its every detail and repro being in the
+#: results file and the report; nothing in a corpus run is a Python assert, so pytest need not rewrite the
+#: plugin's modules (about a second per process); stale expectations are listed in the run's own summary, so
+#: the per-item warnings capture is not needed either; nor is Hypothesis's plugin (installed with the test
+#: extra), whose end-of-run summary walks every report; nor pytest-benchmark's (also in the test extra), which
+#: has nothing to time here and warns on stderr, after the run's last line, when the run is started from
+#: inside a pytest-xdist worker. pytest's cache plugin stays on (``--lf``, ``--sw``), its cache under the
+#: project's cache directory (:func:`cache_flags`).
 RUN_FLAGS: tuple[str, ...] = ("-q", "--capture=no", "-p", "no:logging", "-p", "no:warnings",
-                              "-p", "no:hypothesispytest", "-p", "no:benchmark", "--assert=plain", "-r", "fEX",
-                              "--tb=no")
+                              "-p", "no:hypothesispytest", "-p", "no:benchmark", "--assert=plain", "-r",
+                              "fEX", "--tb=no")
 
 
 def cache_flags() -> list[str]:
-    """pytest's cache (``--lf``, ``--ff``, ``--sw``) under the project's cache directory, not in the current folder
-    (a vendor runs the suite from anywhere, an installed package's folder included)."""
+    """pytest's cache (``--lf``, ``--ff``, ``--sw``) under the project's cache directory, not in the current
+    folder (a vendor runs the suite from anywhere, an installed package's folder included)."""
     return ["-o", f"cache_dir={cache_root() / 'pytest'}"]
 
 
 #: pytest's selection and stopping options that ``qdq-conformance run`` takes as its own (anything else goes
 #: after ``--``): flags, dest, argparse keywords
 PYTEST_HABITS: tuple[tuple[tuple[str, ...], str, dict[str, Any]], ...] = (
-    (("-k",), "keyword", {"metavar": "EXPRESSION", "help": "pytest's -k: only cases whose id (or family, status, "
-                                                          "operator, marker) matches, e.g. -k quantizelinear-21"}),
+    (("-k",), "keyword",
+     {"metavar": "EXPRESSION", "help": "pytest's -k: only cases whose id (or family, status, "
+                                      "operator, marker) matches, e.g. -k "
+                                      "quantizelinear-21"}),
     (("-m",), "markexpr", {"metavar": "MARKEXPR", "help": "pytest's -m: only cases with these markers, e.g. "
                                                          "-m 'v21 and per_axis'"}),
     (("-x", "--exitfirst"), "exitfirst", {"action": "store_true", "help": "stop at the first failure"}),
     (("--maxfail",), "maxfail", {"type": int, "metavar": "N", "help": "stop after N failures"}),
-    (("--lf", "--last-failed"), "lf", {"action": "store_true", "help": "rerun only the cases that failed last time"}),
-    (("--ff", "--failed-first"), "failedfirst", {"action": "store_true", "help": "run last time's failures first"}),
+    (("--lf", "--last-failed"), "lf",
+     {"action": "store_true", "help": "rerun only the cases that failed last time"}),
+    (("--ff", "--failed-first"), "failedfirst",
+     {"action": "store_true", "help": "run last time's failures first"}),
     (("--sw", "--stepwise"), "stepwise", {"action": "store_true", "help": "stop at the first failure, resume "
                                                                          "from it next time"}),
-    (("--tb",), "tbstyle", {"metavar": "STYLE", "help": "pytest's traceback style (long: each failing case in "
-                                                       "full; default: no)"}),
+    (("--tb",), "tbstyle",
+     {"metavar": "STYLE", "help": "pytest's traceback style (long: each failing case in "
+                                 "full; default: no)"}),
     (("-v", "--verbose"), "verbose", {"action": "count", "default": 0, "help": "one line per case"}),
 )
 
@@ -171,9 +180,10 @@ def create_timeout(config: pytest.Config) -> float:
 
 
 def worker_count(config: pytest.Config) -> int:
-    """--workers as a number: ``auto`` is the usable cores (at most 4: one pytest process cannot keep more busy),
-    and 1 in a pytest-xdist worker, whose siblings already use the other cores. More than four per usable core
-    (at least 8) is refused: each is a process with the backend loaded, and thousands exhaust the machine."""
+    """--workers as a number: ``auto`` is the usable cores (at most 4: one pytest process cannot keep more
+    busy), and 1 in a pytest-xdist worker, whose siblings already use the other cores. More than four per
+    usable core (at least 8) is refused: each is a process with the backend loaded, and thousands exhaust the
+    machine."""
     value = str(config.getoption("qdq_workers"))
     if value != "auto":
         try:
@@ -184,7 +194,8 @@ def worker_count(config: pytest.Config) -> int:
             raise pytest.UsageError(f"--workers: expected at least 1, got {n}")
         most = max(8, 4 * usable_cores())
         if n > most:
-            raise pytest.UsageError(f"--workers: at most {most} here ({usable_cores()} usable cores), got {n}")
+            raise pytest.UsageError(f"--workers: at most {most} here ({usable_cores()} usable cores), got "
+                                    f"{n}")
         return n
     if is_worker(config):
         return 1
@@ -202,9 +213,10 @@ def results_path(config: pytest.Config) -> Path | None:
 
 def check(config: pytest.Config) -> None:
     """The usage errors a run can know of before it starts a backend or runs a case, each one line (exit
-    status 4): a time limit (--case-timeout, --backend-timeout) that is not a positive number of seconds, a --cases folder with no case file or a
-    --suite folder that is not an exported suite, an expectation file that is not a file,
-    a results file or report that cannot be written (tried, not guessed: permission bits say nothing to root)."""
+    status 4): a time limit (--case-timeout, --backend-timeout) that is not a positive number of seconds, a
+    --cases folder with no case file or a --suite folder that is not an exported suite, an expectation file
+    that is not a file, a results file or report that cannot be written (tried, not guessed: permission bits
+    say nothing to root)."""
     for flag in ("--case-timeout", "--backend-timeout"):
         timeout = config.getoption(_dest(OPTION[flag]))
         if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
@@ -232,7 +244,8 @@ def check(config: pytest.Config) -> None:
     checks = [(f"--report {report}", Path(report))] if report else []
     if results is not None:
         given = config.getoption("qdq_results")
-        checks.append((f"--results {given}" if given else f"--report {report} (its results file {results})", results))
+        checks.append((f"--results {given}" if given else f"--report {report} (its results file {results})",
+                       results))
     # (imported here: the options module is loaded by every pytest process, a run's checks by runs only)
     from ..results import unwritable
 
@@ -243,10 +256,12 @@ def check(config: pytest.Config) -> None:
 
 
 def _case_folder(config: pytest.Config) -> str | None:
-    """What is wrong with --cases DIR (no case file in it) or --suite DIR (not an exported suite), if anything."""
+    """What is wrong with --cases DIR (no case file in it) or --suite DIR (not an exported suite), if
+    anything."""
     for option, flag, wanted, what in (("qdq_cases", "--cases", "*.yaml", "no case file (*.yaml)"),
                                        ("qdq_suite", "--suite", "manifest.json", "no manifest.json (a folder "
-                                                                                 "`qdq-conformance generate` wrote)")):
+                                                                                 "`qdq-conformance generate` "
+                                                                                 "wrote)")):
         given = config.getoption(option)
         if not given:
             continue

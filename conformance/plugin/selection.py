@@ -1,14 +1,15 @@
 """Collecting only the case files a ``-k`` / ``-m`` selection can match.
 
-A run that selects one case (``-k ID``, ``qdq-conformance show ID``) would otherwise load every case file and make
-tens of thousands of items only to deselect them (seconds even from the expansion cache). Per case file, an index
-under the cache directory (``<cache>/selection``, keyed as the expansion cache is: the file's bytes, the tiers and
-the code's fingerprint) keeps what pytest's ``-k`` and ``-m`` read of each of its items: the node names from the
-case folder down (folders, the file, ``ID[form]``), the extra keywords (family, status, operator) and the marker
-names. A file none of whose items the expressions select is not collected; pytest then deselects within the files
-it does collect as always, so the selection is pytest's own. Anything this module cannot decide (an expression it
-cannot parse, one that names ``xfail``, an index it cannot build, a file that does not load) collects the file.
-``benchmarks/bench_select.py`` measures the time to the first line of such a run, with and without this.
+A run that selects one case (``-k ID``, ``qdq-conformance show ID``) would otherwise load every case file and
+make tens of thousands of items only to deselect them (seconds even from the expansion cache). Per case file,
+an index under the cache directory (``<cache>/selection``, keyed as the expansion cache is: the file's bytes,
+the tiers and the code's fingerprint) keeps what pytest's ``-k`` and ``-m`` read of each of its items: the
+node names from the case folder down (folders, the file, ``ID[form]``), the extra keywords (family, status,
+operator) and the marker names. A file none of whose items the expressions select is not collected; pytest
+then deselects within the files it does collect as always, so the selection is pytest's own. Anything this
+module cannot decide (an expression it cannot parse, one that names ``xfail``, an index it cannot build, a
+file that does not load) collects the file. ``benchmarks/bench_select.py`` measures the time to the first line
+of such a run, with and without this.
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ _TOKEN = re.compile(r"\s*(\(|\)|(?:\w|:|\+|-|\.|\[|\]|\\|/)+)")
 
 class Expression:
     """A ``-k`` / ``-m`` expression as pytest's documentation gives its grammar (``or``, ``and``, ``not``,
-    parentheses, names; pytest's own parser is not public API): ``evaluate(match)`` with ``match(name) -> bool``.
-    Raises ValueError on anything else (a call with arguments, a stray character): the caller then narrows
-    nothing, and pytest reads the expression itself."""
+    parentheses, names; pytest's own parser is not public API): ``evaluate(match)`` with ``match(name) ->
+    bool``. Raises ValueError on anything else (a call with arguments, a stray character): the caller then
+    narrows nothing, and pytest reads the expression itself."""
 
     def __init__(self, text: str) -> None:
         self.tokens: list[str] = []
@@ -118,13 +119,14 @@ class Expression:
         return self.tokens[self._at] if self._at < len(self.tokens) else None
 
 
-#: per case file the (case id, form) pairs the selection can match (CaseFile.collect makes items of these only)
+#: per case file the (case id, form) pairs the selection can match (CaseFile.collect makes items of these
+#: only)
 CHOSEN = pytest.StashKey[dict[Path, frozenset[tuple[str, str]]]]()
 
 
 def wanted(config: pytest.Config, parent: pytest.Collector, path: Path) -> bool:
-    """Whether the case file ``path`` may hold an item the run's -k / -m select (True when unsure); which of its
-    items may, kept for :func:`chosen`."""
+    """Whether the case file ``path`` may hold an item the run's -k / -m select (True when unsure); which of
+    its items may, kept for :func:`chosen`."""
     if _EXPRESSIONS not in config.stash:
         config.stash[_EXPRESSIONS] = _compile(config)
     exprs = config.stash[_EXPRESSIONS]
@@ -134,7 +136,8 @@ def wanted(config: pytest.Config, parent: pytest.Collector, path: Path) -> bool:
     index = case_index(path, tiers)
     if index is None:
         return True
-    # node names pytest's -k reads: every node from below the root folder down (not the session or root folder)
+    # node names pytest's -k reads: every node from below the root folder down (not the session or root
+    # folder)
     chain = [n.name for n in parent.listchain() if not isinstance(n, pytest.Session)
              and not (isinstance(n, pytest.Directory) and isinstance(n.parent, pytest.Session))]
     forms = domain.forms_of(config.getoption("qdq_form"))
@@ -147,8 +150,9 @@ def wanted(config: pytest.Config, parent: pytest.Collector, path: Path) -> bool:
                 names = [*marks, form]
                 if markexpr is not None and not markexpr.evaluate(_marks(names)):
                     continue
-                if keyword is None or keyword.evaluate(_keywords("\0".join([above, f"{case_id}[{form}]", *extra,
-                                                                             *names]).lower())):
+                if (keyword is None
+                    or keyword.evaluate(_keywords("\0".join([above, f"{case_id}[{form}]", *extra,
+                                                              *names]).lower()))):
                     found.add((case_id, form))
     except Exception:  # (an expression with call arguments in -k, and the like: pytest says what is wrong)
         return True
@@ -199,7 +203,8 @@ def recorded(config: pytest.Config) -> dict[str, str | list[str] | bool]:
     """What selected the run's cases, for the results header (empty: the whole corpus in both forms): -k, -m,
     --shard, --form (one form), --lf / --sw / --deselect and node ids on the command line."""
     out: dict[str, str | list[str] | bool] = {}
-    for flag, name in (("-k", "keyword"), ("-m", "markexpr"), ("--shard", "qdq_shard"), ("--deselect", "deselect")):
+    for flag, name in (("-k", "keyword"), ("-m", "markexpr"), ("--shard", "qdq_shard"),
+                       ("--deselect", "deselect")):
         value = config.getoption(name, None)
         if value:
             out[flag] = value if isinstance(value, str) else list(map(str, value))
@@ -215,7 +220,8 @@ def recorded(config: pytest.Config) -> dict[str, str | list[str] | bool]:
     return out
 
 
-def case_index(path: Path, tiers: list[str] | tuple[str, ...]) -> list[tuple[str, list[str], list[str]]] | None:
+def case_index(path: Path,
+               tiers: list[str] | tuple[str, ...]) -> list[tuple[str, list[str], list[str]]] | None:
     """(case id, extra keywords, marker names but the form's) of each case of ``path`` in ``tiers``, from the
     index or built (from the expansion cache) and kept; None when the file cannot be read or loaded."""
     try:

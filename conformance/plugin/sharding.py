@@ -1,10 +1,11 @@
-"""``--shard K/N``: a deterministic partition of the selected cases, for CI matrix jobs and machines that share a run.
+"""``--shard K/N``: a deterministic partition of the selected cases, for CI matrix jobs and machines that
+share a run.
 
 A case belongs to shard ``1 + int(sha256(case id)) mod N``: the same on every machine and Python (no hash
 randomization), both graph forms of a case in one shard, and a case keeps its shard when others are added or
 removed. Shards are balanced by case count to within a few percent (the default corpus in 3 shards: see
-``tests/test_sharding.py``). Items without a case (a case file's load error) stay in every shard. ``"K/N"`` itself is read by
-``domain.parse_shard``.
+``tests/test_sharding.py``). Items without a case (a case file's load error) stay in every shard. ``"K/N"``
+itself is read by ``domain.parse_shard``.
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ class RunState:
     pool: CasePool | None = None
     results: ResultsWriter | None = None
     header: Header | None = None
-    tracker: Tracker = field(default_factory=Tracker)  # the cases per status, and how they met the expectations
+    # the cases per status, and how they met the expectations
+    tracker: Tracker = field(default_factory=Tracker)
     stale: list[str] = field(default_factory=list)  # stale expectations, as sentences
     markers: MarkerWatch | None = None  # the backend's message markers, and which ones refusals matched
     stale_markers: list[str] = field(default_factory=list)  # markers a whole run's refusals did not match

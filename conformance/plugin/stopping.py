@@ -1,14 +1,15 @@
 """How a corpus run ends early: stopped by a signal, or a backend that cannot even be created.
 
-SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the run at once, wherever it is (collecting, waiting for a case): pytest
-ends the session as interrupted (exit status 2), the backend's workers are killed with whatever they started,
-the results finished so far are written with a summary line ``"interrupted": true, "signal": "SIGTERM"`` (so
-``qdq-conformance diff`` treats the run as incomplete), and the report is written when asked. A signal that
-arrives while the run is already ending is ignored. No case is ever recorded as failed because of a signal.
+SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the run at once, wherever it is (collecting, waiting for a case):
+pytest ends the session as interrupted (exit status 2), the backend's workers are killed with whatever they
+started, the results finished so far are written with a summary line ``"interrupted": true, "signal":
+"SIGTERM"`` (so ``qdq-conformance diff`` treats the run as incomplete), and the report is written when asked.
+A signal that arrives while the run is already ending is ignored. No case is ever recorded as failed because
+of a signal.
 
-A backend that cannot be created (it raises, or its worker dies while creating it) ends the run before the first
-case with one line and pytest's usage-error status 4; the results file, when one is asked for, holds the header
-and a summary whose ``"error"`` says why (never an empty file).
+A backend that cannot be created (it raises, or its worker dies while creating it) ends the run before the
+first case with one line and pytest's usage-error status 4; the results file, when one is asked for, holds the
+header and a summary whose ``"error"`` says why (never an empty file).
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ class StopOnSignal:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-        """The terminal shows our exit's message and nothing else: keep only the handler's frames of its traceback
-        (formatting the whole traceback, the place the signal arrived, took a second on a busy machine)."""
+        """The terminal shows our exit's message and nothing else: keep only the handler's frames of its
+        traceback (formatting the whole traceback, the place the signal arrived, took a second on a busy
+        machine)."""
         if self.signal is not None and len(excinfo.traceback) > 2:
             excinfo.traceback = excinfo.traceback[-2:]  # (the last one, pytest.exit's, is hidden)
 

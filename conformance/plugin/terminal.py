@@ -38,28 +38,31 @@ from .state import RunState
 OFF_TTY_EVERY = 60.0
 #: seconds between two redraws of the progress line on a terminal
 TTY_EVERY = 0.2
-#: unexpected failures named in the summary (every one is in pytest's list above it, the results and the report)
+#: unexpected failures named in the summary (every one is in pytest's list above it, the results and the
+#: report)
 FIRST_UNEXPECTED = 10
 #: the statuses in the order the summary lists them
 ORDER = RunStatus.values()
 
 #: exit status 2 of a run that started (its command line was parsed)
-INTERRUPTED = "interrupted (Ctrl-C, SIGTERM or SIGHUP: the finished results are kept, their summary marked interrupted)"
+INTERRUPTED = ("interrupted (Ctrl-C, SIGTERM or SIGHUP: the finished results are kept, their summary marked "
+               "interrupted)")
 #: what the exit status of a run (``qdq-conformance run``, ``pytest --backend``) means
 EXIT_STATUS: dict[int, str] = {
     0: "no unexpected failure: every case passed, was unsupported or implementation-defined, or ended as its "
        "expectation says",
     1: "unexpected failures: a case failed, errored, crashed, timed out or accepted an invalid model with no "
-       "expectation saying so (under --strict-expectations: ended other than its expectation says), or a case "
-       "file could not be loaded",
+       "expectation saying so (under --strict-expectations: ended other than its expectation says), or a "
+       "case file could not be loaded",
     2: f"{INTERRUPTED}; `qdq-conformance run`: its command line could not be parsed",
     3: "internal error in the runner or a pytest plugin",
-    4: "usage error: an unknown backend or option, an option out of range (--case-timeout, --backend-timeout, "
-       "--workers), a --cases folder with no case file or a --suite folder with no manifest.json, a --results or "
-       "--report that cannot be written, a backend that cannot be created (its package not installed, its factory "
-       "raising, or taking longer than --backend-timeout), or an expectation file that cannot be read "
-       "(said in one line before any case runs); also a run that found nothing else wrong "
-       "but whose report could not be written at its end (said in one line; the results are kept)",
+    4: "usage error: an unknown backend or option, an option out of range (--case-timeout, "
+       "--backend-timeout, --workers), a --cases folder with no case file or a --suite folder with no "
+       "manifest.json, a --results or --report that cannot be written, a backend that cannot be created (its "
+       "package not installed, its factory raising, or taking longer than --backend-timeout), or an "
+       "expectation file that cannot be read (said in one line before any case runs); also a run that found "
+       "nothing else wrong but whose report could not be written at its end (said in one line; the results "
+       "are kept)",
     5: "nothing tested: no case selected (-k, -m, --form or --suite matched nothing), or every case that ran "
        "was unsupported by the backend (said in capitals; --allow-all-unsupported makes that exit 0)",
     6: "more warnings than pytest's --max-warnings allows",
@@ -80,7 +83,8 @@ class Tally:
     first: list[str] = field(default_factory=list)  # the first unexpected failures, one line each
 
     def add(self, report: pytest.TestReport, category: Callable[[pytest.TestReport], str]) -> None:
-        """Count ``report``; ``category``: pytest's result category of a report (``xfailed``, ``xpassed``, ...)."""
+        """Count ``report``; ``category``: pytest's result category of a report (``xfailed``, ``xpassed``,
+        ...)."""
         if report.when == "teardown":
             self.done += 1
         if report.failed:
@@ -104,7 +108,8 @@ class Tally:
             kind = category(report)
             if kind == "xfailed":
                 self.expected[status] += 1
-            elif kind == "xpassed":  # passed though an expectation says it fails (--strict-expectations: a failure)
+            elif kind == "xpassed":
+                # passed though an expectation says it fails (--strict-expectations: a failure)
                 self.against[status] += 1
 
     def _remember(self, report: pytest.TestReport, note: dict[str, Any] | None) -> None:
@@ -114,7 +119,8 @@ class Tally:
         if note is None:
             self.first.append(f"{report.nodeid}: {lines[0]}")
             return
-        # the one-line form (a corpus run's --tb) is "status: message"; the full description has a message line
+        # the one-line form (a corpus run's --tb) is "status: message"; the full description has a message
+        # line
         message = next((ln[len("message: "):] for ln in lines if ln.startswith("message: ")), None)
         text = lines[0] if message is None else f"{note['status']}: {message}"
         self.first.append(f"{note['id']} [{note['form']}]: {text[:300]}")
@@ -125,7 +131,8 @@ TestStatus = Union[pytest.TestShortLogReport,  # noqa: UP007 - a runtime alias (
                    tuple[str, str, Union[str, tuple[str, Mapping[str, bool]]]]]  # noqa: UP007
 
 class RunTerminal:
-    """Registered by the runner's pytest_configure in the process that reports (not in a pytest-xdist worker)."""
+    """Registered by the runner's pytest_configure in the process that reports (not in a pytest-xdist
+    worker)."""
 
     def __init__(self, config: pytest.Config, state: RunState) -> None:
         self.config = config
@@ -144,7 +151,8 @@ class RunTerminal:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
-        self.total = len(ids)  # (pytest-xdist's hook, on the controller: every worker collects the same items)
+        # (pytest-xdist's hook, on the controller: every worker collects the same items)
+        self.total = len(ids)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -165,7 +173,8 @@ class RunTerminal:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        self.running = self.quiet  # (under pytest-xdist, the number of cases is known once the workers collected)
+        # (under pytest-xdist, the number of cases is known once the workers collected)
+        self.running = self.quiet
         if self.running:
             self.progress = Progress(self.state.backend_name or "cases", enabled=False,
                                      every=TTY_EVERY if self.tty else OFF_TTY_EVERY)
@@ -175,7 +184,8 @@ class RunTerminal:
                 self.progress.due(0, 1)  # the first line a minute from now
                 n = f"{self.total:,} case(s)" if self.total else "the cases"
                 self.tr.write_line(f"qdq-conformance: running {n} against {self.state.backend_name} "
-                                   f"{self.state.backend_version}; a progress line every {OFF_TTY_EVERY:.0f} s")
+                                   f"{self.state.backend_version}; a progress line every {OFF_TTY_EVERY:.0f} "
+                                   "s")
         try:
             return (yield)
         finally:
@@ -249,7 +259,8 @@ MOSTLY_UNSUPPORTED = 0.9
 
 def mostly_unsupported(state: RunState) -> list[str]:
     """A sentence for each graph form of a run with several in which nearly every case is unsupported (tract's
-    runtime form, say): how many, and the refusal that explains most of them when the backend's markers say."""
+    runtime form, say): how many, and the refusal that explains most of them when the backend's markers
+    say."""
     if len(state.form_counts) < 2:
         return []
     lines = []
@@ -261,7 +272,8 @@ def mostly_unsupported(state: RunState) -> list[str]:
                 f" ({total - unsupported:,} judged or passed)")
         top = state.markers.commonest(form) if state.markers is not None else None
         if top is not None:
-            line += f"; {top[1]:,} of them because {state.backend_name} says {top[0].fragment!r}: {top[0].meaning}"
+            line += (f"; {top[1]:,} of them because {state.backend_name} says {top[0].fragment!r}: "
+                     f"{top[0].meaning}")
         lines.append(line)
     return lines
 
@@ -279,7 +291,8 @@ def _count_lines(state: RunState, tally: Tally) -> list[tuple[str, dict[str, boo
     selected = (state.header or {}).get("selection") or {}
     sel = ", ".join(k if v is True else f"{k} {v}" for k, v in selected.items())
     out: list[tuple[str, dict[str, bool]]] = [
-        (f"{total:,} case(s) in {elapsed}" + (f" (a subset of the corpus: {sel})" if sel else ""), {"bold": True})]
+        (f"{total:,} case(s) in {elapsed}" + (f" (a subset of the corpus: {sel})" if sel else ""),
+         {"bold": True})]
     col = max(len(s) for s in statuses)
     for s in statuses:
         detail = []
@@ -290,7 +303,8 @@ def _count_lines(state: RunState, tally: Tally) -> list[tuple[str, dict[str, boo
         if tally.against[s]:
             detail.append(f"{tally.against[s]:,} though an expectation says they fail")
         markup = {"red": True} if tally.unexpected[s] else {"yellow": True} if tally.against[s] else {}
-        out.append((f"  {s:<{col}} {counts[s]:>9,}" + (f"   ({', '.join(detail)})" if detail else ""), markup))
+        out.append((f"  {s:<{col}} {counts[s]:>9,}" + (f"   ({', '.join(detail)})" if detail else ""),
+                    markup))
     return out
 
 

@@ -52,6 +52,6 @@ def run(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndar
 
 
 def run_any(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    """:func:`run` for a single-node model, :func:`graph.run_graph` for a graph of quantization nodes and exact
-    ops (a graph case's model): the oracle as a backend sees it."""
+    """:func:`run` for a single-node model, :func:`graph.run_graph` for a graph of quantization nodes and
+    exact ops (a graph case's model): the oracle as a backend sees it."""
     return run_graph(model, feeds) if is_graph(model) else run(model, feeds)

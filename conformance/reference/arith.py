@@ -1,7 +1,7 @@
 """Exact arithmetic helpers: one correct rounding per spec-visible operation.
 
-numpy rounds float64 -> float32 and float64 -> float16 correctly; ml_dtypes does not round float64 -> bfloat16 /
-float8 directly (it goes through float32 and so rounds twice), so :func:`round_to` rounds every other format
+numpy rounds float64 -> float32 and float64 -> float16 correctly; ml_dtypes does not round float64 -> bfloat16
+/ float8 directly (it goes through float32 and so rounds twice), so :func:`round_to` rounds every other format
 itself from float64, with round-half-to-even, gradual underflow and IEEE overflow to infinity. The Cast tables
 (saturation, NaN, infinities) are applied afterwards by :func:`encode_float`.
 """
@@ -32,8 +32,9 @@ def to_float64(a: np.ndarray) -> np.ndarray:
 def round_to(v: np.ndarray, t: ElementType) -> np.ndarray:
     """Round float64 values to the nearest value of float type ``t`` (ties to even), IEEE-style.
 
-    Returns float64 values that ``t`` represents exactly; a value whose rounding exceeds ``t``'s largest finite
-    value becomes +-inf (the caller applies the type's own overflow rule); NaN stays NaN; the sign of zero is kept.
+    Returns float64 values that ``t`` represents exactly; a value whose rounding exceeds ``t``'s largest
+    finite value becomes +-inf (the caller applies the type's own overflow rule); NaN stays NaN; the sign of
+    zero is kept.
     """
     if t is F32:
         with np.errstate(over="ignore"):
@@ -75,8 +76,8 @@ def encode_float(rounded: np.ndarray, t: ElementType, saturate: bool) -> np.ndar
     elif not t.has_inf and over.any():
         rounded = np.where(over, np.nan, rounded)
     if not t.has_nan and nan.any():
-        # Ambiguity catalogue: nan-to-nanless-float. The float4 technical note's Cast table maps NaN to +6 (the
-        # largest finite value); the kernel applies the same rule to the float6 types.
+        # Ambiguity catalogue: nan-to-nanless-float. The float4 technical note's Cast table maps NaN to +6
+        # (the largest finite value); the kernel applies the same rule to the float6 types.
         rounded = np.where(nan, t.max_finite, rounded)
     return cast_float(rounded, t)
 

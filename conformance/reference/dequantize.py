@@ -1,8 +1,8 @@
 """DequantizeLinear: ``y = (x - x_zero_point) * x_scale``, one function for every operator version.
 
-Spec (DequantizeLinear 25): "The output type is determined by the attribute `output_dtype`. If `output_dtype` is
-not supplied then the output type is the same as `x_scale`. The output type also determines the precision of the
-multiplication operation."
+Spec (DequantizeLinear 25): "The output type is determined by the attribute `output_dtype`. If `output_dtype`
+is not supplied then the output type is the same as `x_scale`. The output type also determines the precision
+of the multiplication operation."
 
 Order of operations: ``x - x_zero_point`` exactly (no integer overflow, int32 extremes included), then both
 factors rounded once to the output type and multiplied in the output type's precision (ambiguity catalogue:
@@ -38,8 +38,8 @@ def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, 
 
     def kernel(dest: np.ndarray, xc: np.ndarray, sc: np.ndarray, zc: np.ndarray | None) -> None:
         if fast:
-            # |x - zp| < 2**17: exact in float32, so no rounding before the product. Three plain in-place passes
-            # over a cache-sized chunk beat one subtraction with a buffered int -> float32 cast.
+            # |x - zp| < 2**17: exact in float32, so no rounding before the product. Three plain in-place
+            # passes over a cache-sized chunk beat one subtraction with a buffered int -> float32 cast.
             np.copyto(dest, xc, casting="unsafe")
             if zc is not None:
                 np.subtract(dest, zc, out=dest)
@@ -47,7 +47,8 @@ def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, 
         else:
             dest[...] = _dequantize(xc, sc, zc, out, to_precision)
 
-    with np.errstate(over="ignore"):  # a product beyond float32's range is inf, the IEEE answer the spec gives
+    # a product beyond float32's range is inf, the IEEE answer the spec gives
+    with np.errstate(over="ignore"):
         return map_chunked(kernel, x, [s, z], out.dtype)
 
 
@@ -65,7 +66,8 @@ def _dequantize(x: np.ndarray, s: np.ndarray, z: np.ndarray | None, out: Element
 def multiply(d64: np.ndarray, s: np.ndarray, out: ElementType,
              to_precision: ToPrecision = arith.to_precision) -> np.ndarray:
     """``d64 * s`` in the output type's precision: the exact difference ``d64`` (float64) and the scale ``s``
-    (already in ``out``) each rounded once to ``out`` (by ``to_precision``), and the product rounded once to it."""
+    (already in ``out``) each rounded once to ``out`` (by ``to_precision``), and the product rounded once to
+    it."""
     with np.errstate(invalid="ignore", over="ignore"):
         d = to_precision(d64, out)
         if out is arith.F32:

@@ -1,8 +1,8 @@
 """DynamicQuantizeLinear 11: exactly the function body's operations, in its order, in float32.
 
 Function body (onnx.defs): X_Min = ReduceMin(x); X_Min_Adjusted = Min(X_Min, Q_Min); X_Max = ReduceMax(x);
-X_Max_Adjusted = Max(X_Max, Q_Min); X_Range = Sub(X_Max_Adjusted, X_Min_Adjusted); Scale = Div(X_Range, Q_Max);
-Min_Scaled = Div(X_Min_Adjusted, Scale); Initial_ZeroPoint_FP = Sub(Q_Min, Min_Scaled);
+X_Max_Adjusted = Max(X_Max, Q_Min); X_Range = Sub(X_Max_Adjusted, X_Min_Adjusted); Scale = Div(X_Range,
+Q_Max); Min_Scaled = Div(X_Min_Adjusted, Scale); Initial_ZeroPoint_FP = Sub(Q_Min, Min_Scaled);
 Clipped_ZeroPoint_FP = Clip(Initial_ZeroPoint_FP, Q_Min, Q_Max); Rounded_ZeroPoint_FP = Round(...);
 Zeropoint = Cast(...) to uint8; y = QuantizeLinear(x, Scale, Zeropoint), with Q_Min = 0 and Q_Max = 255.
 """
@@ -24,9 +24,9 @@ def dynamic_quantize(x: np.ndarray, *, steps: Steps) -> list[np.ndarray]:
     """(y, y_scale, y_zero_point) for a float32 ``x``; the final QuantizeLinear through ``steps``.
 
     Ambiguity catalogue: dql-nan (NaN propagates through ReduceMin / ReduceMax / Min / Max / Clip / Round, and
-    Cast of NaN to uint8 gives 0), dql-zero (all-zero input: Scale = 0, the zero point 0/0 is NaN and casts to 0,
-    and y = 0/0 quantizes as NaN does), dql-empty (ReduceMin / ReduceMax of no element are +inf / -inf, their
-    identities, so an empty input gives Scale 0 and zero point 0).
+    Cast of NaN to uint8 gives 0), dql-zero (all-zero input: Scale = 0, the zero point 0/0 is NaN and casts to
+    0, and y = 0/0 quantizes as NaN does), dql-empty (ReduceMin / ReduceMax of no element are +inf / -inf,
+    their identities, so an empty input gives Scale 0 and zero point 0).
     """
     q_min, q_max = np.float32(0), np.float32(255)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):

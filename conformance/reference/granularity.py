@@ -4,8 +4,8 @@ Spec (QuantizeLinear 21+): "There are three supported quantization granularities
 `y_scale`. In all cases, `y_zero_point` must have the same shape as `y_scale`.
 - Per-tensor (per-layer) quantization: `y_scale` is a scalar.
 - Per-axis quantization: The scale must be a 1-D tensor, with the length of the quantization axis.
-- Blocked quantization: The scale's shape is identical to the input's shape, except for one dimension, in which
-  blocking is performed. [...] the accepted range is `[ceil(Di/Si), ceil(Di/(Si-1))-1]`"
+- Blocked quantization: The scale's shape is identical to the input's shape, except for one dimension, in
+  which blocking is performed. [...] the accepted range is `[ceil(Di/Si), ceil(Di/(Si-1))-1]`"
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ def _is_one_element(shape: tuple[int, ...]) -> bool:
 
 
 def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...],
-            zp_shape: tuple[int, ...] | None, attrs: Mapping[str, int | None], scale_name: str) -> Granularity:
+            zp_shape: tuple[int, ...] | None, attrs: Mapping[str, int | None],
+            scale_name: str) -> Granularity:
     """Decide the granularity from the scale's shape and the attributes, enforcing the version's rules.
 
     The steps, in the order the rules are judged: the zero point's shape, the block_size attribute, then the
@@ -86,7 +87,8 @@ def _check_zero_point_shape(spec: OpSpec, scale_shape: tuple[int, ...], zp_shape
 
 
 def _block_size(spec: OpSpec, attrs: Mapping[str, int | None]) -> int:
-    """The block_size attribute, 0 when absent; a negative one breaks QDQ010 (it "must be a positive integer")."""
+    """The block_size attribute, 0 when absent; a negative one breaks QDQ010 (it "must be a positive
+    integer")."""
     block_size = int(attrs.get("block_size") or 0)
     if block_size < 0:
         raise spec.violation("QDQ010", f"block_size {block_size} is negative; it must be a positive integer",
@@ -120,7 +122,8 @@ def _per_axis(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ..
     one_element = _is_one_element(scale_shape)
     if len(scale_shape) != 1:
         detail = (f"a scale of rank {len(scale_shape)} needs blocked quantization (block_size > 0)"
-                  if BLOCKED in spec.granularities else f"scale must be a scalar or 1-D, got shape {list(scale_shape)}")
+                  if BLOCKED in spec.granularities
+                  else f"scale must be a scalar or 1-D, got shape {list(scale_shape)}")
         raise spec.violation("QDQ005", detail, scale_name)
     if spec.axis_optional_per_tensor and axis_attr is None:
         if one_element:
@@ -152,8 +155,8 @@ def _per_axis(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ..
 
 def _blocked(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...], axis_attr: int | None,
              block_size: int, scale_name: str) -> Granularity:
-    """"Blocked quantization: The scale's shape is identical to the input's shape, except for one dimension, in
-    which blocking is performed. [...] the accepted range is `[ceil(Di/Si), ceil(Di/(Si-1))-1]`" """
+    """"Blocked quantization: The scale's shape is identical to the input's shape, except for one dimension,
+    in which blocking is performed. [...] the accepted range is `[ceil(Di/Si), ceil(Di/(Si-1))-1]`" """
     rank = len(x_shape)
     if len(scale_shape) != rank:
         raise spec.violation("QDQ005", f"blocked quantization needs a scale of the input's rank {rank}, got "

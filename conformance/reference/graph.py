@@ -1,14 +1,15 @@
 """The oracle on a small graph: quantization nodes and exact data-movement / selection ops, node by node.
 
-ONNX's rule: a model's outputs are those of its nodes executed in topological order, each node reading the values
-its inputs name (graph inputs, initializers, or earlier nodes' outputs). Quantization nodes are computed by the
-kernel (:func:`qdq_conformance.reference.evaluate`, the node's version resolved from the model's opset imports); the
-other ops are exact on any value (they move or select elements, or compare them with constants), so numpy computes
-them exactly and the composition stays bit for bit the spec's.
+ONNX's rule: a model's outputs are those of its nodes executed in topological order, each node reading the
+values its inputs name (graph inputs, initializers, or earlier nodes' outputs). Quantization nodes are
+computed by the kernel (:func:`qdq_conformance.reference.evaluate`, the node's version resolved from the
+model's opset imports); the other ops are exact on any value (they move or select elements, or compare them
+with constants), so numpy computes them exactly and the composition stays bit for bit the spec's.
 
-:data:`EXACT_OPS` is the one registry of those ops (the case schema's vocabulary of graph ops is checked against
-it). Relu, Clip, Max, Min and MaxPool compare values: the spec does not say what they give for NaN or for -0
-against +0, so :func:`run_graph` refuses such an input to them (``ambiguous``), and a graph case keeps them away.
+:data:`EXACT_OPS` is the one registry of those ops (the case schema's vocabulary of graph ops is checked
+against it). Relu, Clip, Max, Min and MaxPool compare values: the spec does not say what they give for NaN or
+for -0 against +0, so :func:`run_graph` refuses such an input to them (``ambiguous``), and a graph case keeps
+them away.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def _comparable(x: np.ndarray) -> np.ndarray:
     if np.isnan(f).any():
         raise ArithmeticError("a NaN reaches a comparison (the spec does not say what max/min give for NaN)")
     if (np.signbit(f) & (f == 0)).any():
-        raise ArithmeticError("a -0 reaches a comparison (the spec does not say what max/min give for -0 vs +0)")
+        raise ArithmeticError("a -0 reaches a comparison (the spec does not say what max/min give for -0 vs "
+                              "+0)")
     return f
 
 
@@ -164,7 +166,8 @@ def _unsqueeze(inputs: list[np.ndarray | None], attrs: Attrs) -> list[np.ndarray
 def _slice(inputs: list[np.ndarray | None], attrs: Attrs) -> list[np.ndarray]:
     x = _need(inputs, 0)
     starts, ends = (list(_need(inputs, k).reshape(-1)) for k in (1, 2))
-    axes = list(inputs[3].reshape(-1)) if len(inputs) > 3 and inputs[3] is not None else list(range(len(starts)))
+    axes = (list(inputs[3].reshape(-1)) if len(inputs) > 3 and inputs[3] is not None
+            else list(range(len(starts))))
     steps = list(inputs[4].reshape(-1)) if len(inputs) > 4 and inputs[4] is not None else [1] * len(starts)
     index: list[slice] = [slice(None)] * x.ndim
     for s, e, a, st in zip(starts, ends, axes, steps, strict=True):
@@ -314,15 +317,16 @@ def order(nodes: Sequence[onnx.NodeProto], available: set[str]) -> list[int]:
     return done
 
 
-def run_node(model: onnx.ModelProto, node: onnx.NodeProto, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
+def run_node(model: onnx.ModelProto, node: onnx.NodeProto,
+             inputs: list[np.ndarray | None]) -> list[np.ndarray]:
     """One node of ``model`` on ``inputs`` (SpecViolation for what the kernel must not compute; ValueError or
     ArithmeticError for an exact op it cannot)."""
     domain = opspecs.normalize_domain(node.domain)
     if node.op_type in QUANT_OPS:
         opset = opset_version(model, node.domain)
         if opset is None:
-            raise SpecViolation("QDQ001", f"the model imports no opset for domain {domain!r}", op=node.op_type,
-                                domain=domain)
+            raise SpecViolation("QDQ001", f"the model imports no opset for domain {domain!r}",
+                                op=node.op_type, domain=domain)
         spec = opspecs.resolve(domain, node.op_type, opset)
         ints = {k: v for k, v in node_attrs(node).items() if isinstance(v, int)}
         args = list(inputs)
@@ -338,8 +342,9 @@ def run_node(model: onnx.ModelProto, node: onnx.NodeProto, inputs: list[np.ndarr
 
 def run_graph(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray],
               steps: list[Step] | None = None) -> list[np.ndarray]:
-    """The graph's outputs, its nodes executed in topological order; ``steps`` (when given) receives each node's
-    inputs and outputs. Raises SpecViolation (a quantization node's rule), GraphError (the node and why)."""
+    """The graph's outputs, its nodes executed in topological order; ``steps`` (when given) receives each
+    node's inputs and outputs. Raises SpecViolation (a quantization node's rule), GraphError (the node and
+    why)."""
     g = model.graph
     values: dict[str, np.ndarray] = {i.name: tensor_value(i) for i in g.initializer}
     for i in g.input:
@@ -371,7 +376,8 @@ def run_graph(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray],
 
 
 def is_graph(model: onnx.ModelProto) -> bool:
-    """More than one node (Constant nodes aside), or one that is no quantization node: a graph case's model."""
+    """More than one node (Constant nodes aside), or one that is no quantization node: a graph case's
+    model."""
     nodes = [n for n in model.graph.node if not (n.op_type == "Constant" and n.domain in ("", "ai.onnx"))]
     return len(nodes) > 1 or (len(nodes) == 1 and nodes[0].op_type in EXACT_OPS)
 

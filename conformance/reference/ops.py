@@ -1,7 +1,8 @@
 """Per-operator entries: validate inputs and attributes against the operator version, then compute.
 
-Each entry is thin: it decides, from the version's text, the output type, the division / multiplication precision
-and the granularity, and hands the arithmetic to :mod:`.quantize`, :mod:`.dequantize` or :mod:`.dynamic`.
+Each entry is thin: it decides, from the version's text, the output type, the division / multiplication
+precision and the granularity, and hands the arithmetic to :mod:`.quantize`, :mod:`.dequantize` or
+:mod:`.dynamic`.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def check_attributes(spec: OpSpec, attrs: Attrs) -> dict[str, int | None]:
     for name in attrs:
         if name not in spec.attributes:
             known = ", ".join(spec.attributes) or "none"
-            raise spec.violation("QDQ009", f"attribute {name!r} is not defined at this version (defined: {known})",
+            raise spec.violation("QDQ009",
+                                 f"attribute {name!r} is not defined at this version (defined: {known})",
                                  name)
     merged: dict[str, int | None] = dict(spec.attributes)
     merged.update(attrs)
@@ -158,7 +160,8 @@ def plan_dequantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs, steps: St
     else:
         out = types[1]
         if out.name not in y_allowed:
-            raise spec.violation("QDQ013", f"the output type would be the scale's type {out.name}, which is not "
+            raise spec.violation("QDQ013",
+                                 f"the output type would be the scale's type {out.name}, which is not "
                                  f"an allowed output type; set output_dtype", "output_dtype")
     g = steps.resolve(spec, x.shape, scale.shape, None if zp is None else zp.shape, a, spec.inputs[1].name)
     return Plan((out,), g)
@@ -187,7 +190,8 @@ def _dequantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.nd
     p = plan_dequantize_linear(spec, inputs, attrs, steps)
     assert inputs[0] is not None and inputs[1] is not None and p.granularity
     zp = inputs[2] if len(inputs) > 2 else None
-    return [steps.dequantize(inputs[0], inputs[1], zp, out=p.outputs[0], granularity=p.granularity, steps=steps)]
+    return [steps.dequantize(inputs[0], inputs[1], zp, out=p.outputs[0], granularity=p.granularity,
+                             steps=steps)]
 
 
 def _dynamic_quantize_linear(spec: OpSpec, inputs: Inputs, attrs: Attrs) -> list[np.ndarray]:

@@ -1,8 +1,9 @@
 """QuantizeLinear: ``y = saturate((x / y_scale) + y_zero_point)``, one function for every operator version.
 
-Spec (QuantizeLinear 25): "For `(x / y_scale)`, it rounds to the nearest even. [...] `x` and `y_scale` are allowed
-to have different types. The type of `y_scale` determines the precision of the division operation between `x` and
-`y_scale`, unless the `precision` attribute is specified." Saturation bounds are the target type's range.
+Spec (QuantizeLinear 25): "For `(x / y_scale)`, it rounds to the nearest even. [...] `x` and `y_scale` are
+allowed to have different types. The type of `y_scale` determines the precision of the division operation
+between `x` and `y_scale`, unless the `precision` attribute is specified." Saturation bounds are the target
+type's range.
 
 Order of operations, for every version:
 1. convert x and the scale to the division precision P (one rounding each) and divide in P;
@@ -32,9 +33,9 @@ def divide(x: np.ndarray, scale: np.ndarray, precision: ElementType,
     """``x / scale`` in the given precision (ambiguity catalogue: division-precision; also
     mixed-precision-operands and int32-precision).
 
-    float32: both operands rounded to float32, IEEE division. float16 / bfloat16: both operands rounded to that
-    type, exact quotient (float64 holds it to well within the double-rounding bound) rounded once. int32: an
-    integer precision has no fractional quotient to round half to even, so the kernel divides the exact
+    float32: both operands rounded to float32, IEEE division. float16 / bfloat16: both operands rounded to
+    that type, exact quotient (float64 holds it to well within the double-rounding bound) rounded once. int32:
+    an integer precision has no fractional quotient to round half to even, so the kernel divides the exact
     operand values in float64 (ambiguity catalogue: int32-precision). ``to_precision`` rounds once to a float
     precision (the kernel's :func:`.arith.to_precision`).
     """
@@ -52,8 +53,9 @@ def to_integer(dest: np.ndarray, q: np.ndarray, zp: np.ndarray | None, lo: np.nd
                 hi: np.ndarray | int, out: ElementType) -> None:
     """``dest = saturate(round(q) + zp)``, clipping in float before any integer cast.
 
-    The zero point is an integer, so clipping q to [lo, hi] = [min - zp, max - zp] before rounding half to even
-    gives the same value as rounding, adding and clipping to [min, max]; the addition then fuses with the cast.
+    The zero point is an integer, so clipping q to [lo, hi] = [min - zp, max - zp] before rounding half to
+    even gives the same value as rounding, adding and clipping to [min, max]; the addition then fuses with the
+    cast.
     """
     # float32 holds every integer below 2**24 and every <=16-bit range with its zero point exactly.
     work = np.float32 if (q.dtype == np.float32 and out.bits <= 16) else np.float64
@@ -86,7 +88,8 @@ def to_float(q: np.ndarray, zp: np.ndarray | None, out: ElementType, saturate: b
 
 
 def quantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
-             granularity: Granularity, precision: ElementType, saturate: bool = True, steps: Steps) -> np.ndarray:
+             granularity: Granularity, precision: ElementType, saturate: bool = True,
+             steps: Steps) -> np.ndarray:
     """Quantize ``x`` to type ``out``; inputs are already validated against the operator version.
 
     ``steps`` carry out the broadcasting, the division (``steps.divide``: the kernel's :func:`divide`, another

@@ -1,9 +1,10 @@
 """The division readings of the ambiguity catalogue, and the node every reading is computed on.
 
-An entry about the division (division-precision, mixed-precision-operands, int32-precision, int32-input-division,
-e8m0-precision) gives each of its other readings as a :data:`Division`: the precision and how ``x / y_scale`` is
-carried out; the rest of the quantization is the kernel's (:func:`.quantize.quantize` with that division), so a
-division reading also combines with the readings of what follows it (:mod:`.readings`).
+An entry about the division (division-precision, mixed-precision-operands, int32-precision,
+int32-input-division, e8m0-precision) gives each of its other readings as a :data:`Division`: the precision
+and how ``x / y_scale`` is carried out; the rest of the quantization is the kernel's
+(:func:`.quantize.quantize` with that division), so a division reading also combines with the readings of what
+follows it (:mod:`.readings`).
 """
 
 from __future__ import annotations
@@ -53,16 +54,20 @@ class Node:
         assert self.plan is not None and self.plan.granularity is not None and self.scale is not None
         g = self.plan.granularity
         s = np.broadcast_to(gran.broadcast(self.scale, self.x.shape, g), self.x.shape)
-        z = None if self.zp is None else np.broadcast_to(gran.broadcast(self.zp, self.x.shape, g), self.x.shape)
+        z = (None if self.zp is None
+             else np.broadcast_to(gran.broadcast(self.zp, self.x.shape, g), self.x.shape))
         return s, z
 
     def quantize(self, *, precision: ElementType | None = None, saturate: bool | None = None,
-                 divide: Callable[[np.ndarray, np.ndarray, ElementType], np.ndarray] = kernel_divide) -> Outputs:
+                 divide: Callable[[np.ndarray, np.ndarray, ElementType],
+                                  np.ndarray] = kernel_divide) -> Outputs:
         """The kernel's quantization with one step replaced."""
         p = self.plan
-        assert p is not None and p.granularity is not None and p.precision is not None and self.scale is not None
+        assert (p is not None and p.granularity is not None and p.precision is not None
+                and self.scale is not None)
         return (quantize(self.x, self.scale, self.zp, out=p.outputs[0], granularity=p.granularity,
-                         precision=precision or p.precision, saturate=p.saturate if saturate is None else saturate,
+                         precision=precision or p.precision,
+                         saturate=p.saturate if saturate is None else saturate,
                          steps=SPEC if divide is kernel_divide else replace(SPEC, divide=divide)),)
 
     def quotient(self, division: Division | None = None) -> np.ndarray:
@@ -77,13 +82,14 @@ def q_int(n: Node) -> bool:
     return n.spec.name.endswith("QuantizeLinear") and "Dequantize" not in n.spec.name and n.out.is_integer
 
 
-# --- divisions -----------------------------------------------------------------------------------------------
+# --- divisions
+# -----------------------------------------------------------------------------------------------
 
 def _exact_quotient_rounded(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
-    """The exact quotient rounded once to ``p``. float64 division of the exact operands (at most 31 significant
-    bits each) is within 2**-53 relative of the quotient, while a quotient that is not a midpoint of ``p``
-    (at most 25 bits) is at least 2**-56 away from one relatively; so rounding the float64 quotient to ``p`` is
-    the correct rounding of the exact quotient."""
+    """The exact quotient rounded once to ``p``. float64 division of the exact operands (at most 31
+    significant bits each) is within 2**-53 relative of the quotient, while a quotient that is not a midpoint
+    of ``p`` (at most 25 bits) is at least 2**-56 away from one relatively; so rounding the float64 quotient
+    to ``p`` is the correct rounding of the exact quotient."""
     with np.errstate(all="ignore"):
         return arith.to_float64(arith.to_precision(arith.to_float64(x) / arith.to_float64(s), p))
 
@@ -100,7 +106,8 @@ def _float32_operands(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarra
 
 def _truncation(x: np.ndarray, s: np.ndarray, p: ElementType) -> np.ndarray:
     with np.errstate(all="ignore"):
-        return cast(np.ndarray, np.trunc(arith.to_float64(x) / arith.to_float64(s)))  # exact: |x|, |s| < 2**31
+        # exact: |x|, |s| < 2**31
+        return cast(np.ndarray, np.trunc(arith.to_float64(x) / arith.to_float64(s)))
 
 
 def _division_precision(n: Node) -> dict[str, Division] | None:
@@ -130,7 +137,8 @@ def _int32_precision(n: Node) -> dict[str, Division] | None:
     if n.plan.precision is not INT32:
         return None
     found: dict[str, Division] = {"float32": (F32, _float32_operands)}
-    if by_dtype(n.x.dtype).is_integer and by_dtype(n.scale.dtype).is_integer:  # integer division needs integers
+    # integer division needs integers
+    if by_dtype(n.x.dtype).is_integer and by_dtype(n.scale.dtype).is_integer:
         found["truncation"] = (INT32, _truncation)
     return found
 
@@ -144,14 +152,16 @@ def _int32_input_division(n: Node) -> dict[str, Division] | None:
 
 
 def _e8m0_precision(n: Node) -> dict[str, Division] | None:
-    if n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.scale is None or n.attrs.get("precision"):
+    if (n.spec.domain != AI_ONNX or n.spec.name != "QuantizeLinear" or n.scale is None
+        or n.attrs.get("precision")):
         return None
     if by_dtype(n.scale.dtype).name != "float8e8m0":
         return None
     return {"x-type": (by_dtype(n.x.dtype), kernel_divide)}
 
 
-#: Entries about the division: each gives its other readings as divisions (the kernel's reading is the kernel's).
+#: Entries about the division: each gives its other readings as divisions (the kernel's reading is the
+#: kernel's).
 DIVISIONS: dict[str, Callable[[Node], dict[str, Division] | None]] = {
     "division-precision": _division_precision,
     "mixed-precision-operands": _mixed_precision,
@@ -167,5 +177,6 @@ def division_entry(amb: str) -> Callable[[Node], dict[str, Outputs | None] | Non
         if found is None:
             return None
         kernel = catalogue()[amb].kernel_reading
-        return {kernel: n.outputs, **{name: n.quantize(precision=p, divide=d) for name, (p, d) in found.items()}}
+        return {kernel: n.outputs,
+                **{name: n.quantize(precision=p, divide=d) for name, (p, d) in found.items()}}
     return compute

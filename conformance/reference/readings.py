@@ -1,15 +1,15 @@
 """The readings of the ambiguity catalogue (``conformance/data/ambiguities.yaml``), computed for one node.
 
-For a node and its inputs, :func:`readings` returns, for every catalogue entry whose question arises there, the
-outputs under each of the entry's readings that can be computed (the kernel's own reading included, by name): the
-kernel computes readings, it does not decide a case's status. The corpus generator keeps the entries whose
-readings change the answer and makes such a case implementation-defined; the runner then passes a backend that
-follows one of them (naming it) and fails one that follows none.
+For a node and its inputs, :func:`readings` returns, for every catalogue entry whose question arises there,
+the outputs under each of the entry's readings that can be computed (the kernel's own reading included, by
+name): the kernel computes readings, it does not decide a case's status. The corpus generator keeps the
+entries whose readings change the answer and makes such a case implementation-defined; the runner then passes
+a backend that follows one of them (naming it) and fails one that follows none.
 
 A reading is one of:
 - outputs, every element constrained;
-- outputs with a mask of the constrained elements, for a reading that leaves some elements free (``any``: a NaN
-  quotient may quantize to any code, so only the other elements are judged);
+- outputs with a mask of the constrained elements, for a reading that leaves some elements free (``any``: a
+  NaN quotient may quantize to any code, so only the other elements are judged);
 - a rejection (``outputs`` None): the reading says the model is invalid, or fails.
 Readings the catalogue describes but does not define precisely enough to compute are listed in
 :data:`NOT_COMPUTED`, with the reason.
@@ -43,7 +43,8 @@ NOT_COMPUTED = {
     ("precision-values", "any-type"): "concerns which models are valid, not the answer of a valid one",
 }
 
-# --- zero points ---------------------------------------------------------------------------------------------
+# --- zero points
+# ---------------------------------------------------------------------------------------------
 
 def _float_zero_point(n: Node) -> dict[str, Outputs] | None:
     if n.spec.domain != AI_ONNX or n.spec.version < 19 or n.zp is None or n.scale is None:
@@ -127,14 +128,16 @@ def _dq_precision(n: Node) -> dict[str, Outputs] | None:
 def _dq_combinations(n: Node) -> list[Reading]:
     """dq-precision's other products of the differences under the zero-point entries' other readings."""
     out: list[Reading] = []
-    for amb, differences in (("float-zero-point", _fzp_differences(n)), ("int32-zero-point", _int32_differences(n))):
+    for amb, differences in (("float-zero-point", _fzp_differences(n)),
+                             ("int32-zero-point", _int32_differences(n))):
         for d_name, d in (differences or {}).items():
             for p_name, outs in (_dq_products(n, d) or {}).items():
                 out.append(Reading("dq-precision", f"{p_name}+{reading_key(amb, d_name)}", outs))
     return out
 
 
-# --- NaN -----------------------------------------------------------------------------------------------------
+# --- NaN
+# -----------------------------------------------------------------------------------------------------
 
 def _replace(base: Outputs, where: np.ndarray, value: np.ndarray | float) -> Outputs:
     y = base[0].copy()
@@ -179,7 +182,8 @@ def _nan_to_nanless_float(n: Node) -> dict[str, Outputs] | None:
     return {"max-finite": n.outputs, "negative-zero": _replace(n.outputs, nan, -0.0), "any": n.outputs}
 
 
-# --- other entries -------------------------------------------------------------------------------------------
+# --- other entries
+# -------------------------------------------------------------------------------------------
 
 def _quark_float_saturation(n: Node) -> dict[str, Outputs] | None:
     if n.spec.domain != QUARK or "Dequantize" in n.spec.name or n.out.name not in NARROW:
@@ -194,14 +198,15 @@ def _dql_nan(n: Node) -> dict[str, Outputs] | None:
     _, scale, zp = dynamic_quantize(numbers, steps=SPEC)
     found = {"propagate": n.outputs, "ignored": _dql_y(n.x, scale, zp)}
     if not numbers.any():
-        # NaN ignored, nothing but zeros (or nothing) is left: the range is 0, and dql-zero's question arises for
-        # what remains (ONNX Runtime ignores NaN, then guards the zero range with a scale of 1)
+        # NaN ignored, nothing but zeros (or nothing) is left: the range is 0, and dql-zero's question arises
+        # for what remains (ONNX Runtime ignores NaN, then guards the zero range with a scale of 1)
         found[f"ignored+{reading_key('dql-zero', _GUARD_ONE)}"] = _dql_y(n.x, *_DQL_GUARD)
     return found
 
 
 def _dql_y(x: np.ndarray, scale: np.ndarray, zp: np.ndarray) -> Outputs:
-    """(y, y_scale, y_zero_point) with y = QuantizeLinear(x, y_scale, y_zero_point), the function body's last step."""
+    """(y, y_scale, y_zero_point) with y = QuantizeLinear(x, y_scale, y_zero_point), the function body's last
+    step."""
     y = quantize(x, scale, zp, out=U8, granularity=gran.Granularity(gran.PER_TENSOR), precision=F32,
                  steps=SPEC)
     return (y, scale, zp)
@@ -225,13 +230,14 @@ def _dql_empty(n: Node) -> dict[str, Outputs | None] | None:
 
 
 def _dql_judged(x: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray | None, None, np.ndarray | None]:
-    """What a DynamicQuantizeLinear reading constrains. y = QuantizeLinear(x, y_scale, y_zero_point): an element
-    whose quotient is NaN follows nan-to-integer, whose readings include any code. y_zero_point = Cast(Round(...)),
-    whose argument, Q_Min - X_Min_Adjusted / y_scale, is NaN when y_scale is NaN, or 0 / 0, or -inf / inf (an
-    input with -inf); Cast's text does not say what NaN becomes in uint8, so such a zero point is not judged
-    either, nor is an element of y whose finite quotient it is added to (with y_scale inf, y of every number is the
-    zero point itself; an infinite quotient saturates whatever the zero point). (X_Min_Adjusted of the reading: NaN
-    elements left out, as a reading that ignores them does; under the kernel's reading NaN propagates.)"""
+    """What a DynamicQuantizeLinear reading constrains. y = QuantizeLinear(x, y_scale, y_zero_point): an
+    element whose quotient is NaN follows nan-to-integer, whose readings include any code. y_zero_point =
+    Cast(Round(...)), whose argument, Q_Min - X_Min_Adjusted / y_scale, is NaN when y_scale is NaN, or 0 / 0,
+    or -inf / inf (an input with -inf); Cast's text does not say what NaN becomes in uint8, so such a zero
+    point is not judged either, nor is an element of y whose finite quotient it is added to (with y_scale inf,
+    y of every number is the zero point itself; an infinite quotient saturates whatever the zero point).
+    (X_Min_Adjusted of the reading: NaN elements left out, as a reading that ignores them does; under the
+    kernel's reading NaN propagates.)"""
     s = np.float32(scale)
     with np.errstate(all="ignore"):
         x32 = x.astype(np.float32)
@@ -257,8 +263,9 @@ def _block_size_si_1(n: Node) -> dict[str, Outputs | None] | None:
 
 
 #: Every entry's readings, by catalogue id: a function of the node giving each reading's outputs (None for a
-#: rejection), or None when the entry's question does not arise for the node. Validity entries are computed only
-#: for a case that names them (their question is about which models are valid, which the case's shape decides).
+#: rejection), or None when the entry's question does not arise for the node. Validity entries are computed
+#: only for a case that names them (their question is about which models are valid, which the case's shape
+#: decides).
 COMPUTED: dict[str, Callable[[Node], Mapping[str, Outputs | None] | None]] = {
     "nan-to-integer": _nan_to_integer,
     "division-precision": division_entry("division-precision"),
@@ -344,8 +351,9 @@ def _node(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None
 
 def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | None], attrs: dict[str, int],
              outputs: Sequence[np.ndarray], asked: Collection[str] = ()) -> list[Reading]:
-    """Every computable reading of every catalogue entry whose question arises for this node, the kernel's reading
-    of each entry first (entries no input value raises, such as validity questions, only when in ``asked``)."""
+    """Every computable reading of every catalogue entry whose question arises for this node, the kernel's
+    reading of each entry first (entries no input value raises, such as validity questions, only when in
+    ``asked``)."""
     node = _node(domain, op, version, inputs, attrs, outputs)
     found: list[Reading] = []
     for amb, fn in COMPUTED.items():
@@ -356,7 +364,8 @@ def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | N
             continue
         entry = _catalogue()[amb]
         order = [entry.kernel_reading] + [r for r in entry.readings if r != entry.kernel_reading]
-        order += [name for name in computed if name not in order]  # (with another entry's reading: "a+entry:b")
+        # (with another entry's reading: "a+entry:b")
+        order += [name for name in computed if name not in order]
         free = _nan_free(node, amb)
         for name in order:
             if name not in computed:
@@ -369,14 +378,16 @@ def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | N
                 judged = _dql_judged(node.x, out[1])
             found.append(Reading(amb, name, None if out is None else tuple(out), judged))
     found += [r for r in _combinations(node) if not any(
-        o.outputs is not None and o.judged is None and r.judged is None and len(o.outputs) == len(r.outputs or ())
-        and all(compare(a, b) is None for a, b in zip(o.outputs, r.outputs or (), strict=True)) for o in found)]
+        o.outputs is not None and o.judged is None and r.judged is None
+        and len(o.outputs) == len(r.outputs or ())
+        and all(compare(a, b) is None for a, b in zip(o.outputs, r.outputs or (), strict=True))
+        for o in found)]
     return found
 
 
 def kernel_reading(op: str, x: np.ndarray, outputs: Sequence[np.ndarray], ambiguity: str) -> Reading:
-    """The kernel's own reading of ``ambiguity``, standing alone: the kernel's ``outputs`` for a node ``x`` where
-    the entry's question does not arise."""
+    """The kernel's own reading of ``ambiguity``, standing alone: the kernel's ``outputs`` for a node ``x``
+    where the entry's question does not arise."""
     judged = _dql_judged(x, outputs[1]) if op == "DynamicQuantizeLinear" else None
     return Reading(ambiguity, _catalogue()[ambiguity].kernel_reading, tuple(outputs), judged)
 

@@ -3,13 +3,13 @@
 The kernel computes every operator through a :class:`Steps` value, one field per spec-visible step: the
 attributes as read, the granularity, the broadcasting of scale and zero point, the division, rounding and
 saturation, the float conversions, the whole per-operator computations. ``qdq_conformance.reference.ops.SPEC``
-holds the spec's steps; with it (the default) the kernel is the oracle. A mutant is ``dataclasses.replace(SPEC,
-<field>=<shortcut>)`` put in force with :func:`using` while it runs a model.
+holds the spec's steps; with it (the default) the kernel is the oracle. A mutant is
+``dataclasses.replace(SPEC, <field>=<shortcut>)`` put in force with :func:`using` while it runs a model.
 
 An evaluation reads the steps in force once, in its operator entry (:func:`active`), and hands them down
 explicitly (the ``steps`` argument of :func:`.quantize.quantize`, :func:`.dequantize.dequantize`,
-:func:`.dynamic.dynamic_quantize`). The steps in force are a context variable: a thread or task running a mutant
-never changes what another sees.
+:func:`.dynamic.dynamic_quantize`). The steps in force are a context variable: a thread or task running a
+mutant never changes what another sees.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ Broadcast = Callable[[np.ndarray, Shape, Granularity], np.ndarray]
 Divide = Callable[[np.ndarray, np.ndarray, ElementType], np.ndarray]
 #: (a, float precision) -> a rounded once to the precision, as an array of it
 ToPrecision = Callable[[np.ndarray, ElementType], np.ndarray]
-#: (dest, quotient, zero point, lower bound, upper bound, integer target) -> None (dest = saturate(round(q) + zp))
+#: (dest, quotient, zero point, lower bound, upper bound, integer target) -> None (dest = saturate(round(q) +
+#: zp))
 ToInteger = Callable[[np.ndarray, np.ndarray, "np.ndarray | None", "np.ndarray | int", "np.ndarray | int",
                       ElementType], None]
 #: (quotient, zero point, float target, saturate) -> the encoded target values
@@ -48,7 +49,8 @@ class Quantize(Protocol):
     """QuantizeLinear's computation on validated inputs (:func:`.quantize.quantize`)."""
 
     def __call__(self, x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
-                 granularity: Granularity, precision: ElementType, saturate: bool, steps: Steps) -> np.ndarray: ...
+                 granularity: Granularity, precision: ElementType, saturate: bool,
+                 steps: Steps) -> np.ndarray: ...
 
 
 class Dequantize(Protocol):
@@ -59,14 +61,16 @@ class Dequantize(Protocol):
 
 
 class DynamicQuantize(Protocol):
-    """DynamicQuantizeLinear's function body (:func:`.dynamic.dynamic_quantize`): (y, y_scale, y_zero_point)."""
+    """DynamicQuantizeLinear's function body (:func:`.dynamic.dynamic_quantize`): (y, y_scale,
+    y_zero_point)."""
 
     def __call__(self, x: np.ndarray, *, steps: Steps) -> list[np.ndarray]: ...
 
 
 @dataclass(frozen=True)
 class Steps:
-    """One implementation of every overridable step. ``ops.SPEC`` is the spec's; a mutant replaces one field."""
+    """One implementation of every overridable step. ``ops.SPEC`` is the spec's; a mutant replaces one
+    field."""
 
     #: The node's attributes as the planners read them (the spec's: as given, defaults filled in later).
     attributes: ReadAttributes
@@ -104,7 +108,8 @@ def active() -> Steps | None:
 
 @contextmanager
 def using(steps: Steps) -> Iterator[None]:
-    """``steps`` in force for every evaluation inside the block (in this thread or task); restored after it."""
+    """``steps`` in force for every evaluation inside the block (in this thread or task); restored after
+    it."""
     token = _ACTIVE.set(steps)
     try:
         yield

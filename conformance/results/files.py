@@ -3,10 +3,11 @@ flushed at least every FLUSH_EVERY seconds, and when the run ends, however it en
 
 Line 1 is the header (``"type": "header"``: backend name and version, onnx / suite / Python versions,
 platform, start time); then one ``"type": "case"`` line per case; a final ``"type": "summary"`` line when the
-run ends (with ``"interrupted": true`` and the signal when a signal stopped it, with ``"error"`` when the backend
-could not be created; a run killed outright leaves none). :func:`read` loads a file, complete or not, and says in
-the header it returns (``"read"``) whether the file has its summary line and which lines it skipped as malformed
-(not JSON: a line cut short or garbled); ``merge.incomplete`` turns that into the one line every reader shows.
+run ends (with ``"interrupted": true`` and the signal when a signal stopped it, with ``"error"`` when the
+backend could not be created; a run killed outright leaves none). :func:`read` loads a file, complete or not,
+and says in the header it returns (``"read"``) whether the file has its summary line and which lines it
+skipped as malformed (not JSON: a line cut short or garbled); ``merge.incomplete`` turns that into the one
+line every reader shows.
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ class ResultsWriter:
             return
         if not self._header_written:
             self._fh.write(json.dumps(head, sort_keys=True) + "\n")
-        self._fh.write(json.dumps({"type": "summary", **summary, **self.summary_extra}, sort_keys=True) + "\n")
+        self._fh.write(json.dumps({"type": "summary", **summary, **self.summary_extra}, sort_keys=True)
+                       + "\n")
         self._fh.close()
         self._fh = None
 
@@ -109,14 +111,15 @@ class ResultsWriter:
 def read(path: Path, check_fields: bool = True) -> Results:
     """(header, case records, summary or None) of a results file.
 
-    A run killed outright leaves no summary line and may leave a cut last line; a line that is not JSON after the
-    header (cut short, garbled) is skipped. Both are noted in the returned header's ``"read"`` (:data:`READ`: a
-    list with one entry per file, ``{"file", "summary", "malformed", "first_malformed"}``), which the readers
-    report (``results.merge.incomplete``). Anything else that is not a results record (a file that is not one, a record
-    that is not an object, without an id or a status, of an unknown type, with ``check_fields`` a field of a
-    case record that breaks :data:`FIELDS`) raises :class:`ResultsError` naming the file and the line. ``check_fields=False`` is for a file this process has
-    just written itself (the report at the end of a run): its records came from the runner, and checking every
-    field of 64,000 of them is a tenth of the report's time."""
+    A run killed outright leaves no summary line and may leave a cut last line; a line that is not JSON after
+    the header (cut short, garbled) is skipped. Both are noted in the returned header's ``"read"``
+    (:data:`READ`: a list with one entry per file, ``{"file", "summary", "malformed", "first_malformed"}``),
+    which the readers report (``results.merge.incomplete``). Anything else that is not a results record (a
+    file that is not one, a record that is not an object, without an id or a status, of an unknown type, with
+    ``check_fields`` a field of a case record that breaks :data:`FIELDS`) raises :class:`ResultsError` naming
+    the file and the line. ``check_fields=False`` is for a file this process has just written itself (the
+    report at the end of a run): its records came from the runner, and checking every field of 64,000 of them
+    is a tenth of the report's time."""
     try:
         with path.open("rb") as fh:
             data = fh.read()
@@ -143,9 +146,11 @@ def _parse(path: Path, raw_lines: list[bytes], check_fields: bool) -> Results:
     for n, raw in enumerate(raw_lines, 1):
         try:
             obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError):  # (ValueError: JSON's, or an integer too long)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            # (ValueError: JSON's, or an integer too long)
             if n > 1:
-                malformed.append(n)  # a line cut short (the last, of a run killed outright) or garbled: skipped
+                # a line cut short (the last, of a run killed outright) or garbled: skipped
+                malformed.append(n)
                 continue
             raise ResultsError(f"{path}:{n}: not a JSON line") from None
         if n == 1:

@@ -1,7 +1,7 @@
 """Runs from results files: one file, or the N shard files of one run (``--shard K/N``) merged into one.
 
-``report``, ``findings``, ``diff`` and ``compliance`` read results through :func:`load_run` (exactly one run) or
-:func:`load_runs` (one run per backend: a scoreboard), never file by file, so a run spread over N machines
+``report``, ``findings``, ``diff`` and ``compliance`` read results through :func:`load_run` (exactly one run)
+or :func:`load_runs` (one run per backend: a scoreboard), never file by file, so a run spread over N machines
 reads as the run on one:
 
 - a file whose header names no shard is a run of its own (several of one backend: several runs, as ever);
@@ -43,7 +43,8 @@ from .schema import ResultsError
 from .tally import tally
 
 #: header fields the shards of one run should share; a difference is a warning shown with the shards
-_SHOULD_MATCH = ("onnx_version", "suite_version", "forms", "tier", "suite", "expectations", "strict_expectations")
+_SHOULD_MATCH = ("onnx_version", "suite_version", "forms", "tier", "suite", "expectations",
+                 "strict_expectations")
 #: the graph form of a case file's load-error record: every shard carries it (it is never deselected)
 _LOAD_FORM = "load"
 
@@ -69,7 +70,8 @@ def _shard(path: Path, head: Header) -> tuple[int, int] | None:
     try:
         return parse_shard(value) if isinstance(value, str) else parse_shard("")
     except ValueError:
-        raise ResultsError(f"{path}:1: shard must be K/N with 1 <= K <= N, not {json.dumps(value)[:40]}") from None
+        raise ResultsError(f"{path}:1: shard must be K/N with 1 <= K <= N, not "
+                           f"{json.dumps(value)[:40]}") from None
 
 
 def _canonical(run: Results) -> Results:
@@ -82,8 +84,8 @@ def _name(head: Header) -> str:
 
 
 def load_runs(paths: Sequence[Path], check_fields: bool = True) -> list[Results]:
-    """The runs ``paths`` hold, in the order their first file was given: each unsharded file one run, the shard
-    files of each backend one merged run (``check_fields``: see ``results.read``)."""
+    """The runs ``paths`` hold, in the order their first file was given: each unsharded file one run, the
+    shard files of each backend one merged run (``check_fields``: see ``results.read``)."""
     with gc_paused():  # (the records made live on: gcpause.py)
         return _load_runs(paths, check_fields)
 
@@ -131,25 +133,26 @@ def gap(head: Header) -> str:
 
 
 def incomplete(run: Results) -> list[str]:
-    """Why a run is incomplete, one line each (none: it is whole): a file without its summary line (a run killed
-    outright, or still running) or with malformed lines skipped (how many, the first one's number), a run
-    stopped by a signal or before its first case, shards missing. Every reader of results files says these
+    """Why a run is incomplete, one line each (none: it is whole): a file without its summary line (a run
+    killed outright, or still running) or with malformed lines skipped (how many, the first one's number), a
+    run stopped by a signal or before its first case, shards missing. Every reader of results files says these
     (``report`` on its first screen and on stderr, ``findings``, ``diff``, which fails its gate on them)."""
     head, _, summary = run
     lines = []
     for f in head.get(READ) or []:
         problems = []
         if not f.get("summary"):
-            problems.append("no summary line (the run was killed, crashed or is still running: the cases it had not "
-                            "finished are missing)")
+            problems.append("no summary line (the run was killed, crashed or is still running: the cases it "
+                            "had not finished are missing)")
         n = f.get("malformed") or 0
         if n:
-            problems.append(f"{n:,} malformed line{'s' * (n != 1)} skipped (not JSON: cut short or garbled), the "
-                            f"first at line {f.get('first_malformed')}")
+            problems.append(f"{n:,} malformed line{'s' * (n != 1)} skipped (not JSON: cut short or garbled), "
+                            f"the first at line {f.get('first_malformed')}")
         if problems:
             lines.append(f"{f.get('file')}: incomplete: {'; '.join(problems)}")
     if summary and summary.get("interrupted"):
-        lines.append(f"{_name(head)}: incomplete: the run was interrupted ({summary.get('signal') or 'a signal'})")
+        lines.append(f"{_name(head)}: incomplete: the run was interrupted "
+                     f"({summary.get('signal') or 'a signal'})")
     if summary and summary.get("error"):
         lines.append(f"{_name(head)}: incomplete: the run ended before its first case "
                      f"({' '.join(str(summary['error']).split())[:300]})")
@@ -164,7 +167,8 @@ def shards_text(head: Header) -> str:
     if not shards:
         return ""
     given = "; ".join(f"{g['k']}/{shards['n']} {g['file']} ({g['cases']:,} case-forms"
-                      + (f", {g['duration_s']:.0f} s)" if g.get("duration_s") is not None else ", did not finish)")
+                      + (f", {g['duration_s']:.0f} s)" if g.get("duration_s") is not None
+                         else ", did not finish)")
                       for g in shards["given"])
     text = f"{len(shards['given'])} of {shards['n']} shards merged: {given}"
     missing = gap(head)
@@ -177,11 +181,11 @@ def _merge(parts: list[_Part]) -> Results:
     first = parts[0]
     for p in parts[1:]:
         if p.head.get("backend_version") != first.head.get("backend_version"):
-            raise ResultsError(f"{first.path} ({_name(first.head)}) and {p.path} ({_name(p.head)}): the shards of "
-                               "one run must share the backend version")
+            raise ResultsError(f"{first.path} ({_name(first.head)}) and {p.path} ({_name(p.head)}): the "
+                               "shards of one run must share the backend version")
         if p.n != first.n:
-            raise ResultsError(f"{first.label} and {p.label}: shards of different runs (the shards of one run "
-                               "share N)")
+            raise ResultsError(f"{first.label} and {p.label}: shards of different runs (the shards of one "
+                               "run share N)")
     for a, b in pairwise(parts):
         if a.k == b.k:
             raise ResultsError(f"{a.path} and {b.path}: shard {a.k}/{a.n} given twice")
@@ -257,9 +261,9 @@ def _summary(parts: list[_Part], cases: list[CaseRecord]) -> Summary | None:
 
 
 def _expectations(parts: list[_Part], cases: list[CaseRecord]) -> tuple[list[StaleEntry], Tally | None]:
-    """The stale entries and the tally of the whole run: an entry is stale when every shard that matched it (or
-    every shard: one that matches none) lists it stale; the rest counted over the cases of all shards, as the run
-    counts them (:func:`qdq_conformance.results.tally.tally`)."""
+    """The stale entries and the tally of the whole run: an entry is stale when every shard that matched it
+    (or every shard: one that matches none) lists it stale; the rest counted over the cases of all shards, as
+    the run counts them (:func:`qdq_conformance.results.tally.tally`)."""
     lists = [{e.get("line"): e for e in (p.summary or {}).get("stale_expectations") or []} for p in parts]
     shard_matched = [{(c.get("expectation") or {}).get("line") for c in p.cases} for p in parts]
     candidates = {line: e for lst in lists for line, e in lst.items()}

@@ -12,7 +12,8 @@ from ..domain import FAILING, JSONValue, RunStatus, SpecText
 
 
 class ExpectationRecord(TypedDict, total=False):
-    """A case record's ``expectation``: the entry in force that matched the case (``expectations.Expectation``)."""
+    """A case record's ``expectation``: the entry in force that matched the case
+    (``expectations.Expectation``)."""
 
     status: str  # a RunStatus value: failed, error, crashed, timeout, invalid-accepted or unsupported
     reason: str
@@ -51,7 +52,8 @@ class MismatchRecord(TypedDict, total=False):
 
 
 class PreviewRecord(TypedDict):
-    """The first values of an array, and their bit patterns (``inputs``, ``expected``, ``actual``, ``readings``)."""
+    """The first values of an array, and their bit patterns (``inputs``, ``expected``, ``actual``,
+    ``readings``)."""
 
     type: str
     shape: list[int]
@@ -109,14 +111,15 @@ MESSAGE_LIMIT = 2000
 
 
 def case_record(case_id: str, form: str, status: str, message: str, backend: tuple[str, str]) -> CaseRecord:
-    """A ``"type": "case"`` record with the fields every record has (the one constructor: the runner's record of
-    a case, of a case that could not be read, of a case file that could not be loaded all start here); the rest
-    of :class:`CaseRecord`'s fields are added to it by who knows them."""
+    """A ``"type": "case"`` record with the fields every record has (the one constructor: the runner's record
+    of a case, of a case that could not be read, of a case file that could not be loaded all start here); the
+    rest of :class:`CaseRecord`'s fields are added to it by who knows them."""
     return {"type": "case", "id": case_id, "form": form, "status": status, "message": message[:MESSAGE_LIMIT],
             "backend": backend[0], "backend_version": backend[1]}
 
 
-#: the key :func:`read` adds to the header it returns: what it found of each file read (a file's own is replaced)
+#: the key :func:`read` adds to the header it returns: what it found of each file read (a file's own is
+#: replaced)
 READ: Final = "read"
 
 class FileRead(TypedDict):
@@ -218,7 +221,8 @@ class Summary(TypedDict, total=False):
 Results = tuple[Header, list[CaseRecord], Union[Summary, None]]  # noqa: UP007 - a runtime alias (Python 3.10)
 
 
-#: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and reports test every record)
+#: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and reports test every
+#: record)
 _PASSED, _IMPLEMENTATION_DEFINED = RunStatus.PASSED.value, RunStatus.IMPLEMENTATION_DEFINED.value
 
 

@@ -1,6 +1,7 @@
 """The results file's schema: which JSON types each field of each record type may hold (:data:`FIELDS`), and
-the validators that hold a record to it (:func:`valid`, the fast pass; :func:`check`, which says where a record
-goes wrong). A record that breaks it is an error naming its line and field, never a traceback in a reader."""
+the validators that hold a record to it (:func:`valid`, the fast pass; :func:`check`, which says where a
+record goes wrong). A record that breaks it is an error naming its line and field, never a traceback in a
+reader."""
 
 from __future__ import annotations
 
@@ -59,9 +60,9 @@ _PREVIEW, _TEXTS = Obj("preview"), Each(list, _TEXT, nullable=False)
 #: the fields of a case record no view reads (the reader checks ``type``, ``id`` and ``status`` itself)
 _NOT_READ = frozenset({"type", "id", "status", "backend", "backend_version", "file", "line"})
 #: the record types that are objects of their own in a results file, and their kind
-_KINDS: dict[object, str] = {ExpectationRecord: "expectation", PreviewRecord: "preview", MismatchRecord: "mismatch",
-                             ExpectationsStatus: "expectations_status", Tally: "tally", StaleEntry: "stale",
-                             SpecText: "spec", ClauseText: "clause"}
+_KINDS: dict[object, str] = {ExpectationRecord: "expectation", PreviewRecord: "preview",
+                             MismatchRecord: "mismatch", ExpectationsStatus: "expectations_status",
+                             Tally: "tally", StaleEntry: "stale", SpecText: "spec", ClauseText: "clause"}
 #: the fields of a header and a summary the views read (and so the reader checks)
 _HEADER_READ = frozenset({"backend", "backend_version", "started", "expectations", "expectations_status"})
 _SUMMARY_READ = frozenset({"expectations", "duration_s", "counts", "stale_expectations", "stale_markers"})
@@ -119,8 +120,8 @@ def json_type(value: object) -> str:
 
 
 def valid(value: object, spec: Spec) -> bool:
-    """Whether ``value`` (not null) follows ``spec``: the fast pass over every record (:func:`check` says where
-    a record that fails it goes wrong)."""
+    """Whether ``value`` (not null) follows ``spec``: the fast pass over every record (:func:`check` says
+    where a record that fails it goes wrong)."""
     return _validator(spec)(value)
 
 
@@ -129,8 +130,8 @@ _VALIDATORS: dict[Spec, Validator] = {}
 
 
 def _validator(spec: Spec) -> Validator:
-    """``spec`` as one function, made once: a report reads tens of thousands of records, and deciding what each
-    part of a spec is, part by part and record by record, was most of the time the check took."""
+    """``spec`` as one function, made once: a report reads tens of thousands of records, and deciding what
+    each part of a spec is, part by part and record by record, was most of the time the check took."""
     fn = _VALIDATORS.get(spec)
     if fn is None:
         fn = _VALIDATORS[spec] = _make(spec)
@@ -176,7 +177,8 @@ def _make_each(spec: Each) -> Validator:
     if type(inner) is tuple:
         kinds = (*inner, type(None)) if nullable else inner
         # the JSON types that pass, to test a list's element types at C speed (set(map(type, ...)))
-        passing = frozenset(t for t in (dict, list, str, int, float, bool, type(None)) if issubclass(t, kinds))
+        passing = frozenset(t for t in (dict, list, str, int, float, bool, type(None))
+                            if issubclass(t, kinds))
 
         def each_of(value: object) -> bool:
             if not isinstance(value, container):
@@ -200,10 +202,12 @@ def _make_each(spec: Each) -> Validator:
 
 
 def check(value: object, spec: Spec, where: str) -> None:
-    """Raise ResultsError naming ``where`` and what is wrong when ``value`` (not null) does not follow ``spec``."""
+    """Raise ResultsError naming ``where`` and what is wrong when ``value`` (not null) does not follow
+    ``spec``."""
     if isinstance(spec, tuple):
         if not isinstance(value, spec):
-            raise ResultsError(f"{where} must be {' or '.join(_NAMES[t] for t in spec)}, not {json_type(value)}")
+            raise ResultsError(f"{where} must be {' or '.join(_NAMES[t] for t in spec)}, not "
+                               f"{json_type(value)}")
     elif isinstance(spec, Number):
         if not valid(value, spec):
             raise ResultsError(f"{where} must be a number a float can hold, not {json_type(value)}"

@@ -1,6 +1,6 @@
-"""The expectations tally, computed from case records (one function, for the live run and for a run merged from
-shards), and the expectations part of a run's summary (terminal, report header), read from the records of a
-results file, so a saved run says the same as the live one."""
+"""The expectations tally, computed from case records (one function, for the live run and for a run merged
+from shards), and the expectations part of a run's summary (terminal, report header), read from the records of
+a results file, so a saved run says the same as the live one."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from .records import (
     seen_status,
 )
 
-#: modes of the expectations' applicability whose message must stand out (the entries in force were not recorded
-#: for this version)
+#: modes of the expectations' applicability whose message must stand out (the entries in force were not
+#: recorded for this version)
 ATTENTION = frozenset({"newer", "between", "older", "unknown"})
 _PASSED = "passed"
 
@@ -35,8 +35,8 @@ def seen_by_entry(cases: Iterable[CaseRecord]) -> dict[int, list[str]]:
 
 def tally(cases: Iterable[CaseRecord], in_force: int | None, stale: int) -> Tally:
     """The run against its expectations: entries in force, held (a case ended as recorded), stale, changed
-    (matched, none as recorded, not stale); failing cases that are new (no entry, or an entry recording another
-    status) and cases that passed against an entry."""
+    (matched, none as recorded, not stale); failing cases that are new (no entry, or an entry recording
+    another status) and cases that passed against an entry."""
     entry_status: dict[int, str] = {}
     seen: dict[int, set[str]] = {}
     new_failures = unexpected_passes = 0
@@ -53,8 +53,8 @@ def tally(cases: Iterable[CaseRecord], in_force: int | None, stale: int) -> Tall
             new_failures += 1
     held = sum(1 for line, s in seen.items() if entry_status[line] in s)
     changed = sum(1 for line, s in seen.items() if entry_status[line] not in s and s & FAILING)
-    return {"in_force": in_force, "held": held, "stale": stale, "changed": changed, "new_failures": new_failures,
-            "unexpected_passes": unexpected_passes}
+    return {"in_force": in_force, "held": held, "stale": stale, "changed": changed,
+            "new_failures": new_failures, "unexpected_passes": unexpected_passes}
 
 
 def applicability_message(a: ExpectationsStatus) -> str:
@@ -83,8 +83,8 @@ def _version_message(a: ExpectationsStatus) -> str:
         return (f"EXPECTATIONS NOT RECORDED FOR {backend} {running}: it is newer than every version {path} "
                 f"records ({recorded}); the {n} entries recorded for the newest, {applied}, are applied")
     if mode == "between":
-        return (f"EXPECTATIONS NOT RECORDED FOR {backend} {running}: {path} records {recorded}; the {n} entries "
-                f"recorded for the nearest older version, {applied}, are applied")
+        return (f"EXPECTATIONS NOT RECORDED FOR {backend} {running}: {path} records {recorded}; the {n} "
+                f"entries recorded for the nearest older version, {applied}, are applied")
     if mode == "older":
         return (f"EXPECTATIONS NOT RECORDED FOR {backend} {running}: it is older than every version {path} "
                 f"records ({recorded}); "
@@ -95,9 +95,9 @@ def _version_message(a: ExpectationsStatus) -> str:
 
 
 def summary_lines(status: ExpectationsStatus | None, tally: Mapping[str, object] | None) -> list[str]:
-    """The expectations part of a run's summary (terminal, report header): which entries were in force for which
-    backend version and, once the run ended, how they held. Reads the results file's records, so a saved run
-    says the same as the live one."""
+    """The expectations part of a run's summary (terminal, report header): which entries were in force for
+    which backend version and, once the run ended, how they held. Reads the results file's records, so a saved
+    run says the same as the live one."""
     if not status:
         return []
     lines = [applicability_message(status)]

@@ -2,9 +2,9 @@
 
 The backend runs the same graph node by node: each node as a model of its own (the case's form: its parameters
 initializers or graph inputs as in the graph), its inputs the backend's own outputs of the earlier nodes. When
-that run gives the case's expected outputs, the whole graph's run differed only because the backend rewrote the
-graph (``rewrite``); otherwise a node is wrong on its own (``node``), and the first node whose outputs differ from
-the oracle's is named.
+that run gives the case's expected outputs, the whole graph's run differed only because the backend rewrote
+the graph (``rewrite``); otherwise a node is wrong on its own (``node``), and the first node whose outputs
+differ from the oracle's is named.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """One case from start to record, as a backend's worker process runs it.
 
-The worker is handed a small reference to a case (a case file and an index, or an exported suite's case), builds
-the model, runs the backend, classifies what it did against the case's rule, looks the case up in the
+The worker is handed a small reference to a case (a case file and an index, or an exported suite's case),
+builds the model, runs the backend, classifies what it did against the case's rule, looks the case up in the
 expectations and writes the results-file record. The pytest process only receives the finished result, so the
 work of a case runs in parallel with pytest's own bookkeeping of the previous ones.
 """
@@ -109,16 +109,17 @@ class Sources:
         cases = self.load(ref.source)
         case = cases[ref.index] if ref.index < len(cases) else None
         if case is None or case.id != ref.case_id:
-            raise LookupError(f"{ref.path} changed since collection: case {ref.index} is no longer {ref.case_id}")
+            raise LookupError(f"{ref.path} changed since collection: case {ref.index} is no longer "
+                              f"{ref.case_id}")
         return case
 
 
 def call_backend(backend: Backend, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray],
                  contained: bool = False) -> RawResult:
-    """Run ``backend`` once; its declines and errors become the RawResult kinds. The backend gets copies of the
-    feeds: one that writes into its inputs (in place, in native code) changes neither the case nor its record.
-    ``contained``: this is a worker process, where even SystemExit and KeyboardInterrupt come from the backend
-    (the worker ignores SIGINT, and SIGTERM ends it without an exception)."""
+    """Run ``backend`` once; its declines and errors become the RawResult kinds. The backend gets copies of
+    the feeds: one that writes into its inputs (in place, in native code) changes neither the case nor its
+    record. ``contained``: this is a worker process, where even SystemExit and KeyboardInterrupt come from the
+    backend (the worker ignores SIGINT, and SIGTERM ends it without an exception)."""
     t0 = time.perf_counter()
     try:
         returned = backend.run(model, {k: np.array(v) for k, v in feeds.items()})
@@ -136,13 +137,14 @@ def call_backend(backend: Backend, model: onnx.ModelProto, feeds: Mapping[str, n
         if not contained:
             raise
         said = exception_text(e)
-        kind, message = "error", f"the backend raised {type(e).__name__}{': ' + said if said else ''}\n{_trace(e)}"
+        kind, message = "error", ("the backend raised "
+                                  f"{type(e).__name__}{': ' + said if said else ''}\n{_trace(e)}")
     return RawResult(kind, message=message, seconds=time.perf_counter() - t0)
 
 
 def _trace(e: BaseException, limit: int = 6) -> str:
-    """The innermost ``limit`` frames of ``e``'s traceback, as Python prints them but without the column carets:
-    computing them re-parses every source line, most of what printing a traceback costs."""
+    """The innermost ``limit`` frames of ``e``'s traceback, as Python prints them but without the column
+    carets: computing them re-parses every source line, most of what printing a traceback costs."""
     frames = traceback.extract_tb(e.__traceback__)[-limit:]
     lines = ["Traceback (most recent call last):"]
     for f in frames:
@@ -155,8 +157,8 @@ def _trace(e: BaseException, limit: int = 6) -> str:
 def finish(case: Case, form: str, raw: RawResult, entry: Expectation | None, backend: tuple[str, str],
            repro: Callable[[str, list[str]], str] | None = None, model: onnx.ModelProto | None = None,
            feeds: dict[str, np.ndarray] | None = None, names: Sequence[str] = ()) -> CaseResult:
-    """Classify ``raw`` against the case's rule and write its record (``model`` and ``feeds``: the case's, when
-    already at hand and unchanged; ``names``: its output names)."""
+    """Classify ``raw`` against the case's rule and write its record (``model`` and ``feeds``: the case's,
+    when already at hand and unchanged; ``names``: its output names)."""
     outcome = classify(raw, case_status=case.status, expected=case.expected, ulp=case.ulp,
                        readings=case.readings, names=names)
     rec = record_mod.build(case, form, outcome, entry, backend, model,
@@ -174,10 +176,11 @@ def finish(case: Case, form: str, raw: RawResult, entry: Expectation | None, bac
 PREPARE_SHARE = 0.6
 
 
-def prepare_cases(backend: Backend, refs: Sequence[tuple[CaseRef, str]], sources: Sources, timeout: float) -> None:
-    """Hand a backend that compiles in batches (one with ``prepare(items, budget)``, IREE's) the models and feeds
-    of the cases it is about to run, before they run one by one; never raises (a case whose preparation failed
-    is simply run on its own)."""
+def prepare_cases(backend: Backend, refs: Sequence[tuple[CaseRef, str]], sources: Sources,
+                  timeout: float) -> None:
+    """Hand a backend that compiles in batches (one with ``prepare(items, budget)``, IREE's) the models and
+    feeds of the cases it is about to run, before they run one by one; never raises (a case whose preparation
+    failed is simply run on its own)."""
     prepare = getattr(backend, "prepare", None)
     if prepare is None:
         return
@@ -216,7 +219,8 @@ def _attribute(result: CaseResult, case: Case, form: str, backend: Backend) -> N
         result.outcome.message = result.message
 
 
-def run_case(backend: Backend, ref: CaseRef, form: str, sources: Sources, expectations: Expectations) -> CaseResult:
+def run_case(backend: Backend, ref: CaseRef, form: str, sources: Sources,
+             expectations: Expectations) -> CaseResult:
     """Everything about one case, in the worker; never raises."""
     case: Case | None = None
     try:
@@ -224,9 +228,10 @@ def run_case(backend: Backend, ref: CaseRef, form: str, sources: Sources, expect
         model, feeds = case.model(form), case.feeds(form)
         names = getattr(case, "output_names", None) or [o.name for o in model.graph.output]
         raw = call_backend(backend, model, feeds, contained=True)
-        # (the record builds the model again when it needs it: the backend may have changed the one it was given)
-        result = finish(case, form, raw, expectations.expected(case.id, form), (backend.name, backend.version),
-                        getattr(backend, "repro", None), None, feeds, names)
+        # (the record builds the model again when it needs it: the backend may have changed the one it was
+        # given)
+        result = finish(case, form, raw, expectations.expected(case.id, form),
+                        (backend.name, backend.version), getattr(backend, "repro", None), None, feeds, names)
         if getattr(case, "is_graph", False) and result.status in _ATTRIBUTED:
             _attribute(result, case, form, backend)
         return result

@@ -1,5 +1,5 @@
-"""Expectation files: per backend, case-id patterns with the status they are known to end in, each entry recorded
-on the backend versions it was measured on.
+"""Expectation files: per backend, case-id patterns with the status they are known to end in, each entry
+recorded on the backend versions it was measured on.
 
 ``expectations/<backend>.yaml``::
 
@@ -29,10 +29,10 @@ An entry with ``cpu`` is in force only on a processor whose features (``cpu.cpu_
 flags) are as it says, for a backend whose answers depend on the processor; the results file's header records
 the features the file's entries name.
 
-An entry without ``measured`` holds on every version the file records. A case ending in the expected status is an
-expected failure (listed, not a failure of the run). One ending better (passed) is an unexpected pass; one ending
-in another failing status is a surprise. Entries in force that match no case, or whose cases all pass, are stale
-and warned about; entries not in force are neither applied nor stale.
+An entry without ``measured`` holds on every version the file records. A case ending in the expected status is
+an expected failure (listed, not a failure of the run). One ending better (passed) is an unexpected pass; one
+ending in another failing status is a surprise. Entries in force that match no case, or whose cases all pass,
+are stale and warned about; entries not in force are neither applied nor stale.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ from ..results.records import CaseRecord, ExpectationRecord, ExpectationsStatus,
 from ..results.tally import applicability_message, seen_by_entry, tally
 
 EXPECTATIONS_DIR = expectations_dir()
-_VERSION = re.compile(r"v?(\d+(?:\.\d+)*)(?:[-_.]?(dev|a|alpha|b|beta|rc|c|post)[-_.]?(\d*))?(?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?",
-                      re.IGNORECASE)
+_VERSION = re.compile(r"v?(\d+(?:\.\d+)*)(?:[-_.]?(dev|a|alpha|b|beta|rc|c|post)[-_.]?(\d*))?"
+                      r"(?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?", re.IGNORECASE)
 _PHASE = {"dev": 0, "a": 1, "alpha": 1, "b": 2, "beta": 2, "rc": 3, "c": 3, "": 4, "post": 5}
 #: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a run notes every case)
 _PASSED = RunStatus.PASSED.value
@@ -69,8 +69,9 @@ class ExpectationError(Exception):
 
 
 def version_key(version: str | None) -> VersionKey | None:
-    """A sortable key of a backend version (release numbers, then dev < a < b < rc < final < post, then a local
-    label ``+...`` as PEP 440 orders it), or None when it is not a version ("unknown", "not installed")."""
+    """A sortable key of a backend version (release numbers, then dev < a < b < rc < final < post, then a
+    local label ``+...`` as PEP 440 orders it), or None when it is not a version ("unknown", "not
+    installed")."""
     m = _VERSION.fullmatch((version or "").strip())
     if m is None:
         return None
@@ -78,7 +79,8 @@ def version_key(version: str | None) -> VersionKey | None:
     while len(release) > 1 and release[-1] == 0:
         release = release[:-1]
     phase = (m.group(2) or "").lower()
-    local = tuple((1, int(p), "") if p.isdigit() else (0, 0, p.lower()) for p in re.split(r"[-_.]", m.group(4) or "")
+    local = tuple((1, int(p), "") if p.isdigit() else (0, 0, p.lower())
+                  for p in re.split(r"[-_.]", m.group(4) or "")
                   if p)
     return release, _PHASE[phase], int(m.group(3) or 0), local
 
@@ -128,7 +130,8 @@ class Entry:
 
     def shown(self) -> str:
         """Its patterns, the first few."""
-        return ", ".join(self.patterns[:4]) + (f" and {len(self.patterns) - 4} more" if len(self.patterns) > 4 else "")
+        return ", ".join(self.patterns[:4]) + (f" and {len(self.patterns) - 4} more" if len(self.patterns) > 4
+                                               else "")
 
     def expectation(self) -> Expectation:
         return Expectation(self.status, self.reason, self.link, self.line)
@@ -150,8 +153,10 @@ class Applicability:
     other_cpu: int = 0  # entries recorded for another processor (not in force)
 
     def as_dict(self) -> ExpectationsStatus:
-        """The results file's ``expectations_status`` header record (what ``results.tally.summary_lines`` reads)."""
-        plain: ExpectationsStatus = {"backend": self.backend, "running": self.running, "recorded": list(self.recorded),
+        """The results file's ``expectations_status`` header record (what ``results.tally.summary_lines``
+        reads)."""
+        plain: ExpectationsStatus = {"backend": self.backend, "running": self.running,
+                                     "recorded": list(self.recorded),
                  "applied": self.applied, "mode": self.mode, "in_force": self.in_force, "total": self.total,
                  "path": self.path, "cpu": dict(self.cpu), "other_cpu": self.other_cpu}
         return {**plain, "message": applicability_message(plain)}
@@ -220,8 +225,8 @@ class Tracker:
     _plain: dict[str, CaseRecord] = field(default_factory=dict)  # one shared record per status, for no entry
 
     def note(self, case_id: str, form: str, status: str, expected: str | None, line: int | None) -> None:
-        """One case's result: ``status`` it ended in; ``expected``, ``line``: its entry's status and line (None:
-        no entry)."""
+        """One case's result: ``status`` it ended in; ``expected``, ``line``: its entry's status and line
+        (None: no entry)."""
         self.counts[status] = self.counts.get(status, 0) + 1
         if expected and line is not None:
             self.cases.append({"status": status, "expectation": {"status": expected, "line": line}})
@@ -234,7 +239,8 @@ class Tracker:
                 plain = self._plain[status] = {"status": status}
             self.cases.append(plain)
 
-    def stale(self, expectations: Expectations, subset: bool, forms: Iterable[str]) -> list[tuple[Entry, str]]:
+    def stale(self, expectations: Expectations, subset: bool,
+              forms: Iterable[str]) -> list[tuple[Entry, str]]:
         """Entries in force none of whose cases ended as recorded or failed otherwise (they pass, or are
         unsupported, now), or (a whole run: ``subset`` false) that matched no case of the graph ``forms`` that
         ran; with why."""
@@ -253,7 +259,8 @@ class Tracker:
         return out
 
     def tally(self, expectations: Expectations, stale: int) -> Tally:
-        """The run against its expectations (:func:`qdq_conformance.results.tally.tally`, over the cases noted)."""
+        """The run against its expectations (:func:`qdq_conformance.results.tally.tally`, over the cases
+        noted)."""
         return tally(self.cases, len(expectations.entries), stale)
 
 
@@ -263,7 +270,8 @@ def _versions(value: Any, where: str) -> tuple[str, ...]:
     out = tuple(str(v) for v in items)
     bad = [v for v in out if version_key(v) is None]
     if bad or not out:
-        raise ExpectationError(f"{where}: measured must list backend versions such as \"1.31.1\" (got {bad or value})")
+        raise ExpectationError(f"{where}: measured must list backend versions such as \"1.31.1\" (got "
+                               f"{bad or value})")
     return out
 
 
@@ -311,13 +319,13 @@ def resolve(recorded: Iterable[str], running: str | None) -> tuple[str | None, s
 
 
 def load(path: Path, backend_version: str | None = None, backend: str | None = None) -> Expectations:
-    """Read one expectation file and keep the entries in force for ``backend_version``; a malformed entry is an
-    error naming its line."""
+    """Read one expectation file and keep the entries in force for ``backend_version``; a malformed entry is
+    an error naming its line."""
     try:
         doc = load_yaml(path, limits=EXPECTATION_FILE)
         if isinstance(doc, dict) and "versions" in doc:
-            raise ExpectationError(f"{path}: 'versions' (a glob) is replaced by 'measured', the backend versions "
-                                   "the entries were recorded on, e.g. measured: [\"1.31.1\"]")
+            raise ExpectationError(f"{path}: 'versions' (a glob) is replaced by 'measured', the backend "
+                                   "versions the entries were recorded on, e.g. measured: [\"1.31.1\"]")
         if not isinstance(doc, dict):
             raise ExpectationError(f"{path}: expected a mapping with an 'entries' list")
         check_document(doc, expectation_schema(), path)
@@ -328,14 +336,16 @@ def load(path: Path, backend_version: str | None = None, backend: str | None = N
     recorded = {v for e in every for v in e.measured} | set(file_measured)
     applied, mode = resolve(recorded, backend_version)
     key = version_key(applied) if applied else None
-    versioned = [e for e in every if not e.measured or (key is not None and key in {version_key(v) for v in e.measured})]
+    versioned = [e for e in every
+                 if not e.measured or (key is not None and key in {version_key(v) for v in e.measured})]
     features = cpu_features()
     entries = [e for e in versioned if e.on_cpu(features)]
     named = sorted({name for e in every for name, _ in e.cpu})
     ordered = tuple(sorted(recorded, key=version_key))  # type: ignore[arg-type]
     applicability = Applicability(backend or str(doc.get("backend") or path.stem), backend_version, ordered,
                                   applied, mode, len(entries), len(every), str(path),
-                                  tuple((name, name in features) for name in named), len(versioned) - len(entries))
+                                  tuple((name, name in features) for name in named),
+                                  len(versioned) - len(entries))
     return Expectations(path, entries, applicability)
 
 
@@ -349,5 +359,6 @@ def find(backend_name: str, backend_version: str | None) -> Expectations:
     safe = backend_name.replace(":", "_").replace("/", "_")
     path = EXPECTATIONS_DIR / f"{safe}.yaml"
     if not path.exists():
-        return Expectations(None, [], Applicability(backend_name, backend_version, (), None, "none", 0, 0, None))
+        return Expectations(None, [],
+                            Applicability(backend_name, backend_version, (), None, "none", 0, 0, None))
     return load(path, backend_version, backend_name)

@@ -1,17 +1,18 @@
 """Running a backend in a worker process, so that a segfault, an abort or a hang costs one case.
 
-The worker (:mod:`.worker`: its setup and loop) builds the backend once and then serves: a model and its feeds (pickled arrays) in, the outputs (or a
-decline / an error) out; or references to corpus cases in, finished results out (see ``execute`` and ``pool``).
-A worker that dies, or runs one case for more than ``timeout`` seconds (its beacon tells which case and since
-when), is discarded and replaced on the next request. A worker's start-up (creating the backend, loading a
-case file for the first time) is timed by ``create_timeout`` and never counted against a case.
+The worker (:mod:`.worker`: its setup and loop) builds the backend once and then serves: a model and its feeds
+(pickled arrays) in, the outputs (or a decline / an error) out; or references to corpus cases in, finished
+results out (see ``execute`` and ``pool``). A worker that dies, or runs one case for more than ``timeout``
+seconds (its beacon tells which case and since when), is discarded and replaced on the next request. A
+worker's start-up (creating the backend, loading a case file for the first time) is timed by
+``create_timeout`` and never counted against a case.
 
 Whatever a backend prints (native libraries write to the process's stdout / stderr) goes to a log file of the
 worker, not the terminal: a run needs no output capturing, and when a worker crashes, the end of its log is
-part of the crash message. A worker runs under a keeper process, in a folder of its own, and dies with its case
-or with the run however the run ends, with every process its backend started (see ``lifecycle``). Creating the
-backend has its own time limit (``create_timeout``, ``--backend-timeout``): a factory that never returns is a
-BackendStartError (a usage error of the run), not a hang.
+part of the crash message. A worker runs under a keeper process, in a folder of its own, and dies with its
+case or with the run however the run ends, with every process its backend started (see ``lifecycle``).
+Creating the backend has its own time limit (``create_timeout``, ``--backend-timeout``): a factory that never
+returns is a BackendStartError (a usage error of the run), not a hang.
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ class IsolatedBackend:
             sys.stderr.flush()
         self.beacon = Beacon()
         proc = ctx.Process(target=serve, daemon=True, args=(child, self.spec, self.options, self.log_path,
-                                                              self.expectations_path, self.beacon, os.getpid(),
+                                                              self.expectations_path, self.beacon,
+                                                            os.getpid(),
                                                               self.folder, self.timeout))
         proc.start()
         assert proc.pid is not None  # (a started process has one)
@@ -117,8 +119,8 @@ class IsolatedBackend:
         limit = self.create_timeout
         if not parent.poll(limit):
             self._stop(proc, parent, 0)
-            raise BackendStartError(f"backend {self.spec!r} was not created within {limit:g} s (--backend-timeout, by "
-                                    "default --case-timeout); its worker was killed")
+            raise BackendStartError(f"backend {self.spec!r} was not created within {limit:g} s "
+                                    "(--backend-timeout, by default --case-timeout); its worker was killed")
         try:
             hello = parent.recv()
         except EOFError:
@@ -143,14 +145,14 @@ class IsolatedBackend:
 
     @staticmethod
     def _stop(proc: Any, conn: Connection | None, wait_s: float) -> None:
-        """Let the worker exit for up to ``wait_s`` seconds, then kill its keeper's tree (with whatever the backend
-        started), and reap it. The group is killed before the worker is reaped: its id cannot be reused until
-        then."""
+        """Let the worker exit for up to ``wait_s`` seconds, then kill its keeper's tree (with whatever the
+        backend started), and reap it. The group is killed before the worker is reaped: its id cannot be
+        reused until then."""
         if wait_s > 0 and proc.is_alive():
             wait([proc.sentinel], wait_s)
         if proc.pid is not None:
-            # the keeper's tree (the worker and whatever the backend started, setsid or not) and its group, whose id
-            # is its pid
+            # the keeper's tree (the worker and whatever the backend started, setsid or not) and its group,
+            # whose id is its pid
             lifecycle.kill_tree(proc.pid)
         with contextlib.suppress(OSError, ValueError):
             proc.kill()
@@ -168,8 +170,9 @@ class IsolatedBackend:
         lifecycle.remove(os.path.join(self.folder, "tmp"))  # what the lost case left in its temporary folder
 
     def send(self, msg: tuple[Any, ...], restart: bool = True) -> None:
-        """Send to the worker, starting one if there is none. With ``restart=False`` a worker found dead is not
-        replaced here (it still owes answers: ``receive`` reports its death against the case it died on)."""
+        """Send to the worker, starting one if there is none. With ``restart=False`` a worker found dead is
+        not replaced here (it still owes answers: ``receive`` reports its death against the case it died
+        on)."""
         if not restart and self._proc is not None and not self._proc.is_alive():
             return
         self.start()
@@ -206,12 +209,14 @@ class IsolatedBackend:
             proc = self._proc
             self._discard(wait_s=5)
             tail = self.log_tail()
-            raise Lost("crashed", f"the backend's worker process {_how(proc.exitcode if proc else None)}; it was "
+            raise Lost("crashed",
+                       f"the backend's worker process {_how(proc.exitcode if proc else None)}; it was "
                        "replaced" + (f"\nits last output:\n{tail}" if tail else ""),
                        running or time.perf_counter() - t0, ticket) from None
 
     def run(self, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> RawResult:
-        """Run one model in the worker (arrays travel pickled: numpy and ml_dtypes dtypes pickle as themselves)."""
+        """Run one model in the worker (arrays travel pickled: numpy and ml_dtypes dtypes pickle as
+        themselves)."""
         t0 = time.perf_counter()
         self.send(("run", model.SerializeToString(), {k: np.asarray(v) for k, v in feeds.items()}))
         try:
@@ -232,8 +237,8 @@ class IsolatedBackend:
                 self._conn.send(("stop",))
 
     def close(self, wait_s: float = 2.0) -> None:
-        """Stop the worker (killed, with every process it started, after ``wait_s`` seconds; at once with 0) and remove
-        its folder."""
+        """Stop the worker (killed, with every process it started, after ``wait_s`` seconds; at once with 0)
+        and remove its folder."""
         self.ask_to_stop()
         if self._proc is not None:
             self._stop(self._proc, self._conn, wait_s)

@@ -1,22 +1,25 @@
 """How a backend's worker process, and every process it starts, dies with its case or with the run.
 
-A worker runs in a folder of its own (its log, and the ``TMPDIR`` of everything it runs) under a *keeper* (Linux):
-the process the pytest process starts forks the worker and then only waits. The keeper is a child subreaper
-(``prctl(PR_SET_CHILD_SUBREAPER)``), so every process the backend starts stays in the keeper's tree, even one that
-starts a session or a process group of its own (``setsid``, a daemon that double-forks): when its parent dies it is
-handed to the keeper, not to init. Every descendant is found by walking that tree (``/proc``), frozen (SIGSTOP, so
-none forks behind the walk) and killed (:func:`kill_tree`). It outlives the run in no way the run ends:
+A worker runs in a folder of its own (its log, and the ``TMPDIR`` of everything it runs) under a *keeper*
+(Linux): the process the pytest process starts forks the worker and then only waits. The keeper is a child
+subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so every process the backend starts stays in the keeper's tree,
+even one that starts a session or a process group of its own (``setsid``, a daemon that double-forks): when
+its parent dies it is handed to the keeper, not to init. Every descendant is found by walking that tree
+(``/proc``), frozen (SIGSTOP, so none forks behind the walk) and killed (:func:`kill_tree`). It outlives the
+run in no way the run ends:
 
-- the pytest process ends normally or is stopped by SIGINT / SIGTERM / SIGHUP, or a case times out: it stops the
-  worker and kills the keeper's tree (``IsolatedBackend.close`` / ``_discard``), and removes the worker's folder;
+- the pytest process ends normally or is stopped by SIGINT / SIGTERM / SIGHUP, or a case times out: it stops
+  the worker and kills the keeper's tree (``IsolatedBackend.close`` / ``_discard``), and removes the worker's
+  folder;
 - the worker exits or crashes (a segfault in the backend): the keeper kills what is left of its tree and exits
   as the worker did (the same exit status, or killed by the same signal);
 - the pytest process is killed (SIGKILL, a crash): the kernel sends the keeper the parent-death signal
   (``prctl(PR_SET_PDEATHSIG)``), and the keeper, which runs no backend code, kills its tree and removes the
-  folder; the worker, too, notices (a watchdog thread, end-of-file on its pipe) and dies with its process group.
+  folder; the worker, too, notices (a watchdog thread, end-of-file on its pipe) and dies with its process
+  group.
 
-Elsewhere (no ``/proc``, no subreaper) there is no keeper: the worker runs in a process group of its own, which is
-killed with it, and a process that leaves that group is beyond reach.
+Elsewhere (no ``/proc``, no subreaper) there is no keeper: the worker runs in a process group of its own,
+which is killed with it, and a process that leaves that group is beyond reach.
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ from typing import NoReturn
 WATCH_EVERY = 0.2
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
-#: seconds :func:`kill_tree` waits at most for the processes it froze to stop (one in uninterruptible sleep may
-#: not), before it kills them all as they are
+#: seconds :func:`kill_tree` waits at most for the processes it froze to stop (one in uninterruptible sleep
+#: may not), before it kills them all as they are
 _FREEZE_PATIENCE = 2.0
 
 
@@ -64,7 +67,8 @@ def set_child_subreaper() -> bool:
 
 
 def processes() -> dict[int, tuple[int, int, str]]:
-    """Every process: pid -> (parent pid, process group, state letter), read from /proc (Linux; {} elsewhere)."""
+    """Every process: pid -> (parent pid, process group, state letter), read from /proc (Linux; {}
+    elsewhere)."""
     table: dict[int, tuple[int, int, str]] = {}
     with contextlib.suppress(OSError):
         for name in os.listdir("/proc"):
@@ -87,7 +91,8 @@ def group_members(pgid: int) -> list[int]:
 
 
 def descendants(root: int, table: dict[int, tuple[int, int, str]] | None = None) -> list[int]:
-    """The living (not zombie) descendants of ``root``, parents before their children (Linux; [] elsewhere)."""
+    """The living (not zombie) descendants of ``root``, parents before their children (Linux; []
+    elsewhere)."""
     table = processes() if table is None else table
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in table.items():
@@ -103,18 +108,19 @@ def descendants(root: int, table: dict[int, tuple[int, int, str]] | None = None)
 
 def kill_tree(root: int, include_root: bool = True) -> None:
     """SIGKILL every descendant of ``root`` and every member of its process group (and ``root`` itself with
-    ``include_root``, last). Each is frozen (SIGSTOP) as it is found, and the tree is walked again until it holds
-    nothing new, every process found has stopped (a stop is not immediate: it may still fork) and two walks in a
-    row agree (``/proc`` is read one process at a time, not at one instant); then all of them are killed. ``root``
-    should be a child subreaper (:func:`set_child_subreaper`, the keeper), so that nothing leaves its tree while
-    it is walked."""
+    ``include_root``, last). Each is frozen (SIGSTOP) as it is found, and the tree is walked again until it
+    holds nothing new, every process found has stopped (a stop is not immediate: it may still fork) and two
+    walks in a row agree (``/proc`` is read one process at a time, not at one instant); then all of them are
+    killed. ``root`` should be a child subreaper (:func:`set_child_subreaper`, the keeper), so that nothing
+    leaves its tree while it is walked."""
     me = os.getpid()
     frozen: set[int] = set()
     quiet = 0
     deadline = time.monotonic() + _FREEZE_PATIENCE
     while quiet < 2 and time.monotonic() < deadline:
         table = processes()
-        tree = [*descendants(root, table), *(p for p, (_, g, st) in table.items() if g == root and st not in "ZX")]
+        tree = [*descendants(root, table),
+                *(p for p, (_, g, st) in table.items() if g == root and st not in "ZX")]
         found = [p for p in tree if p not in frozen and p not in (me, root)]
         moving = [p for p in frozen if p in table and table[p][2] not in "tTZX"]  # (not stopped yet)
         if found:
@@ -142,8 +148,8 @@ def remove(path: str | None) -> None:
 class WorkerGuard:
     """Installed by a worker as it starts: it dies, with its process group, when the pytest process is gone.
 
-    ``folder`` is removed when the worker dies because its parent is gone (otherwise the parent still reads its
-    log and removes it itself)."""
+    ``folder`` is removed when the worker dies because its parent is gone (otherwise the parent still reads
+    its log and removes it itself)."""
 
     def __init__(self, parent_pid: int, folder: str | None) -> None:
         self.parent_pid = parent_pid
@@ -181,8 +187,8 @@ class WorkerGuard:
         self.die()
 
     def die(self) -> None:
-        """Kill this worker's descendants and the rest of its process group, remove its folder if the parent is
-        gone, and exit."""
+        """Kill this worker's descendants and the rest of its process group, remove its folder if the parent
+        is gone, and exit."""
         if not self._dying.acquire(blocking=False):
             return  # (the other path is at it)
         me = os.getpid()

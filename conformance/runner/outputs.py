@@ -1,10 +1,11 @@
 """What a backend hands back, made safe to judge, record and print.
 
-A backend's ``run`` should return a list of numpy arrays in the registry's dtypes. Whatever else comes back (None,
-a string, a single array, a list of Python lists, an object array, a float64 array for an int8 output ...) is
-described here, so that the case fails with a message that says what was expected and what came back, instead of
-the runner failing on it; only numeric arrays travel on (an object array may not even pickle). What a backend
-says (its exceptions, what it prints) is made printable: no control character reaches a terminal or a report.
+A backend's ``run`` should return a list of numpy arrays in the registry's dtypes. Whatever else comes back
+(None, a string, a single array, a list of Python lists, an object array, a float64 array for an int8 output
+...) is described here, so that the case fails with a message that says what was expected and what came back,
+instead of the runner failing on it; only numeric arrays travel on (an object array may not even pickle). What
+a backend says (its exceptions, what it prints) is made printable: no control character reaches a terminal or
+a report.
 """
 
 from __future__ import annotations
@@ -28,16 +29,19 @@ class RawResult:
     """What one call of a backend did, before it is judged (``outcome.classify``)."""
 
     kind: str  # ok | unsupported | not-applicable | rejected | error | crashed | timeout
-    #: ok: each output an array (of a registry or plain numeric dtype) or what came back instead (:class:`Opaque`)
+    #: ok: each output an array (of a registry or plain numeric dtype) or what came back instead
+    #: (:class:`Opaque`)
     outputs: list[Any] = field(default_factory=list)
     message: str = ""
     seconds: float = 0.0
-    returned: str | None = None  # ok: what the backend returned when it was not a list of outputs ("None", ...)
+    # ok: what the backend returned when it was not a list of outputs ("None", ...)
+    returned: str | None = None
 
 
 @dataclass(frozen=True)
 class Opaque:
-    """An output that is not a numeric array (None, a list, an object or string array ...): its description."""
+    """An output that is not a numeric array (None, a list, an object or string array ...): its
+    description."""
 
     what: str
 
@@ -81,7 +85,8 @@ def describe(value: object) -> str:
 
 
 def take(returned: object) -> tuple[list[np.ndarray | Opaque], str | None]:
-    """(the outputs, each an array or an :class:`Opaque`; what came back instead of a list of outputs, or None)."""
+    """(the outputs, each an array or an :class:`Opaque`; what came back instead of a list of outputs, or
+    None)."""
     if not isinstance(returned, (list, tuple)):
         if isinstance(returned, np.ndarray):
             return [], f"a single array ({describe(returned)}), not a list of outputs"

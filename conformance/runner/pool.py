@@ -5,12 +5,12 @@ case. So the workers do not wait to be asked: given the run order (the plan), th
 time, run them (model, backend, comparison, record) and queue the finished results, while the pytest process
 reports the previous items. An item then only collects its result.
 
-A case stays isolated: a worker runs its cases one after the other and its beacon (shared memory) shows the one
-it is on, so when it dies or runs one case past the timeout, that case is recorded as crashed or timeout, the
-worker is replaced and its other unanswered cases are handed to the new one. (A worker sends its results a few
-at a time, which saves the pytest process a wake-up per case; results that died with it are simply computed
-again.) A case that is not in the plan, or asked for out of order (pytest-xdist decides the order in its
-workers), is run when asked.
+A case stays isolated: a worker runs its cases one after the other and its beacon (shared memory) shows the
+one it is on, so when it dies or runs one case past the timeout, that case is recorded as crashed or timeout,
+the worker is replaced and its other unanswered cases are handed to the new one. (A worker sends its results a
+few at a time, which saves the pytest process a wake-up per case; results that died with it are simply
+computed again.) A case that is not in the plan, or asked for out of order (pytest-xdist decides the order in
+its workers), is run when asked.
 
 The record of a case whose worker crashed or hung is written here, with the backend's repro made from the
 templates its worker sent (no backend is ever created in the pytest process); a worker that cannot be started
@@ -97,7 +97,8 @@ class CasePool:
             w.send(("load", source))
 
     def plan(self, order: list[tuple[CaseRef, str]]) -> None:
-        """The cases in the order they will be asked for; position k is asked for as ``get(..., position=k)``."""
+        """The cases in the order they will be asked for; position k is asked for as ``get(...,
+        position=k)``."""
         self._plan = list(order)
         self._cursor = 0
         self._planned.clear()
@@ -189,7 +190,8 @@ class CasePool:
             case = self._sources.resolve(ref)
             return finish(case, form, raw, self._expectations.expected(case.id, form), backend, self.repro)
         except Exception as e:  # (the case file changed since collection, say): the record says which case
-            message = f"{raw.kind}: {raw.message} (and it could not be recorded in full: {type(e).__name__}: {e})"
+            message = (f"{raw.kind}: {raw.message} (and it could not be recorded in full: "
+                       f"{type(e).__name__}: {e})")
             case_id = ref.case_id if isinstance(ref, FileRef) else getattr(ref.case, "id", "?")
             rec = case_record(case_id, form, raw.kind, message, backend)
             return CaseResult(raw.kind, message, record_mod.encode(rec), None, Outcome(raw.kind, message))

@@ -30,7 +30,8 @@ def preview(a: object, limit: int = PREVIEW) -> PreviewRecord | None:
         return None
     flat = a.reshape(-1)[:limit] if a.flags.c_contiguous else np.asarray(a.flat[:limit])
     if not registered(a.dtype):  # a plain numpy array a backend returned (float64 for an int8 output, say)
-        codes = flat.view(f"u{a.itemsize}").tolist() if a.dtype.kind in "biuf" and a.itemsize in (1, 2, 4, 8) else []
+        codes = (flat.view(f"u{a.itemsize}").tolist() if a.dtype.kind in "biuf" and a.itemsize in (1, 2, 4, 8)
+                 else [])
         return {"type": str(a.dtype), "shape": list(a.shape), "values": [str(v) for v in flat.tolist()],
                 "codes": [int(c) for c in codes], "truncated": a.size > limit}
     t = by_dtype(a.dtype)
@@ -42,9 +43,9 @@ def preview(a: object, limit: int = PREVIEW) -> PreviewRecord | None:
 def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, backend: tuple[str, str],
           model: onnx.ModelProto | None, feeds: dict[str, np.ndarray],
           repro: Callable[[str, list[str]], str] | None) -> CaseRecord:
-    """The record of ``case`` in ``form`` on ``backend`` (name, version); ``repro(model_code, output_names)`` is
-    the backend's own repro script, or None to give the model code alone; ``model``: the case's model in ``form``
-    (None: built when the record needs it)."""
+    """The record of ``case`` in ``form`` on ``backend`` (name, version); ``repro(model_code, output_names)``
+    is the backend's own repro script, or None to give the model code alone; ``model``: the case's model in
+    ``form`` (None: built when the record needs it)."""
     meta = case.metadata()
     rec = case_record(case.id, form, outcome.status, outcome.message, backend)
     rec.update({
@@ -61,7 +62,8 @@ def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, ba
         "expectation": None if entry is None else entry.as_record(),
         "mismatches": outcome.mismatch_records(),
     })
-    if meta.get("graph"):  # a graph case: its template (file#id), which findings and the compliance table name
+    # a graph case: its template (file#id), which findings and the compliance table name
+    if meta.get("graph"):
         rec["template"] = meta["template"]
     _label_mismatches(case, rec, outcome.actual)
     implementation_defined = meta["status"] == CaseStatus.IMPLEMENTATION_DEFINED
@@ -86,8 +88,8 @@ def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, ba
 
 def _label_mismatches(case: Case, rec: CaseRecord, actual: list[Any] | None) -> None:
     """Each mismatch's first indices get the boundary their x element sits on (``labels``, aligned); and every
-    element of the output's preview that differs (by the verdict's comparison, :func:`compare.differs`) its own
-    (``explained``: [flat index, label] pairs), the report's case table's explanation column."""
+    element of the output's preview that differs (by the verdict's comparison, :func:`compare.differs`) its
+    own (``explained``: [flat index, label] pairs), the report's case table's explanation column."""
     x_labels = getattr(case, "x_labels", None)
     if x_labels is None:
         return

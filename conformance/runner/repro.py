@@ -23,10 +23,11 @@ def array_code(a: np.ndarray) -> str:
 
 
 def model_code(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> str:
-    """Python that defines ``model``: its nodes (one for a single-node case, several for a graph case) with every
-    input an initializer."""
+    """Python that defines ``model``: its nodes (one for a single-node case, several for a graph case) with
+    every input an initializer."""
     nodes = [n for n in model.graph.node if n.op_type != "Constant"]
-    lines = ["import ml_dtypes", "import numpy as np", "import onnx", "from onnx import helper, numpy_helper", ""]
+    lines = ["import ml_dtypes", "import numpy as np", "import onnx", "from onnx import helper, numpy_helper",
+             ""]
     lines.append("inputs = {")
     for name in dict.fromkeys(i for n in nodes for i in n.input):
         if name and name in values:
@@ -40,7 +41,8 @@ def model_code(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> str:
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         name = "node" if len(nodes) == 1 else f"node{k}"
         made.append(name)
-        lines.append(f"{name} = helper.make_node({node.op_type!r}, {list(node.input)!r}, {list(node.output)!r}, "
+        lines.append(f"{name} = helper.make_node({node.op_type!r}, {list(node.input)!r}, "
+                     f"{list(node.output)!r}, "
                      f"domain={node.domain!r}{''.join(f', {k}={v!r}' for k, v in sorted(attrs.items()))})")
     lines += [
         f"graph = helper.make_graph([{', '.join(made)}], 'repro', [], [{outs}],",
@@ -67,9 +69,9 @@ def _output_mark(k: int) -> str:
 
 
 def templates_of(backend: object) -> dict[int, str]:
-    """The backend's repro script with stand-ins for the model code and the output names, per number of outputs:
-    made in the backend's worker, so that the pytest process writes the repro of a case whose worker crashed or
-    hung without ever creating a backend (see :class:`TemplateRepro`)."""
+    """The backend's repro script with stand-ins for the model code and the output names, per number of
+    outputs: made in the backend's worker, so that the pytest process writes the repro of a case whose worker
+    crashed or hung without ever creating a backend (see :class:`TemplateRepro`)."""
     repro = getattr(backend, "repro", None)
     templates: dict[int, str] = {}
     if repro is None:
@@ -85,9 +87,9 @@ def templates_of(backend: object) -> dict[int, str]:
 
 
 class TemplateRepro:
-    """A backend's ``repro(model_code, output_names)``, from the templates its worker made (picklable, and needing
-    no backend). Raises LookupError when there is no template for that many outputs (the record then holds the
-    model code alone)."""
+    """A backend's ``repro(model_code, output_names)``, from the templates its worker made (picklable, and
+    needing no backend). Raises LookupError when there is no template for that many outputs (the record then
+    holds the model code alone)."""
 
     def __init__(self, templates: dict[int, str]) -> None:
         self.templates = dict(templates)

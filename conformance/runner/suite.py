@@ -101,7 +101,8 @@ class SuiteCase:
                 continue
             where = self._inside(r["outputs"])
             judged = None if r.get("judged") is None else tuple(
-                _mask(where / f"judged_{k}.pb") if constrained else None for k, constrained in enumerate(r["judged"]))
+                _mask(where / f"judged_{k}.pb") if constrained else None
+                for k, constrained in enumerate(r["judged"]))
             out.append(Reading(r["ambiguity"], r["name"], tuple(self._outputs(where)), judged))
         return out
 
@@ -138,15 +139,15 @@ class SuiteError(ValueError):
 
 
 def load_suite(root: Path) -> tuple[Manifest, list[SuiteCase]]:
-    """The manifest and cases of an exported suite. SuiteError when the manifest is of another layout, or names
-    a case folder outside the suite (an absolute path, ``..``, a link leading out): nothing outside ``root`` is
-    ever read."""
+    """The manifest and cases of an exported suite. SuiteError when the manifest is of another layout, or
+    names a case folder outside the suite (an absolute path, ``..``, a link leading out): nothing outside
+    ``root`` is ever read."""
     manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
     version = manifest.get("manifest_version") if isinstance(manifest, dict) else None
     if version != MANIFEST_VERSION:
-        raise SuiteError(f"manifest_version {version!r}, this reader knows {MANIFEST_VERSION}: export the suite "
-                         "again with this version's qdq-conformance generate (an older export carries no "
-                         "catalogued readings, so its implementation-defined cases cannot be judged)")
+        raise SuiteError(f"manifest_version {version!r}, this reader knows {MANIFEST_VERSION}: export the "
+                         "suite again with this version's qdq-conformance generate (an older export carries "
+                         "no catalogued readings, so its implementation-defined cases cannot be judged)")
     top = root.resolve()
     cases = []
     for entry in manifest["cases"]:
@@ -161,9 +162,9 @@ def load_suite(root: Path) -> tuple[Manifest, list[SuiteCase]]:
 
 def scope(root: Path) -> tuple[bool, tuple[str, ...]]:
     """(whether the suite holds every case of the corpus it was made from, its graph forms), from its manifest
-    ((False, ()) when it cannot be read). A run of a part of the corpus calls stale only the expectation entries
-    its cases could match, as a ``-k`` run of the corpus does; an entry for a form the suite lacks is never
-    stale."""
+    ((False, ()) when it cannot be read). A run of a part of the corpus calls stale only the expectation
+    entries its cases could match, as a ``-k`` run of the corpus does; an entry for a form the suite lacks is
+    never stale."""
     try:
         manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
         selection, forms = manifest.get("selection"), manifest.get("forms")

@@ -1,10 +1,10 @@
-"""The worker process of an isolated backend (:mod:`.isolation`): its setup, its loop, and the beacon that shows
-the parent which case it is running.
+"""The worker process of an isolated backend (:mod:`.isolation`): its setup, its loop, and the beacon that
+shows the parent which case it is running.
 
-The worker builds the backend once and then serves: a model and its feeds (pickled arrays) in, the outputs (or a
-decline / an error) out; or references to corpus cases in, finished results out (see ``execute`` and ``pool``).
-Whatever a backend prints goes to the worker's log file; the worker runs under a keeper process, in a folder of
-its own (see ``lifecycle``).
+The worker builds the backend once and then serves: a model and its feeds (pickled arrays) in, the outputs (or
+a decline / an error) out; or references to corpus cases in, finished results out (see ``execute`` and
+``pool``). Whatever a backend prints goes to the worker's log file; the worker runs under a keeper process, in
+a folder of its own (see ``lifecycle``).
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ from .repro import templates_of
 WORKER_NICENESS = 5
 
 
-#: the pytest process's ends of its workers' pipes: a forked worker closes its copies, so that each worker sees
-#: end-of-file when the pytest process is gone (and not only when every sibling forked after it is gone too)
+#: the pytest process's ends of its workers' pipes: a forked worker closes its copies, so that each worker
+#: sees end-of-file when the pytest process is gone (and not only when every sibling forked after it is gone
+#: too)
 PARENT_ENDS: weakref.WeakSet[Connection] = weakref.WeakSet()
 
 
@@ -47,8 +48,8 @@ IDLE, DIRECT, SETUP = -1, -2, -3
 
 class Beacon:
     """What a worker is running right now, in memory shared with the parent: the case's ticket and when it
-    started. A worker sends its results a few at a time, so when it dies or hangs, the beacon (not the order of
-    its answers) tells which case it was on; and the per-case timeout counts from that case's own start."""
+    started. A worker sends its results a few at a time, so when it dies or hangs, the beacon (not the order
+    of its answers) tells which case it was on; and the per-case timeout counts from that case's own start."""
 
     def __init__(self) -> None:
         self._cell = mp.RawArray(ctypes.c_double, 2)  # [started (time.monotonic), ticket]
@@ -71,9 +72,9 @@ class Beacon:
 
 
 def start_method() -> Literal["fork", "spawn"]:
-    """How a worker process starts: forked where that is safe (Linux, and no thread in this process that a fork
-    could leave holding a lock), which spares it importing numpy, onnx and the runner again; spawned otherwise
-    (and always when ``QDQ_WORKER_START=spawn``)."""
+    """How a worker process starts: forked where that is safe (Linux, and no thread in this process that a
+    fork could leave holding a lock), which spares it importing numpy, onnx and the runner again; spawned
+    otherwise (and always when ``QDQ_WORKER_START=spawn``)."""
     wanted = os.environ.get("QDQ_WORKER_START", "")
     if wanted == "spawn":
         return "spawn"
@@ -98,13 +99,13 @@ FLUSH_AFTER = 0.05
 def serve(conn: Connection, spec: str, options: BackendOptions, log_path: str | None = None,
            expectations_path: str | None = None, beacon: Beacon | None = None, parent_pid: int | None = None,
            folder: str | None = None, timeout: float = 60.0) -> None:
-    """The worker's loop. Messages: ("run", model bytes, feeds) -> ("raw", RawResult); ("load", source) preloads
-    a case file; ("cases", [(ticket, case ref, form), ...]) -> ("results", [(ticket, CaseResult), ...]) messages
-    that answer every case in order, a few at a time (a backend with ``prepare`` is first handed them all: see
-    ``execute.prepare_cases``; its beacon shows the first case meanwhile); ("expectations", path or None) names
-    the expectations file the records refer to; ("stop",). The beacon always shows the case being run. The first
-    message is ("hello", name, version, repro templates, {"batch": cases the backend likes to be handed at once})
-    or ("fatal", why)."""
+    """The worker's loop. Messages: ("run", model bytes, feeds) -> ("raw", RawResult); ("load", source)
+    preloads a case file; ("cases", [(ticket, case ref, form), ...]) -> ("results", [(ticket, CaseResult),
+    ...]) messages that answer every case in order, a few at a time (a backend with ``prepare`` is first
+    handed them all: see ``execute.prepare_cases``; its beacon shows the first case meanwhile);
+    ("expectations", path or None) names the expectations file the records refer to; ("stop",). The beacon
+    always shows the case being run. The first message is ("hello", name, version, repro templates, {"batch":
+    cases the backend likes to be handed at once}) or ("fatal", why)."""
     guard = _settle(conn, parent_pid, folder, log_path)
     backend = _open_backend(conn, spec, options)
     if backend is None:
@@ -152,11 +153,12 @@ def _settle(conn: Connection, parent_pid: int | None, folder: str | None,
         os.environ["TMPDIR"] = tempfile.tempdir = tmp
     if log_path:
         _redirect_output(log_path)
-    # A forked worker inherits pytest's faulthandler, which would print a crash's Python traceback to the terminal
-    # (and push the backend's own last words out of the log's tail): the crash message names the case instead.
+    # A forked worker inherits pytest's faulthandler, which would print a crash's Python traceback to the
+    # terminal (and push the backend's own last words out of the log's tail): the crash message names the case
+    # instead.
     faulthandler.disable()
-    # This process becomes the worker's keeper, which kills whatever the backend leaves behind (setsid included)
-    # however the worker ends; the worker goes on here, in the keeper's child (lifecycle.py).
+    # This process becomes the worker's keeper, which kills whatever the backend leaves behind (setsid
+    # included) however the worker ends; the worker goes on here, in the keeper's child (lifecycle.py).
     lifecycle.keep(parent_pid or os.getppid(), folder, close=(conn,))
     guard = lifecycle.WorkerGuard(os.getppid(), folder)
     guard.install()
@@ -168,13 +170,16 @@ def _settle(conn: Connection, parent_pid: int | None, folder: str | None,
 
 
 def _open_backend(conn: Connection, spec: str, options: BackendOptions) -> Any:
-    """The backend, announced with the "hello" message; None (after a "fatal" message) when it cannot be made."""
+    """The backend, announced with the "hello" message; None (after a "fatal" message) when it cannot be
+    made."""
     try:
         backend = create(spec, options)
         if not callable(getattr(backend, "run", None)):
-            raise TypeError(f"the factory returned a {type(backend).__name__}, which has no run(model, feeds) method")
+            raise TypeError(f"the factory returned a {type(backend).__name__}, which has no run(model, "
+                            "feeds) method")
         # (the records and the expectations want text, whatever a third-party backend holds)
-        backend_name, backend_version = str(getattr(backend, "name", spec)), str(getattr(backend, "version", "unknown"))
+        backend_name, backend_version = str(getattr(backend, "name", spec)), str(getattr(backend, "version",
+                                                                                         "unknown"))
         templates = templates_of(backend)
         batch = int(getattr(backend, "batch", 0) or 0) if callable(getattr(backend, "prepare", None)) else 0
     except BackendUnavailable as e:  # (its message says it all: a missing package and how to install it, say)
@@ -198,8 +203,8 @@ def _load(sources: execute.Sources, files: list[tuple[str, tuple[str, ...]]], be
 
 def _run_cases(conn: Connection, backend: Any, cases: list[tuple[int, Any, str]], sources: execute.Sources,
                expectations: Any, beacon: Beacon, timeout: float) -> None:
-    """Answer a "cases" message: every case in order, sent a few at a time (``FLUSH_AFTER``), each shown in the
-    beacon while it runs (a backend with ``prepare`` is first handed them all)."""
+    """Answer a "cases" message: every case in order, sent a few at a time (``FLUSH_AFTER``), each shown in
+    the beacon while it runs (a backend with ``prepare`` is first handed them all)."""
     held: list[tuple[int, Any]] = []
     since = 0.0
     if cases:

@@ -1,5 +1,5 @@
-"""A ``command:`` runner that never answers, with a child of its own: ``hanging_runner.py MARKER CASE_DIR OUT_DIR``
-(the marker in both command lines lets a test find them)."""
+"""A ``command:`` runner that never answers, with a child of its own: ``hanging_runner.py MARKER CASE_DIR
+OUT_DIR`` (the marker in both command lines lets a test find them)."""
 
 import subprocess
 import sys
