@@ -29,10 +29,9 @@ from ..types import by_dtype
 from . import arith
 from . import granularity as gran
 from .dequantize import multiply
-from .dynamic import dynamic_quantize
-from .ops import SPEC, plan_dequantize_linear, plan_quantize_linear
-from .quantize import quantize
-from .reading_divisions import DIVISIONS, F32, INT32, NARROW, U8, Node, Outputs, division_entry, q_int
+from .ops import plan_dequantize_linear, plan_quantize_linear
+from .reading_divisions import DIVISIONS, F32, INT32, NARROW, Node, Outputs, division_entry, q_int
+from .reading_dynamic import dql_empty, dql_judged, dql_nan, dql_zero
 
 #: (entry, reading) pairs the catalogue names but does not define precisely enough to compute.
 NOT_COMPUTED = {
@@ -191,64 +190,6 @@ def _quark_float_saturation(n: Node) -> dict[str, Outputs] | None:
     return {"saturate": n.outputs, "inf": n.quantize(saturate=False)}
 
 
-def _dql_nan(n: Node) -> dict[str, Outputs] | None:
-    if n.spec.name != "DynamicQuantizeLinear" or not np.isnan(n.x).any():
-        return None
-    numbers = n.x[~np.isnan(n.x)]
-    _, scale, zp = dynamic_quantize(numbers, steps=SPEC)
-    found = {"propagate": n.outputs, "ignored": _dql_y(n.x, scale, zp)}
-    if not numbers.any():
-        # NaN ignored, nothing but zeros (or nothing) is left: the range is 0, and dql-zero's question arises
-        # for what remains (ONNX Runtime ignores NaN, then guards the zero range with a scale of 1)
-        found[f"ignored+{reading_key('dql-zero', _GUARD_ONE)}"] = _dql_y(n.x, *_DQL_GUARD)
-    return found
-
-
-def _dql_y(x: np.ndarray, scale: np.ndarray, zp: np.ndarray) -> Outputs:
-    """(y, y_scale, y_zero_point) with y = QuantizeLinear(x, y_scale, y_zero_point), the function body's last
-    step."""
-    y = quantize(x, scale, zp, out=U8, granularity=gran.Granularity(gran.PER_TENSOR), precision=F32,
-                 steps=SPEC)
-    return (y, scale, zp)
-
-
-#: dql-zero's guard-one: y_scale 1 and y_zero_point 0 for a zero range
-_GUARD_ONE = "guard-one"
-_DQL_GUARD = (np.array(1, np.float32), np.array(0, np.uint8))
-
-
-def _dql_zero(n: Node) -> dict[str, Outputs] | None:
-    if n.spec.name != "DynamicQuantizeLinear" or n.x.any():  # (an empty x has the range of an all-zero one)
-        return None
-    return {"zero-scale": n.outputs, _GUARD_ONE: _dql_y(n.x, *_DQL_GUARD)}
-
-
-def _dql_empty(n: Node) -> dict[str, Outputs | None] | None:
-    if n.spec.name != "DynamicQuantizeLinear" or n.x.size:
-        return None
-    return {"identities": n.outputs, "fails": None}
-
-
-def _dql_judged(x: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray | None, None, np.ndarray | None]:
-    """What a DynamicQuantizeLinear reading constrains. y = QuantizeLinear(x, y_scale, y_zero_point): an
-    element whose quotient is NaN follows nan-to-integer, whose readings include any code. y_zero_point =
-    Cast(Round(...)), whose argument, Q_Min - X_Min_Adjusted / y_scale, is NaN when y_scale is NaN, or 0 / 0,
-    or -inf / inf (an input with -inf); Cast's text does not say what NaN becomes in uint8, so such a zero
-    point is not judged either, nor is an element of y whose finite quotient it is added to (with y_scale inf,
-    y of every number is the zero point itself; an infinite quotient saturates whatever the zero point).
-    (X_Min_Adjusted of the reading: NaN elements left out, as a reading that ignores them does; under the
-    kernel's reading NaN propagates.)"""
-    s = np.float32(scale)
-    with np.errstate(all="ignore"):
-        x32 = x.astype(np.float32)
-        q = x32 / s
-        numbers = x32[~np.isnan(x32)]
-        x_min = np.fmin(np.min(numbers) if numbers.size else np.float32(np.inf), np.float32(0))
-        zp_free = bool(np.isnan(np.float32(0) - np.float32(x_min) / s))
-    free = np.isnan(q) | (np.isfinite(q) if zp_free else False)
-    return (~free if free.any() else None), None, (np.array(False) if zp_free else None)
-
-
 def _validity(kernel: str) -> Callable[[Node], dict[str, Outputs | None]]:
     """An entry whose other reading makes the model invalid."""
     return lambda n: {kernel: n.outputs, "invalid": None}
@@ -278,9 +219,9 @@ COMPUTED: dict[str, Callable[[Node], Mapping[str, Outputs | None] | None]] = {
     "dq-precision": _dq_precision,
     "nan-to-nanless-float": _nan_to_nanless_float,
     "quark-float-saturation": _quark_float_saturation,
-    "dql-nan": _dql_nan,
-    "dql-zero": _dql_zero,
-    "dql-empty": _dql_empty,
+    "dql-nan": dql_nan,
+    "dql-zero": dql_zero,
+    "dql-empty": dql_empty,
     "block-size-si-1": _block_size_si_1,
     "v10-one-element-scale": _validity(gran.PER_TENSOR),
     "one-element-scale": _validity(gran.PER_TENSOR),
@@ -375,7 +316,7 @@ def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | N
             if name == "any" and free is not None and out is not None:
                 judged = (~free,) + (None,) * (len(out) - 1)
             elif op == "DynamicQuantizeLinear" and out is not None:
-                judged = _dql_judged(node.x, out[1])
+                judged = dql_judged(node.x, out[1])
             found.append(Reading(amb, name, None if out is None else tuple(out), judged))
     found += [r for r in _combinations(node) if not any(
         o.outputs is not None and o.judged is None and r.judged is None
@@ -388,6 +329,6 @@ def readings(domain: str, op: str, version: int, inputs: Sequence[np.ndarray | N
 def kernel_reading(op: str, x: np.ndarray, outputs: Sequence[np.ndarray], ambiguity: str) -> Reading:
     """The kernel's own reading of ``ambiguity``, standing alone: the kernel's ``outputs`` for a node ``x``
     where the entry's question does not arise."""
-    judged = _dql_judged(x, outputs[1]) if op == "DynamicQuantizeLinear" else None
+    judged = dql_judged(x, outputs[1]) if op == "DynamicQuantizeLinear" else None
     return Reading(ambiguity, _catalogue()[ambiguity].kernel_reading, tuple(outputs), judged)
 
