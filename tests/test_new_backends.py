@@ -100,23 +100,18 @@ def _installed(name):
     return create(name)
 
 
-@pytest.mark.parametrize("fragment", sorted(TRACT_REFUSALS))
-def test_tract_marker_matches_its_refusal_on_the_installed_release(fragment):
-    backend = _installed("tract")
-    model, feeds = TRACT_REFUSALS[fragment]
+REFUSALS = {"tract": TRACT_REFUSALS, "tinygrad": TINYGRAD_REFUSALS}
+MARKER_REFUSALS = [(name, fragment) for name, refusals in REFUSALS.items() for fragment in sorted(refusals)]
+
+
+@pytest.mark.parametrize(("name", "fragment"), MARKER_REFUSALS, ids=[f"{n}-{f}" for n, f in MARKER_REFUSALS])
+def test_marker_matches_its_refusal_on_the_installed_release(name, fragment):
+    backend = _installed(name)
+    model, feeds = REFUSALS[name][fragment]
     with pytest.raises(Unsupported) as e:
         backend.run(model, feeds)
     assert not isinstance(e.value, NotApplicable)
-    assert fragment in str(e.value) and f"tract says {fragment!r}" in str(e.value)
-
-
-@pytest.mark.parametrize("fragment", sorted(TINYGRAD_REFUSALS))
-def test_tinygrad_marker_matches_its_refusal_on_the_installed_release(fragment):
-    backend = _installed("tinygrad")
-    model, feeds = TINYGRAD_REFUSALS[fragment]
-    with pytest.raises(Unsupported) as e:
-        backend.run(model, feeds)
-    assert f"tinygrad says {fragment!r}" in str(e.value)
+    assert fragment in str(e.value) and f"{name} says {fragment!r}" in str(e.value)
 
 
 def test_tract_runs_a_quantization_and_rejects_what_no_marker_explains():
