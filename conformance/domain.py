@@ -213,8 +213,9 @@ class CaseMetadata(TypedDict, total=False):
     ambiguity: str | None
     readings: list[str]  # the catalogued readings ("entry:reading")
     rule: str | None
-    comparison: str  # exact, ulp<=N, must-reject
+    comparison: str  # exact, ulp<=N, interval, must-reject
     ulp_why: str | None
+    interval_why: str | None  # a graph case judged by an interval: why
     tier: str
     attributes: dict[str, int]
     graph: GraphMetadata  # (a graph case)
@@ -228,7 +229,8 @@ class Case(Protocol):
     (``generators.case.ConcreteCase``) or an exported suite's (``runner.suite.SuiteCase``).
 
     ``status`` is a :class:`CaseStatus` value; ``expected`` the oracle's outputs (None for an invalid case);
-    ``ulp`` the comparison's tolerance in units in the last place (0: exact); ``metadata()`` the JSON-ready
+    ``ulp`` the comparison's tolerance in units in the last place (0: exact); ``output_bounds()`` per output
+    the (low, high) interval of acceptable values of the ``interval`` rule, or None; ``metadata()`` the JSON-ready
     description a record copies its fields from; ``readings`` an implementation-defined case's catalogued
     readings (:class:`~qdq_conformance.ambiguities.Reading`; empty when the case carries none)."""
 
@@ -246,6 +248,8 @@ class Case(Protocol):
 
     @property
     def readings(self) -> Sequence[Reading]: ...
+
+    def output_bounds(self) -> list[tuple[np.ndarray, np.ndarray] | None] | None: ...
 
     def model(self, form: str = ...) -> onnx.ModelProto: ...
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .compare import rule_ulp
+from .compare import rule_interval, rule_ulp
 from .domain import BOTH, FORMS, Tier, tiers_of
 from .generators.cache import load_file_cached
 from .plugin.options import RUN_FLAGS
@@ -127,17 +127,38 @@ def fresh(case_id: str, backend: str, form: str, expectations: str | None, folde
         return [c.copy() for c in cases]
 
 
-def _full_expected(rec: CaseRecord, folder: str | None) -> list[tuple[str, list[int], list[int]]] | None:
-    """The spec's outputs of the case in full (type, shape, codes), from the corpus; None when not found
-    there."""
+#: one output as the repro script checks it: type, shape, bit codes, and (an interval output) the codes of
+#: each element's lowest and highest acceptable value
+Output = tuple[str, list[int], list[int], "list[int] | None", "list[int] | None"]
+
+
+def _codes(a: np.ndarray) -> list[int]:
+    return [int(c) for c in code_of(a).reshape(-1)]
+
+
+def _full_expected(rec: CaseRecord, folder: str | None) -> list[Output] | None:
+    """The spec's outputs of the case in full (type, shape, codes, and an interval's low and high codes),
+    from the corpus; None when not found there."""
     where = find_case(rec["id"], folder)
     if where is None:
         return None
     cases = [c for c in load_file_cached(where[0], tiers_of(Tier.DEFAULT.value)) if c.id == rec["id"]]
     if not cases or cases[0].expected is None:
         return None
-    return [(by_dtype(e.dtype).name, list(e.shape), [int(c) for c in code_of(e).reshape(-1)])
-            for e in cases[0].expected]
+    bounds = cases[0].output_bounds() or []
+    out: list[Output] = []
+    for k, e in enumerate(cases[0].expected):
+        b = bounds[k] if k < len(bounds) else None
+        out.append((by_dtype(e.dtype).name, list(e.shape), _codes(e), None if b is None else _codes(b[0]),
+                    None if b is None else _codes(b[1])))
+    return out
+
+
+def _narrow_values(types: set[str]) -> dict[str, list[str]]:
+    """The value of every code of each narrow float type in ``types``, as ``float.hex`` text (an interval's
+    bounds compare by value)."""
+    narrow = [by_name(t) for t in sorted(types) if t in TYPES and TYPES[t].is_float and TYPES[t].bits <= 8]
+    return {t.name: [float(v).hex() for v in bit_patterns(t).astype(np.float64)] for t in narrow}
 
 
 def _nan_codes(types: set[str]) -> dict[str, list[int]]:
@@ -150,8 +171,8 @@ def _nan_codes(types: set[str]) -> dict[str, list[int]]:
 
 def repro_script(rec: CaseRecord, folder: str | None = None) -> str:
     """A script that runs the backend on the case (the record's repro) and asserts its outputs, bit for bit
-    (any NaN matching any NaN, within the case's ULP bound), against the spec's; it prints expected vs
-    actual."""
+    (any NaN matching any NaN, within the case's ULP bound, within an ``interval`` case's acceptable values),
+    against the spec's; it prints expected vs actual."""
     code = rec.get("repro")
     if not code:
         raise ValueError(f"the record of {rec['id']} [{rec.get('form')}] has no repro (only a case that did "
@@ -159,12 +180,15 @@ def repro_script(rec: CaseRecord, folder: str | None = None) -> str:
     expected = _full_expected(rec, folder)
     partial = expected is None
     if expected is None:  # (a case no longer in the corpus: the record's preview, its first elements)
-        expected = [(p["type"], p["shape"], p["codes"]) for p in rec.get("expected") or [] if p]
-    types = {t for t, _, _ in expected}
+        expected = [(p["type"], p["shape"], p["codes"], p.get("low"), p.get("high"))
+                    for p in rec.get("expected") or [] if p]
+    types = {t for t, _, _, _, _ in expected}
     ulp = rule_ulp(rec.get("comparison"))
+    rule = (f"ULP bound {ulp}" if not rule_interval(rec.get("comparison")) else
+            "an interval case: an element passes within its lowest and highest acceptable values")
     header = (f"# {rec['id']} [{rec.get('form')}] on {rec.get('backend')} {rec.get('backend_version')}, "
               "written by `qdq-conformance show --repro`.\n# Runs the backend, then compares its outputs "
-              f"with the spec's (bit patterns; any NaN matches any NaN; ULP bound {ulp}); exit status 1 when "
+              f"with the spec's (bit patterns; any NaN matches any NaN; {rule}); exit status 1 when "
               "they differ.\n"
               + ("# (the case is not in this corpus: only the first elements the results file kept are "
                  "compared)\n"
@@ -172,7 +196,7 @@ def repro_script(rec: CaseRecord, folder: str | None = None) -> str:
     clause = rec.get("spec")
     spec = " ".join(str((clause.get("text") if clause else None) or "").split())
     return (header + f"# spec: {spec[:300]}\n" + _PRELUDE.format(
-        expected=repr(expected), nan_codes=repr(_nan_codes(types)),
+        expected=repr(expected), nan_codes=repr(_nan_codes(types)), narrow=repr(_narrow_values(types)),
         bits=repr({t: TYPES[t].bits for t in sorted(types) if t in TYPES}),
         floats=repr(sorted(t for t in types if t in TYPES and TYPES[t].is_float)), ulp=ulp)
         + "\n# --- the backend's repro ---\n" + code.rstrip() + "\n" + _CHECK)
@@ -184,8 +208,9 @@ import sys
 
 import numpy as np
 
-EXPECTED = {expected}  # (type, shape, bit codes) of each output the spec gives
+EXPECTED = {expected}  # (type, shape, bit codes, low codes, high codes) of each output the spec gives
 NAN_CODES = {nan_codes}  # the NaN codes of the narrow float types
+NARROW = {narrow}  # the value of every code of the narrow float types (float.hex)
 BITS = {bits}
 FLOATS = {floats}
 ULP = {ulp}
@@ -235,6 +260,25 @@ def _finite(code, name):
     return bool(np.isfinite(_wide(code, name)))
 
 
+def _value(code, name):
+    """The value of a code (an interval's ends compare by value)."""
+    if name in NARROW:
+        return float.fromhex(NARROW[name][code])
+    if name in FLOATS:
+        return float(_wide(code, name))
+    bits = BITS.get(name, 8)
+    signed = name.startswith("int")
+    return code - (1 << bits) if signed and code >> (bits - 1) else code
+
+
+def _within(code, lo, hi, name):
+    if lo == hi:
+        return code == lo or (_nan(code, name) and _nan(lo, name))
+    if _nan(code, name):
+        return False
+    return _value(lo, name) <= _value(code, name) <= _value(hi, name)
+
+
 def _ordered(code, bits):
     sign = 1 << (bits - 1)
     return -(code & (sign - 1)) if code & sign else code
@@ -244,7 +288,7 @@ bad = 0
 if len(_outputs) < len(EXPECTED):
     builtins.print(f"the backend gave {len(_outputs)} output(s), the spec {len(EXPECTED)}")
     sys.exit(1)
-for k, (name, shape, want) in enumerate(EXPECTED):
+for k, (name, shape, want, low, high) in enumerate(EXPECTED):
     got = _codes(_outputs[k], name, len(want))
     builtins.print(f"output {k} ({name}, shape {shape}): expected code vs actual code")
     for j, w in enumerate(want):
@@ -253,10 +297,15 @@ for k, (name, shape, want) in enumerate(EXPECTED):
         if not same and g is not None and ULP and name in FLOATS and BITS[name] >= 16:
             same = _finite(g, name) and _finite(w, name) and \
                 abs(_ordered(g, BITS[name]) - _ordered(w, BITS[name])) <= ULP
+        interval = ""
+        if low is not None and high is not None and j < len(low):
+            same = g is not None and _within(g, low[j], high[j], name)
+            if low[j] != high[j]:
+                interval = f" (acceptable 0x{low[j]:x} .. 0x{high[j]:x})"
         if not same:
             bad += 1
         if not same or j < 16:
-            builtins.print(f"  {'*' if not same else ' '} [{j}] expected 0x{w:x}, actual "
+            builtins.print(f"  {'*' if not same else ' '} [{j}] expected 0x{w:x}{interval}, actual "
                            + ("-" if g is None else f"0x{g:x}"))
 builtins.print(f"{bad} element(s) differ" if bad else "the outputs match the spec")
 sys.exit(1 if bad else 0)

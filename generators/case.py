@@ -65,6 +65,11 @@ class FromTemplate:
                 "spec": self.spec_text(),
                 "source": {"file": Path(self.file).name, "line": self.line, "template": self.template}}
 
+    def output_bounds(self) -> list[tuple[np.ndarray, np.ndarray] | None] | None:
+        """Per output, the interval of acceptable values (None: exact), or None when the case compares every
+        output exactly (or within its ULP bound): only a graph case around a compute op has intervals."""
+        return None
+
     def metadata(self) -> CaseMetadata:
         """This case for non-Python consumers (JSON-ready); shared text lives under its template key."""
         cached = self.__dict__.get("_metadata")

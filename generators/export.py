@@ -32,7 +32,7 @@ from . import layout
 from .case import ConcreteCase, TemplateMetadata
 from .suite_readme import LICENSE, README, license_text, readme
 
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
 #: the files generate writes beside the kind folders (owned, and replaced, like the case folders)
 TOP_FILES = (README, LICENSE, layout.MANIFEST)
 
@@ -68,6 +68,7 @@ def write_cases(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] =
         entry["tolerance"] = layout.tolerance(case)
         entry["reading_files"] = layout.reading_files(case)
         entry["onnx_runner_blind_to"] = layout.onnx_runner_blind_to(case)
+        entry["bound_files"] = layout.bound_files(case)
         entries.append(entry)
         templates.setdefault(case.template_key(), case.template_metadata())
         if progress is not None:

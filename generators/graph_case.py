@@ -1,5 +1,6 @@
-"""A concrete graph case: a small graph of quantization nodes and exact ops, its values, and the oracle's
-node-by-node outputs (``qdq_conformance.reference.graph``)."""
+"""A concrete graph case: a small graph of quantization nodes, exact ops and compute ops, its values, and the
+oracle's node-by-node outputs (``qdq_conformance.reference.graph``): each output's representative value
+(``expected``) and, where a compute op leaves more than one acceptable value, its interval (``bounds``)."""
 
 from __future__ import annotations
 
@@ -66,11 +67,23 @@ class GraphCase(FromTemplate):
     rule: str | None = None
     ambiguity: str | None = None
     is_graph: bool = True
+    #: per output, (low, high) where an element has more than one acceptable value; empty: every output exact
+    bounds: list[tuple[np.ndarray, np.ndarray] | None] = field(default_factory=list)
+    #: why the comparison is an interval (None: exact)
+    interval_why: str | None = None
+    #: the compute ops whose exact result meets a tie of the QuantizeLinear after them (coverage)
+    ties: list[str] = field(default_factory=list)
+    #: the compute ops of the graph whose every output element feeds one acceptable value on (coverage)
+    exact_ops: list[str] = field(default_factory=list)
 
     # what the runner and the reports read of every case
     @property
     def comparison(self) -> str:
-        return rule_text(self.ulp)
+        return rule_text(self.ulp, interval=any(b is not None for b in self.bounds))
+
+    def output_bounds(self) -> list[tuple[np.ndarray, np.ndarray] | None] | None:
+        """Per output, its interval (None: exact), or None when every output is exact."""
+        return list(self.bounds) if any(b is not None for b in self.bounds) else None
 
     @property
     def clause(self) -> Clause:
@@ -149,9 +162,11 @@ class GraphCase(FromTemplate):
         return model
 
     def feeds(self, form: str = Form.RUNTIME) -> dict[str, np.ndarray]:
-        values = dict(self.inputs)
+        """The graph inputs' values in ``form`` (a parameter no node reads is no input of the model)."""
+        used = {i for n in self.nodes for i in n.inputs if i}
+        values = {n: v for n, v in self.inputs if n in used}
         if form != Form.INITIALIZER:
-            values.update(self.params)
+            values.update((n, v) for n, v in self.params if n in used)
         return values
 
     def spec_text(self) -> SpecText:
@@ -166,7 +181,8 @@ class GraphCase(FromTemplate):
             "id": self.id, "template": self.template_key(), "operator": GRAPH, "domain": opspecs.AI_ONNX,
             "version": self.opset, "family": self.family, "granularity": GRAPH,
             "variant": dict(sorted(self.variant.items())), "status": self.status, "ambiguity": None,
-            "readings": [], "rule": None, "comparison": self.comparison, "ulp_why": None, "tier": self.tier,
+            "readings": [], "rule": None, "comparison": self.comparison, "ulp_why": None,
+            "interval_why": self.interval_why, "tier": self.tier,
             "attributes": {}, "graph": {"nodes": [{"op": n.op, "domain": n.domain or opspecs.AI_ONNX,
                                                    "name": n.name, "inputs": n.inputs, "outputs": n.outputs}
                                                   for n in self.nodes],

@@ -5,7 +5,10 @@ Required, from the registries (never by hand): every graph family of the case sc
 kernel's graph registry (``reference.graph.EXACT_OPS``) between a DequantizeLinear and a QuantizeLinear (its
 values dequantized on the way in and quantized on the way out), with the same and with different parameters on
 the two sides where it moves elements; every output type of the newest ai.onnx QuantizeLinear in a round trip
-Q -> DQ; DynamicQuantizeLinear feeding a DequantizeLinear.
+Q -> DQ; DynamicQuantizeLinear feeding a DequantizeLinear. Every compute op (``reference.graph.COMPUTE_OPS``)
+between a DequantizeLinear and a QuantizeLinear in an exact case (one acceptable code per element) whose
+exact result meets a tie of the QuantizeLinear (``GraphCase.ties``); the integer ops (MatMulInteger, Cast)
+after a DynamicQuantizeLinear in an exact case; a DequantizeLinear feeding a MatMul with a float output.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qdq_conformance import opspecs
-from qdq_conformance.reference.graph import COMPARING, EXACT_OPS
+from qdq_conformance.reference.graph import COMPARING, COMPUTE_OPS, EXACT_OPS
 from qdq_conformance.types import by_dtype
 
 from .case import ConcreteCase
@@ -42,8 +45,15 @@ def _required() -> dict[str, set[str]]:
     newest = max(opspecs.versions(opspecs.AI_ONNX, "QuantizeLinear"))
     spec = opspecs.get(opspecs.AI_ONNX, "QuantizeLinear", newest)
     types = {f"Q -> DQ {combo[-1]}" for combo in opspecs.type_combinations(spec)}
+    tied = {f"DQ -> {op} -> Q, exact, with a tie" for op in COMPUTE_OPS if op not in _INTEGER}
+    integer = {f"DynamicQuantizeLinear -> {op}, exact" for op in _INTEGER}
     return {"families": families, "ops between DQ and Q": between, "parameters around": params,
-            "round-trip types": types, "dynamic": {"DynamicQuantizeLinear -> DequantizeLinear"}}
+            "round-trip types": types, "dynamic": {"DynamicQuantizeLinear -> DequantizeLinear"},
+            "compute ops": tied | integer | {"DQ -> MatMul -> float output"}}
+
+
+#: the compute ops on integers (no rounding of their own): required after a DynamicQuantizeLinear, exact
+_INTEGER = ("MatMulInteger", "Cast")
 
 
 def _producers(case: GraphCase) -> dict[str, Any]:
@@ -61,6 +71,7 @@ def graph_coverage(cases: Sequence[ConcreteCase | GraphCase]) -> GraphCoverage:
         got["families"].add(case.family)
         made = _producers(case)
         params = dict(case.params)
+        _compute(case, made, got["compute ops"])
         for n in case.nodes:
             src = made.get(n.inputs[0]) if n.inputs else None
             if n.op == "DequantizeLinear" and src is not None and src.op == "DynamicQuantizeLinear":
@@ -81,6 +92,34 @@ def graph_coverage(cases: Sequence[ConcreteCase | GraphCase]) -> GraphCoverage:
             got["parameters around"].add(f"{n.op} {'same' if same else 'different'} parameters")
     cov.covered = got
     return cov
+
+
+def _compute(case: GraphCase, made: dict[str, Any], got: set[str]) -> None:
+    """The compute-op patterns ``case`` covers (exact with a tie, the integer ops, a float output)."""
+    outputs = set(case.output_names)
+    dynamic = any(n.op == "DynamicQuantizeLinear" for n in case.nodes)
+    for n in case.nodes:
+        if n.op not in COMPUTE_OPS:
+            continue
+        if n.op in _INTEGER and dynamic and n.op in case.exact_ops:
+            got.add(f"DynamicQuantizeLinear -> {n.op}, exact")
+        if not any(_from_dq(made, i, len(case.nodes)) for i in n.inputs if i):
+            continue
+        if n.op == "MatMul" and n.outputs[0] in outputs:
+            got.add("DQ -> MatMul -> float output")
+        q = _through(case, made, n, back=False)
+        if q is not None and n.op in case.exact_ops and n.op in case.ties:
+            got.add(f"DQ -> {n.op} -> Q, exact, with a tie")
+
+
+def _from_dq(made: dict[str, Any], name: str, limit: int) -> bool:
+    """Whether tensor ``name`` is a DequantizeLinear's output, through exact ops only."""
+    for _ in range(limit):
+        node = made.get(name)
+        if node is None or node.op not in EXACT_OPS or not node.inputs:
+            return node is not None and node.op == "DequantizeLinear"
+        name = node.inputs[0]
+    return False
 
 
 def _through(case: GraphCase, made: dict[str, Any], node: Any, back: bool) -> Any:

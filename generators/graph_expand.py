@@ -31,26 +31,28 @@ from qdq_conformance.compare import compare
 from qdq_conformance.domain import CaseStatus, Form
 from qdq_conformance.errors import CaseFileError, SpecViolation
 from qdq_conformance.reference.graph import (
-    CONSTANT_INPUTS,
+    COMPUTE_OPS,
+    CONSTANTS,
     INDEX_TYPE,
     MIN_OPSET,
     QUANT_OPS,
     GraphError,
     Step,
     order,
-    run_graph,
+    run_graph_bounded,
 )
 from qdq_conformance.types import by_dtype, by_name
 
 from .case import Clause
 from .graph_case import GRAPH_CLAUSE, GraphCase, GraphNode
+from .graph_intervals import describe_bounds, tie_ops, typed_attributes
 from .limits import check_cases, check_elements, check_id
 from .loader import line_of
 from .status import catalogue_readings, decide
 from .template import Template
 from .values import ZP_RECIPES, parse_literal, to_type, zero_point_value
 
-_PLACEHOLDER = re.compile(r"\$([A-Za-z][A-Za-z0-9_]*)")
+_PLACEHOLDER = re.compile(r"\$([A-Za-z][A-Za-z0-9_]*)(?:\.([A-Za-z][A-Za-z0-9_]*))?")
 #: rules that mean "this combination does not exist at this opset" (left out), not "this template is wrong"
 _ABSENT = frozenset({"QDQ001", "QDQ002", "QDQ009"})
 
@@ -59,12 +61,32 @@ class _Skip(Exception):
     pass
 
 
+def _lookup(m: re.Match[str], env: dict[str, Any]) -> tuple[bool, Any]:
+    """(found, value) of a placeholder ``$NAME`` or ``$NAME.KEY`` (a key of a value that is a mapping: the
+    values that go together, such as a weight scale and its bias scale)."""
+    name, key = m.group(1), m.group(2)
+    if name not in env:
+        return False, None
+    v = env[name]
+    if key is None:
+        return True, v
+    if not isinstance(v, dict) or key not in v:
+        return False, None
+    return True, v[key]
+
+
 def _substitute(value: Any, env: dict[str, Any]) -> Any:
     if isinstance(value, str):
         whole = _PLACEHOLDER.fullmatch(value)
-        if whole and whole.group(1) in env:
-            return env[whole.group(1)]
-        return _PLACEHOLDER.sub(lambda m: str(env[m.group(1)]) if m.group(1) in env else m.group(0), value)
+        if whole:
+            found, v = _lookup(whole, env)
+            if found:
+                return v
+
+        def text(m: re.Match[str]) -> str:
+            found, v = _lookup(m, env)
+            return str(v) if found else m.group(0)
+        return _PLACEHOLDER.sub(text, value)
     if isinstance(value, list):
         return [_substitute(v, env) for v in value]
     if isinstance(value, dict):
@@ -146,8 +168,10 @@ def _nodes(tpl: Template, raw: list[dict[str, Any]], lines: list[int]) -> list[G
         if names.count(g.name) > 1:
             raise _node_error(tpl, g, "the node name is used twice")
         for key, v in g.attrs.items():
-            if not isinstance(v, int) and not (isinstance(v, list) and all(isinstance(i, int) for i in v)):
-                raise _node_error(tpl, g, f"attribute {key}: an integer or a list of integers, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, (int, float, str)) and not (
+                    isinstance(v, list) and all(isinstance(i, (int, float)) and not isinstance(i, bool)
+                                                for i in v)):
+                raise _node_error(tpl, g, f"attribute {key}: a number, a text or a list of numbers, got {v!r}")
         if g.domain and g.op not in QUANT_OPS:
             raise _node_error(tpl, g, f"only quantization ops take a domain ({g.op} is ai.onnx's)")
     return nodes
@@ -163,7 +187,7 @@ def _check_structure(tpl: Template, nodes: list[GraphNode], values: dict[str, st
         raise _node_error(tpl, nodes[e.node or 0], str(e)) from None
     produced = {o for n in nodes for o in n.outputs}
     for n in nodes:
-        for k in CONSTANT_INPUTS.get(n.op, ()):
+        for k in CONSTANTS.get(n.op, ()):
             if k < len(n.inputs) and n.inputs[k] and values.get(n.inputs[k]) != "constants":
                 raise _node_error(tpl, n,
                                   f"input {k} ({n.inputs[k]!r}) must be one of the template's constants "
@@ -209,6 +233,11 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
             arrays[part].append((name, _array(tpl, f"{part}.{name}", src)))
     raw_nodes = data["nodes"]
     nodes = _nodes(tpl, raw_nodes, [line_of(n) or tpl.line("nodes") for n in tpl.data["nodes"]])
+    for n in nodes:
+        try:
+            n.attrs = typed_attributes(n.op, n.domain, opset, n.attrs)
+        except ValueError as e:
+            raise _node_error(tpl, n, str(e)) from None
     outputs = [str(o) for o in data["outputs"]]
     _check_structure(tpl, nodes, values, outputs)
     parts = [f"graph-{tpl.data['id']}", *(_id_part(k, v, tpl.data["vary"]) for k, v in env.items()),
@@ -224,7 +253,7 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
     model = case.build(Form.INITIALIZER.value, outputs=[(o, np.zeros(0, np.float32)) for o in outputs])
     steps: list[Step] = []
     try:
-        case.expected = run_graph(model, case.feeds(Form.INITIALIZER.value), steps)
+        bounded = run_graph_bounded(model, case.feeds(Form.INITIALIZER.value), steps)
     except SpecViolation as e:
         bad = next((n for n in nodes if n.op == e.op and n.name not in {nodes[s.index].name for s in steps}),
                    nodes[0])
@@ -234,6 +263,12 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
     except GraphError as e:
         node = nodes[e.node] if e.node is not None else nodes[0]
         raise _node_error(tpl, node, f"{case_id}: {e}") from None
+    case.expected = [iv.value for iv in bounded]
+    case.bounds = [None if iv.is_exact() else (iv.low, iv.high) for iv in bounded]
+    case.bounds = case.bounds if any(b is not None for b in case.bounds) else []
+    case.interval_why = describe_bounds(nodes, outputs, bounded)
+    case.ties = tie_ops(nodes, steps)
+    case.exact_ops = [] if case.bounds else list(dict.fromkeys(n.op for n in nodes if n.op in COMPUTE_OPS))
     _is_normative(tpl, case_id, nodes, model, steps)
     if "expected" in data:
         _golden(tpl, case)
@@ -241,9 +276,12 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
 
 
 def _id_part(key: str, v: Any, vary: dict[str, Any]) -> str:
-    """A placeholder's value in a case id: a scalar as itself (``-`` as m, ``.`` as p), a list by its position
-    in the template's list (``x2``: the second value of X)."""
-    if isinstance(v, (list, dict)):
+    """A placeholder's value in a case id: a scalar as itself (``-`` as m, ``.`` as p), a mapping by its ``id``
+    key when it has one, another list or mapping by its position in the template's list (``x2``: the second
+    value of X)."""
+    if isinstance(v, dict) and isinstance(v.get("id"), (str, int)) and not isinstance(v.get("id"), bool):
+        v = v["id"]
+    elif isinstance(v, (list, dict)):
         return f"{key.lower()}{vary[key].index(v) + 1}"
     return re.sub(r"[^a-z0-9]+", "", str(v).lower().replace("-", "m").replace(".", "p"))
 
@@ -256,7 +294,9 @@ def _golden(tpl: Template, case: GraphCase) -> None:
             golden = to_type(parse_literal(tpl.data["expected"][name]), _type_of(got)).reshape(got.shape)
         except ValueError as e:
             raise tpl.error("expected", f"{name}: {e}") from None
-        mismatch = compare(golden, got)
+        k = case.output_names.index(name)
+        bounds = case.bounds[k] if case.bounds else None
+        mismatch = compare(got, golden, bounds=bounds) if bounds is not None else compare(golden, got)
         if mismatch:
             raise tpl.error("expected", f"{case.id}: golden {name} disagrees with the oracle's composition: "
                             f"{mismatch}; it gives {got.reshape(-1).tolist()}")

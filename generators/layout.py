@@ -2,6 +2,7 @@
 
     DIR/README.md, DIR/LICENSE, DIR/manifest.json
     DIR/normative/test_<id>[_initializer]/model.onnx, data.json, test_data_set_0/input_K.pb, output_K.pb
+        [, bounds/low_K.pb, bounds/high_K.pb]
     DIR/implementation-defined/test_<id>[_initializer]/model.onnx, test_data_set_0/input_K.pb,
         expected/output_K.pb, readings/R/output_K.pb [, readings/R/judged_K.pb]
     DIR/invalid/test_<id>[_initializer]/model.onnx, test_data_set_0/input_K.pb
@@ -15,8 +16,11 @@ set, so such a runner can never count one as a pass (it finds fewer outputs than
 case passes only when the backend rejects the model, an implementation-defined one when its answer matches one
 of the catalogued readings under ``readings/`` (R is the reading's index in the case's ``readings`` list in
 ``manifest.json``; ``judged_K.pb``, a bool tensor, marks the elements a reading constrains when it leaves
-others free). ``expected/`` holds the reference kernel's answer. ``qdq-conformance run --suite DIR`` reads all
-of it (``runner/suite.py``).
+others free). ``expected/`` holds the reference kernel's answer. A normative case of the ``interval`` rule (a
+graph case around a compute op) also holds ``bounds/low_K.pb`` and ``bounds/high_K.pb`` for each output with
+more than one acceptable value: every element's lowest and highest; its ``output_K.pb`` is one acceptable
+answer, which is all ONNX's runner can compare with (``onnx_runner_blind_to`` says so). ``qdq-conformance run
+--suite DIR`` reads all of it (``runner/suite.py``).
 
 This module is the one place that knows the layout; the manifest (``export.py``) records, for every case, its
 kind, its folder per graph form, its tolerance and its readings, so a reader needs nothing but the manifest.
@@ -64,6 +68,7 @@ MANIFEST = "manifest.json"
 MODEL = "model.onnx"
 EXPECTED = "expected"
 READINGS = "readings"
+BOUNDS = "bounds"
 #: a case folder's path inside the suite, as the manifest records it
 FOLDER = re.compile("(?:" + "|".join(re.escape(k) for k in KINDS) + r")/test_[a-z0-9][a-z0-9_-]*")
 
@@ -92,6 +97,7 @@ class ManifestEntry(CaseMetadata, total=False):
     tolerance: dict[str, float] | None
     reading_files: list[dict[str, Any]]
     onnx_runner_blind_to: list[str]
+    bound_files: list[dict[str, str] | None]  # an interval case: per output its low and high files, or None
 
 
 class Manifest(TypedDict, total=False):
@@ -115,6 +121,21 @@ class Manifest(TypedDict, total=False):
 def input_file(k: int) -> str:
     """The file of the model's k-th graph input in a data set (ONNX's backend-test layout)."""
     return f"input_{k}.pb"
+
+
+def bound_file(end: str, k: int) -> str:
+    """The file of the K-th output's ``low`` or ``high`` end under ``bounds/`` (an ``interval`` case)."""
+    return f"{BOUNDS}/{end}_{k}.pb"
+
+
+def bound_files(case: ConcreteCase) -> list[dict[str, str] | None]:
+    """The manifest's ``bound_files``: per output, its low and high files (None: the output is exact); [] for
+    a case that is not of the ``interval`` rule."""
+    bounds = case.output_bounds()
+    if bounds is None or case.status != CaseStatus.NORMATIVE:
+        return []
+    return [None if b is None else {"low": bound_file("low", k), "high": bound_file("high", k)}
+            for k, b in enumerate(bounds)]
 
 
 def output_file(k: int) -> str:
@@ -162,6 +183,9 @@ def onnx_runner_blind_to(case: ConcreteCase) -> list[str]:
     if case.status != CaseStatus.NORMATIVE or case.expected is None:
         return []
     blind = []
+    if case.output_bounds() is not None:
+        blind.append("interval (output_K.pb is one acceptable answer; bounds/ holds every element's lowest and "
+                     "highest: only qdq-conformance run --suite judges the set)")
     floats = [e for e in case.expected if by_dtype(e.dtype).is_float]
     if any(np.any(e.astype(np.float32) == 0) for e in floats):
         blind.append("signed zero")
@@ -242,6 +266,14 @@ def write_folder(folder: str | Path, case: ConcreteCase, form: str, files: Files
         assert case.expected is not None
         _outputs(files, data_dir, case.output_names, case.expected)
         files.write(f"{folder}/data.json", (json.dumps(tol, sort_keys=True) + "\n").encode())
+        bounds = case.output_bounds() or []
+        if any(b is not None for b in bounds):
+            os.mkdir(f"{folder}/{BOUNDS}")
+        for k, b in enumerate(bounds):
+            if b is not None:
+                name = case.output_names[k]
+                files.write(f"{folder}/{bound_file('low', k)}", _tensor(b[0], f"{name}_low"))
+                files.write(f"{folder}/{bound_file('high', k)}", _tensor(b[1], f"{name}_high"))
     elif case.status == CaseStatus.IMPLEMENTATION_DEFINED:
         assert case.expected is not None
         os.mkdir(f"{folder}/{EXPECTED}")

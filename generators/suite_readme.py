@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import cache
 from string import Template
 
-from qdq_conformance.compare import rule_ulp
+from qdq_conformance.compare import rule_interval, rule_ulp
 from qdq_conformance.resources import suite_templates_dir
 
 from .layout import GeneratedWith, Manifest
@@ -34,8 +34,11 @@ def readme(manifest: Manifest) -> str:
     counts = (f"{manifest.get('case_count', 0)}: "
               + ", ".join(f"{v.get('cases', 0)} {k}" for k, v in kinds.items()))
     bounded = sum(1 for c in manifest.get("cases", []) if rule_ulp(c.get("comparison")) > 0)
+    intervals = sum(1 for c in manifest.get("cases", []) if rule_interval(c.get("comparison")))
     ulp_note = (f"{bounded} case(s) have a ULP bound." if bounded else
                 "every normative case is exact (no ULP bound): every data.json holds rtol 0 and atol 0.")
+    if intervals:
+        ulp_note += f" {intervals} case(s) are judged by an interval."
     made: GeneratedWith | dict[str, str] = manifest.get("generated_with") or {}
     text = Template((suite_templates_dir() / "suite-README.md").read_text(encoding="utf-8"))
     return text.safe_substitute(

@@ -5,8 +5,10 @@ frames, and a finding's plain sentence. The HTML report's case page (its script 
 it.
 
 Which rows are marked is decided by the verdict's own comparison (:func:`qdq_conformance.compare.differs`: bit
-patterns, any NaN matching any NaN, a case's ULP bound), on arrays rebuilt from the record's bit codes; values
-are shown at their type's own precision (:func:`qdq_conformance.types.texts`), whatever the file's text says.
+patterns, any NaN matching any NaN, a case's ULP bound, an ``interval`` case's acceptable values), on arrays
+rebuilt from the record's bit codes; values are shown at their type's own precision
+(:func:`qdq_conformance.types.texts`), whatever the file's text says. An ``interval`` case's rows also say which
+values are acceptable and where the actual one falls (:func:`qdq_conformance.compare.outside_by`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict, cast
 
-from qdq_conformance.compare import differing_codes, from_codes, rule_ulp
+from qdq_conformance.compare import differing_codes, from_codes, outside_by, rule_ulp
 from qdq_conformance.resources import package_dir
 from qdq_conformance.results import CaseRecord, PreviewRecord
 from qdq_conformance.types import TYPES, texts
@@ -23,8 +25,8 @@ from qdq_conformance.types import TYPES, texts
 #: One previewed element of an output (:func:`rows`): its index, the input and parameters there, expected and
 #: actual (value, code), whether it differs and why it is hard.
 Row = TypedDict("Row", {"index": int, "x": str, "scale": str, "zero point": str, "expected": str,
-                        "expected_code": str, "actual": str, "actual_code": str, "differs": bool, "why": str},
-                total=False)
+                        "expected_code": str, "actual": str, "actual_code": str, "differs": bool, "why": str,
+                        "acceptable": str}, total=False)
 _ROLES: tuple[Literal["scale", "zero point"], ...] = ("scale", "zero point")
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+')
@@ -57,6 +59,11 @@ def retext(p: PreviewRecord | None) -> PreviewRecord | None:
     return {**p, "values": texts(a)}
 
 
+def _bound_codes(p: PreviewRecord) -> tuple[list[int], list[int]] | None:
+    low, high = p.get("low"), p.get("high")
+    return None if low is None or high is None else (low, high)
+
+
 def marks(rec: CaseRecord) -> list[list[int]]:
     """Per output, the previewed elements (flat indices) that differ, by the verdict's comparison."""
     ulp = ulp_of(rec)
@@ -64,7 +71,34 @@ def marks(rec: CaseRecord) -> list[list[int]]:
     for e, a in zip(rec.get("expected") or [], rec.get("actual") or [], strict=False):
         ep, ap = e or cast(PreviewRecord, {}), a or cast(PreviewRecord, {})
         out.append(differing_codes(str(ep.get("type")), ep.get("codes") or [], str(ap.get("type")),
-                                   ap.get("codes") or [], ulp))
+                                   ap.get("codes") or [], ulp, _bound_codes(ep)))
+    return out
+
+
+def acceptable(exp: PreviewRecord | None, act: PreviewRecord | None) -> list[str]:
+    """Per previewed element of an ``interval`` output: its acceptable values (``3``, ``3 .. 4``, a float
+    interval ``[0.1, 0.10000001]``) and, for an actual value outside them, how far (``2 above``); [] for an
+    output without bounds."""
+    bounds = _bound_codes(exp) if exp else None
+    if exp is None or bounds is None or exp.get("type") not in TYPES:
+        return []
+    try:
+        low, high = (from_codes(exp["type"], list(c)) for c in bounds)
+    except (ValueError, IndexError, TypeError, OverflowError):
+        return []
+    lows, highs = texts(low), texts(high)
+    integer = not TYPES[exp["type"]].is_float
+    out = [f"{lo}" if lo == hi else f"{lo} .. {hi}" if integer else f"[{lo}, {hi}]"
+           for lo, hi in zip(lows, highs, strict=True)]
+    a = _array(act) if act and act.get("type") == exp["type"] else None
+    if a is not None:
+        n = min(len(a), len(out))
+        far = outside_by((low[:n], high[:n]), a[:n])
+        for j in range(n):
+            d = float(far[j])
+            if d != 0 and d == d:
+                out[j] += f" (actual {abs(d):g} {'above' if d > 0 else 'below'})" if integer else \
+                    f" (actual {'above' if d > 0 else 'below'})"
     return out
 
 
@@ -158,6 +192,7 @@ def rows(rec: CaseRecord, k: int = 0) -> list[Row]:
     params = [(role, inputs.get(n)) for role, n in zip(_ROLES, names[1:3], strict=False)]
     bad = set((marks(rec)[k:k + 1] or [[]])[0])
     why = explained(rec).get(k, {})
+    sets = acceptable(exp, act)
     attrs = rec.get("attributes") or {}
     out = []
     for j, value in enumerate(exp["values"]):
@@ -173,6 +208,8 @@ def rows(rec: CaseRecord, k: int = 0) -> list[Row]:
             row["actual"], row["actual_code"] = act["values"][j], _code(act, j)
         row["differs"] = j in bad
         row["why"] = why.get(j, "") if j in bad else ""
+        if j < len(sets):
+            row["acceptable"] = sets[j]
         out.append(row)
     return out
 
@@ -208,12 +245,15 @@ def page_data(details: CaseRecord) -> dict[str, object]:
     if out.get("inputs"):
         out["inputs"] = {n: retext(p) for n, p in out["inputs"].items()}
     if out.get("expected") and out.get("actual"):
-        # the table, row by row: [index, x, scale, zero point, expected, code, actual, code, differs, why]
+        # the table, row by row: [index, x, scale, zero point, expected, code, actual, code, differs, why,
+        # acceptable values (an interval case; "" otherwise)]
         out["table"] = [[[_index(r["index"], (e or {}).get("shape") or []), r.get("x", ""),
                           r.get("scale", ""), r.get("zero point", ""), r["expected"], r["expected_code"],
-                          r.get("actual", "-"), r.get("actual_code", ""), int(r["differs"]), r["why"]]
+                          r.get("actual", "-"), r.get("actual_code", ""), int(r["differs"]), r["why"],
+                          r.get("acceptable", "")]
                          for r in rows(cast(CaseRecord, out), k)]
                         for k, e in enumerate(out["expected"])]
+        out["acceptable"] = any(_bound_codes(e) for e in out["expected"] if e)
         out["shapes"] = [[(e or {}).get("type"), (e or {}).get("shape"), (a or {}).get("type"),
                           (a or {}).get("shape")]
                          for e, a in zip(out["expected"], out["actual"], strict=False)]
@@ -244,6 +284,8 @@ def render_text(rec: CaseRecord) -> str:
                  f"comparison {rec.get('comparison')}, attributes {rec.get('attributes') or {}}"
                  + (f", ambiguity {rec['ambiguity']}" if rec.get("ambiguity") else "")
                  + (f", rule {rec['rule']}" if rec.get("rule") else ""))
+    if rec.get("interval_why"):
+        lines.append(f"why an interval: {rec['interval_why']}")
     e = rec.get("expectation")
     lines.append("expectation: "
                  + (f"line {e.get('line')}: {e.get('status')}: {' '.join(str(e.get('reason')).split())}"
@@ -261,15 +303,17 @@ def render_text(rec: CaseRecord) -> str:
         table = rows(rec, k)
         if not table or not any("actual" in r for r in table):
             continue
-        lines.append(f"output {k}: expected vs actual ('*': differs by the verdict's comparison)")
+        sets = any("acceptable" in r for r in table)
+        lines.append(f"output {k}: expected vs actual ('*': differs by the verdict's comparison"
+                     + ("; acceptable: every value a legitimate float32 evaluation can lead to)" if sets else ")"))
         head = f"  {'':1} {'#':>4} {'x':>14} {'scale':>12} {'zero pt':>8} {'expected':>14} {'code':>10} " \
-               f"{'actual':>14} {'code':>10}  why"
+               f"{'actual':>14} {'code':>10}  " + ("acceptable" if sets else "why")
         lines.append(head)
         for r in table:
             lines.append(f"  {'*' if r['differs'] else ' '} {r['index']:>4} {r.get('x', ''):>14} "
                          f"{r.get('scale', ''):>12} {r.get('zero point', ''):>8} {r['expected']:>14} "
                          f"{r['expected_code']:>10} {r.get('actual', '-'):>14} "
-                         f"{r.get('actual_code', ''):>10}  {r['why']}")
+                         f"{r.get('actual_code', ''):>10}  {r.get('acceptable', '') if sets else r['why']}")
     for m in rec.get("mismatches") or ():
         lines.append(f"mismatch: output {m.get('output')}: {m.get('reason')}"
                      + (f", {m.get('count')} of {m.get('total')} elements differ" if m.get("count") else ""))

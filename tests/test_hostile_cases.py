@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from qdq_conformance.errors import CaseFileError
 from qdq_conformance.generators.corpus import load_file
 from qdq_conformance.generators.limits import MAX_CASES, MAX_DEPTH, MAX_ELEMENTS, MAX_FILE_BYTES, MAX_NODES
+from qdq_conformance.runner.suite import MANIFEST_VERSION
 
 GOOD = (Path(__file__).parent / "data" / "good.yaml").read_text()  # one template, one case:
 GOOD_ID = "quantizelinear-13-demo-float-uint8"
@@ -243,7 +244,7 @@ def test_a_suite_manifest_naming_a_folder_outside_the_suite_is_refused(tmp_path:
     suite = tmp_path / "suite"
     suite.mkdir()
     (tmp_path / "elsewhere").mkdir()
-    (suite / "manifest.json").write_text(json.dumps({"manifest_version": 2, "cases": [
+    (suite / "manifest.json").write_text(json.dumps({"manifest_version": MANIFEST_VERSION, "cases": [
         {"id": "x", "status": "normative", "outputs": [], "folders": {"runtime": "../elsewhere"}}]}))
     p = _cli("run", "--backend=onnx-reference", "--suite", str(suite), "--expectations", "none", cwd=tmp_path,
              env=_env(tmp_path))

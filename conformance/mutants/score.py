@@ -73,7 +73,8 @@ def judge(m: Mutant, forms: Sequence[str] = (Form.RUNTIME.value,)) -> Verdict:
     for form in forms:
         for k, case in enumerate(_CASES):
             raw = call_backend(backend, _model(k, form), case.feeds(form))
-            outcome = classify(raw, case_status=case.status, expected=case.expected, ulp=case.ulp)
+            outcome = classify(raw, case_status=case.status, expected=case.expected, ulp=case.ulp,
+                               bounds=case.output_bounds())
             run += 1
             if outcome.status in FAILING:
                 message = outcome.message.splitlines()[0][:300] if outcome.message else ""

@@ -51,15 +51,21 @@ class MismatchRecord(TypedDict, total=False):
     explained: list[list[Any]]  # [flat index, label] of each differing element of the preview
 
 
-class PreviewRecord(TypedDict):
-    """The first values of an array, and their bit patterns (``inputs``, ``expected``, ``actual``,
-    ``readings``)."""
-
+class _Preview(TypedDict):
     type: str
     shape: list[int]
     values: list[str]
     codes: list[int]
     truncated: bool
+
+
+class PreviewRecord(_Preview, total=False):
+    """The first values of an array, and their bit patterns (``inputs``, ``expected``, ``actual``,
+    ``readings``); an expected output of the ``interval`` rule also the bit patterns of each element's lowest
+    and highest acceptable value (``low``, ``high``)."""
+
+    low: list[int]
+    high: list[int]
 
 
 class CaseRecord(TypedDict, total=False):
@@ -99,6 +105,7 @@ class CaseRecord(TypedDict, total=False):
     actual: list[PreviewRecord | None]
     readings: dict[str, list[PreviewRecord | None] | None]
     repro: str
+    interval_why: str | None  # an ``interval`` case: why its elements may have more than one value
     defect: str | None  # a failing graph case: "rewrite" (node by node the backend is right) or "node"
     defect_why: str | None  # what the node-by-node run showed
     template: str  # a graph case: its template, "file#id"

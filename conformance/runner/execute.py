@@ -160,7 +160,7 @@ def finish(case: Case, form: str, raw: RawResult, entry: Expectation | None, bac
     """Classify ``raw`` against the case's rule and write its record (``model`` and ``feeds``: the case's,
     when already at hand and unchanged; ``names``: its output names)."""
     outcome = classify(raw, case_status=case.status, expected=case.expected, ulp=case.ulp,
-                       readings=case.readings, names=names)
+                       readings=case.readings, names=names, bounds=case.output_bounds())
     rec = record_mod.build(case, form, outcome, entry, backend, model,
                            feeds if feeds is not None else case.feeds(form), repro)
     kept = outcome if outcome.status in _DESCRIBED else None

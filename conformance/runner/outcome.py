@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..ambiguities import Reading
-from ..compare import Mismatch, compare
+from ..compare import Bounds, Mismatch, compare
 from ..domain import CaseStatus, RunStatus
 from ..results.records import MismatchRecord
 from .outputs import Opaque, RawResult, describe, expected_outputs
@@ -66,9 +66,11 @@ def explain(mismatches: Sequence[tuple[int, Mismatch]]) -> str:
 
 def _check_outputs(expected: Sequence[np.ndarray], raw: RawResult, ulp: int,
                    judged: Sequence[np.ndarray | None] | None = None,
-                   names: Sequence[str] = ()) -> list[tuple[int, Mismatch]]:
+                   names: Sequence[str] = (),
+                   bounds: Sequence[Bounds | None] | None = None) -> list[tuple[int, Mismatch]]:
     """Mismatches per output; ``judged`` masks the elements compared (a reading that leaves some free);
-    ``names``: the outputs' names, for the messages."""
+    ``names``: the outputs' names, for the messages; ``bounds``: per output its interval (the ``interval``
+    rule), or None."""
     actual = raw.outputs
     if raw.returned is not None or len(actual) != len(expected):
         got = raw.returned if raw.returned is not None else \
@@ -85,18 +87,20 @@ def _check_outputs(expected: Sequence[np.ndarray], raw: RawResult, ulp: int,
         if mask is not None:
             a = a.copy()
             a[~mask] = e[~mask]  # free elements: anything goes
-        m = compare(e, a, ulp)
+        m = compare(e, a, ulp, bounds[k] if bounds is not None and k < len(bounds) else None)
         if m:
             out.append((k, m))
     return out
 
 
 def classify(raw: RawResult, *, case_status: str, expected: list[np.ndarray] | None, ulp: int = 0,
-             readings: Sequence[Reading] = (), names: Sequence[str] = ()) -> Outcome:
+             readings: Sequence[Reading] = (), names: Sequence[str] = (),
+             bounds: Sequence[Bounds | None] | None = None) -> Outcome:
     """The outcome of one case: ``case_status`` is the case's :class:`CaseStatus` (normative,
     implementation-defined or invalid);
     ``readings``: an implementation-defined case's catalogued readings;
-    ``names``: the model's output names (for the messages)."""
+    ``names``: the model's output names (for the messages);
+    ``bounds``: per output, the interval of acceptable values (a graph case around a compute op), or None."""
     if raw.kind in (RunStatus.CRASHED, RunStatus.TIMEOUT):
         return Outcome(raw.kind, raw.message, seconds=raw.seconds)
     # the adapter could not hand the case over: nothing is known of the backend
@@ -116,7 +120,7 @@ def classify(raw: RawResult, *, case_status: str, expected: list[np.ndarray] | N
     if raw.kind == "error":
         return Outcome(RunStatus.ERROR, raw.message, seconds=raw.seconds)
     assert expected is not None
-    mismatches = _check_outputs(expected, raw, ulp, names=names)
+    mismatches = _check_outputs(expected, raw, ulp, names=names, bounds=bounds)
     if mismatches:
         return Outcome(RunStatus.FAILED, explain(mismatches), actual=raw.outputs, mismatches=mismatches,
                        seconds=raw.seconds)

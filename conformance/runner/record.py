@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ..compare import differs, rule_ulp
+from ..compare import Bounds, differs, rule_ulp
 from ..domain import FAILING, Case, CaseStatus, RunStatus
 from ..results.records import CaseRecord, PreviewRecord, case_record
 from ..types import by_dtype, code_of, texts
@@ -23,9 +23,10 @@ from .repro import model_code, values_of
 PREVIEW = 64
 
 
-def preview(a: object, limit: int = PREVIEW) -> PreviewRecord | None:
+def preview(a: object, limit: int = PREVIEW, bounds: Bounds | None = None) -> PreviewRecord | None:
     """The first ``limit`` values of an array and their bit patterns (None for what is not an array: the
-    message says what came back instead)."""
+    message says what came back instead); with ``bounds``, the bit patterns of those elements' lowest and
+    highest acceptable values too (``low``, ``high``)."""
     if not isinstance(a, np.ndarray):
         return None
     flat = a.reshape(-1)[:limit] if a.flags.c_contiguous else np.asarray(a.flat[:limit])
@@ -36,8 +37,11 @@ def preview(a: object, limit: int = PREVIEW) -> PreviewRecord | None:
                 "codes": [int(c) for c in codes], "truncated": a.size > limit}
     t = by_dtype(a.dtype)
     values = texts(flat)  # at the type's own precision (float32 0.1 is "0.1", not float64's digits)
-    return {"type": t.name, "shape": list(a.shape), "values": values,
-            "codes": [int(c) for c in code_of(flat)], "truncated": a.size > limit}
+    out: PreviewRecord = {"type": t.name, "shape": list(a.shape), "values": values,
+                          "codes": [int(c) for c in code_of(flat)], "truncated": a.size > limit}
+    if bounds is not None:
+        out["low"], out["high"] = ([int(c) for c in code_of(b.reshape(-1)[:limit])] for b in bounds)
+    return out
 
 
 def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, backend: tuple[str, str],
@@ -65,6 +69,8 @@ def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, ba
     # a graph case: its template (file#id), which findings and the compliance table name
     if meta.get("graph"):
         rec["template"] = meta["template"]
+    if meta.get("interval_why"):
+        rec["interval_why"] = meta.get("interval_why")
     _label_mismatches(case, rec, outcome.actual)
     implementation_defined = meta["status"] == CaseStatus.IMPLEMENTATION_DEFINED
     if outcome.status not in (RunStatus.PASSED, RunStatus.UNSUPPORTED) or implementation_defined:
@@ -72,7 +78,9 @@ def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, ba
             model = case.model(form)
         values = values_of(model, feeds)
         rec["inputs"] = {k: preview(v) for k, v in values.items()}
-        rec["expected"] = [preview(e) for e in (case.expected or [])]
+        bounds = case.output_bounds() or []
+        rec["expected"] = [preview(e, bounds=bounds[k] if k < len(bounds) else None)
+                           for k, e in enumerate(case.expected or [])]
         rec["actual"] = [preview(a) for a in (outcome.actual or [])]
         if outcome.status in FAILING and case.readings:  # what each catalogued reading gives
             rec["readings"] = {r.key: None if r.outputs is None else [preview(o) for o in r.outputs]
@@ -94,6 +102,7 @@ def _label_mismatches(case: Case, rec: CaseRecord, actual: list[Any] | None) -> 
     if x_labels is None:
         return
     ulp = rule_ulp(rec.get("comparison"))
+    every = case.output_bounds() or []
     for m in rec.get("mismatches") or ():
         try:  # labels are a help for the reader, never a reason to lose the record
             if m.get("first_indices"):
@@ -104,7 +113,9 @@ def _label_mismatches(case: Case, rec: CaseRecord, actual: list[Any] | None) -> 
             if m.get("reason") != "values differ" or not actual or case.expected is None:
                 continue
             e, a = case.expected[k], actual[k]
-            bad = np.flatnonzero(differs(e.reshape(-1)[:PREVIEW], a.reshape(-1)[:PREVIEW], ulp))
+            b = every[k] if k < len(every) else None
+            bounds = None if b is None else (b[0].reshape(-1)[:PREVIEW], b[1].reshape(-1)[:PREVIEW])
+            bad = np.flatnonzero(differs(e.reshape(-1)[:PREVIEW], a.reshape(-1)[:PREVIEW], ulp, bounds))
             if bad.size:
                 where = [tuple(int(i) for i in np.unravel_index(j, e.shape)) if e.ndim else () for j in bad]
                 labels = x_labels(where)

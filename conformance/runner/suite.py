@@ -38,7 +38,7 @@ from ..generators.layout import (
 from ..types import from_tensor_proto
 
 #: the manifest layout this reader knows (generators/export.py's MANIFEST_VERSION)
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
 
 
 def _mask(path: Path) -> np.ndarray:
@@ -75,6 +75,15 @@ class SuiteCase:
         model = self.model()
         data = self.folder / DATA_SET
         return {inp.name: read_tensor(data / input_file(k)) for k, inp in enumerate(model.graph.input)}
+
+    def output_bounds(self) -> list[tuple[np.ndarray, np.ndarray] | None] | None:
+        """An ``interval`` case's per-output (low, high), read from its ``bounds/`` files; None for any other
+        case."""
+        files = self.meta.get("bound_files") or []
+        if not any(f is not None for f in files):
+            return None
+        return [None if f is None else (read_tensor(self._inside(f["low"])), read_tensor(self._inside(f["high"])))
+                for f in files]
 
     def _outputs(self, where: Path) -> list[np.ndarray]:
         return [read_tensor(where / output_file(k)) for k in range(len(self.meta["outputs"]))]
@@ -147,7 +156,8 @@ def load_suite(root: Path) -> tuple[Manifest, list[SuiteCase]]:
     if version != MANIFEST_VERSION:
         raise SuiteError(f"manifest_version {version!r}, this reader knows {MANIFEST_VERSION}: export the "
                          "suite again with this version's qdq-conformance generate (an older export carries "
-                         "no catalogued readings, so its implementation-defined cases cannot be judged)")
+                         "no catalogued readings or acceptable intervals, so some of its cases cannot be "
+                         "judged)")
     top = root.resolve()
     cases = []
     for entry in manifest["cases"]:

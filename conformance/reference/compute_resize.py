@@ -1,0 +1,213 @@
+"""Resize, modes ``nearest`` and ``linear``, judged by an interval.
+
+The coordinate transformation is computed exactly (fractions) per axis. A float32 evaluation computes it with
+roundings unless every step is exact (a power-of-two scale, small coordinates): then its error ``eps`` is 0,
+otherwise ``eps = 8 u ((|x_resized| + 1) max(1, 1/scale) + |x_original| + 1)`` (a handful of roundings of
+values at most that large, whatever form the formula takes: a division by the scale or a product by its
+reciprocal, the scale itself rounded from sizes).
+
+- ``nearest``: the input index is a non-decreasing step function of x_original, so the indices a float32
+  evaluation may pick are those of ``[x - eps, x + eps]``: one index (exact: a selection) unless x_original
+  lies within eps of a step. The element's interval is the smallest and largest value over the candidates.
+- ``linear``: the N-linear interpolation of the 2**d neighbours (x_original clamped to ``[0, length - 1]``,
+  as ONNX's reference pads with the edge values). With exact coordinates a term ``x_c * prod_d c_d``
+  (``c_d`` the weight ``w_d`` or ``1 - w_d``) sees at most ``m = 3 d + 2**d`` roundings in any form (products
+  of weights, ``1 - w``, differences ``b - a`` of the lerp form ``a + w (b - a)``, the additions), each term
+  bounded by ``|x_c|``: ``gamma_m * sum_c |x_c|``. A coordinate off by eps moves y by at most
+  ``eps * L_d`` per axis, L_d the largest difference of neighbours along that axis (y is piecewise linear in
+  each coordinate). Exact when every coordinate is exact, every weight, ``1 - w`` and value a multiple of
+  ``2**K`` and ``2**(d+1) max |x_c| <= 2**(K + 24)`` (every intermediate of every form is such a multiple, at
+  most that large: the exactness lemma of :mod:`.interval`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+
+from .interval import U32, U64, Interval, from_real, gamma, ordered, valuation
+from .node_args import Attrs, Inputs, float32, integer, need, optional, text
+
+_MODES = ("nearest", "linear")
+_COORDINATES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
+_NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _power_of_two(v: Fraction) -> bool:
+    return v > 0 and v.numerator & (v.numerator - 1) == 0 and v.denominator & (v.denominator - 1) == 0
+
+
+def _floor(v: Fraction) -> int:
+    return v.numerator // v.denominator
+
+
+def _nearest(v: Fraction, mode: str) -> int:
+    """ONNX's nearest_mode: "round_prefer_floor" (round half down), "round_prefer_ceil" (round half up),
+    "floor", "ceil"."""
+    if mode == "floor":
+        return _floor(v)
+    if mode == "ceil":
+        return -_floor(-v)
+    half = Fraction(1, 2)
+    return -_floor(-(v - half)) if mode == "round_prefer_floor" else _floor(v + half)
+
+
+def _coordinate(i: int, mode: str, scale: Fraction, l_in: int, l_out: int) -> Fraction:
+    """ONNX's coordinate_transformation_mode, exactly: half_pixel "x_original = (x_resized + 0.5) / scale -
+    0.5"; pytorch_half_pixel "length_resized > 1 ? (x_resized + 0.5) / scale - 0.5 : 0"; align_corners
+    "x_original = x_resized * (length_original - 1) / (length_resized - 1)"; asymmetric "x_original =
+    x_resized / scale"; half_pixel_symmetric is half_pixel when the output length is length * scale (its
+    adjustment is then 1)."""
+    if mode == "align_corners":
+        return Fraction(i * (l_in - 1), l_out - 1)
+    if mode == "asymmetric":
+        return Fraction(i) / scale
+    return (Fraction(2 * i + 1, 2)) / scale - Fraction(1, 2)
+
+
+def _axis(l_in: int, l_out: int, scale: Fraction, mode: str) -> tuple[list[Fraction], list[float], bool]:
+    """Per output coordinate of one axis: x_original exactly, its float32 error bound eps, and whether every
+    coordinate is exact in float32 (eps 0)."""
+    if l_in == 1:  # (every coordinate clamps to the one index, whatever the transformation)
+        return [Fraction(0)] * l_out, [0.0] * l_out, True
+    if mode == "align_corners" and l_out == 1 or mode == "pytorch_half_pixel" and l_out == 1:
+        raise ValueError(f"{mode} with an output length 1 (ONNX's text and its reference differ)")
+    # (align_corners: exact in every form when (length_resized - 1) / (length_original - 1) is a power of two)
+    divisor = Fraction(l_out - 1, l_in - 1) if mode == "align_corners" else scale
+    coords = [_coordinate(i, mode, scale, l_in, l_out) for i in range(l_out)]
+    exact = _power_of_two(divisor) and l_out < 2**20 and l_in < 2**20
+    eps = [0.0 if exact else 8 * U32 * ((i + 1) * max(1.0, float(1 / scale)) + abs(float(c)) + 1)
+           for i, c in enumerate(coords)]
+    return coords, eps, exact
+
+
+def _plan(x: np.ndarray, inputs: Inputs, attrs: Attrs) -> list[tuple[list[Fraction], list[float], int]]:
+    """Per axis: the coordinates, their errors and the input length."""
+    roi, scales, sizes = optional(inputs, 1), optional(inputs, 2), optional(inputs, 3)
+    if "axes" in attrs or integer(attrs, "antialias", 0) or integer(attrs, "exclude_outside", 0) or \
+            text(attrs, "keep_aspect_ratio_policy", "stretch", ("stretch",)) != "stretch":
+        raise ValueError("the oracle computes every axis resized, antialias 0, exclude_outside 0")
+    if roi is not None and roi.size:
+        raise ValueError("roi is only read by tf_crop_and_resize, which the oracle does not compute")
+    mode = text(attrs, "coordinate_transformation_mode", "half_pixel", _COORDINATES)
+    have_scales = scales is not None and scales.size > 0
+    if have_scales == (sizes is not None and sizes.size > 0):
+        raise ValueError("exactly one of scales and sizes")
+    plan = []
+    for d, l_in in enumerate(x.shape):
+        if have_scales:
+            assert scales is not None
+            if scales.dtype != np.float32 or scales.shape != (x.ndim,):
+                raise ValueError("scales must be float32, one per axis")
+            scale = Fraction(float(scales[d]))
+            l_out = l_in * scale
+            if l_out.denominator != 1 or scale <= 0:
+                raise ValueError("length * scale must be a whole number (otherwise the spec's "
+                                 "'scale = length_resized / length_original' is not the given scale)")
+            l_out_int = int(l_out)
+        else:
+            assert sizes is not None
+            if sizes.shape != (x.ndim,):
+                raise ValueError("sizes must hold one length per axis")
+            l_out_int = int(sizes[d])
+            scale = Fraction(l_out_int, l_in)
+        if l_out_int < 1:
+            raise ValueError("an output length below 1")
+        coords, eps, _ = _axis(l_in, l_out_int, scale, mode)
+        plan.append((coords, eps, l_in))
+    return plan
+
+
+def _gather(x: np.ndarray, index: list[np.ndarray]) -> np.ndarray:
+    return x[np.ix_(*index)]
+
+
+def _nearest_resize(x: np.ndarray, plan: list[tuple[list[Fraction], list[float], int]],
+                    mode: str) -> Interval:
+    lows, highs, picks = [], [], []
+    for coords, eps, l_in in plan:
+        def pick(v: Fraction, limit: int = l_in) -> int:
+            return min(max(_nearest(v, mode), 0), limit - 1)
+        picks.append(np.array([pick(c) for c in coords]))
+        lows.append(np.array([pick(c - Fraction(e)) for c, e in zip(coords, eps, strict=True)]))
+        highs.append(np.array([pick(c + Fraction(e)) for c, e in zip(coords, eps, strict=True)]))
+    if any((hi - lo > 1).any() for lo, hi in zip(lows, highs, strict=True)):
+        raise ArithmeticError("a coordinate's error spans more than two input indices")
+    value = _gather(x, picks)
+    if all((lo == hi).all() for lo, hi in zip(lows, highs, strict=True)):
+        return Interval.exact(value)
+    low = high = value
+    for choice in itertools.product((0, 1), repeat=x.ndim):
+        got = _gather(x, [(lows if c == 0 else highs)[d] for d, c in enumerate(choice)])
+        low, _ = ordered(low, got)
+        _, high = ordered(high, got)
+    return Interval(value, low, high)
+
+
+def _linear_resize(x: np.ndarray, plan: list[tuple[list[Fraction], list[float], int]]) -> Interval:
+    x64 = x.astype(np.float64)
+    index0: list[np.ndarray] = []
+    index1: list[np.ndarray] = []
+    weights: list[np.ndarray] = []
+    epss: list[np.ndarray] = []
+    moving = 0
+    lipschitz = 0.0
+    for d, (coords, eps, l_in) in enumerate(plan):
+        clamped = [min(max(c, Fraction(0)), Fraction(l_in - 1)) for c in coords]
+        i0 = np.array([_floor(c) for c in clamped])
+        index0.append(i0)
+        index1.append(np.minimum(i0 + 1, l_in - 1))
+        weights.append(np.array([float(c - _floor(c)) for c in clamped]))
+        epss.append(np.array(eps))
+        moving += any(c != _floor(c) for c in clamped) or any(eps)
+        if l_in > 1 and any(eps):
+            step = np.abs(np.diff(x64, axis=d)).max()
+            lipschitz += float(step) * max(eps)
+    rank = x.ndim
+    r = np.zeros([len(w) for w in weights])
+    total = np.zeros_like(r)
+    corners = []
+    for choice in itertools.product((0, 1), repeat=rank):
+        vals = _gather(x64, [(index0 if c == 0 else index1)[d] for d, c in enumerate(choice)])
+        coef = np.ones_like(r)
+        slack = np.ones_like(r)
+        for d, c in enumerate(choice):
+            w = weights[d] if c else 1 - weights[d]
+            shape = [1] * rank
+            shape[d] = -1
+            coef = coef * w.reshape(shape)
+            slack = slack * np.minimum(1.0, w + epss[d]).reshape(shape)
+        r += coef * vals
+        total += np.abs(vals) * slack
+        corners.append(vals)
+    m = 3 * moving + 2**moving
+    own = 4 * (rank + 1) * U64 * total
+    bound = np.nextafter((gamma(m) * total + lipschitz + own) * (1 + 2.0**-48), np.inf)
+    if not any(e.any() for e in epss):  # every coordinate exact in float32: the exactness lemma
+        stack = np.stack(corners, axis=-1)
+        atoms = np.concatenate([np.concatenate([w, 1 - w]) for w in weights])
+        k = valuation(stack).min(axis=-1) + sum(int(valuation(np.concatenate([w, 1 - w])).min())
+                                                for w in weights)
+        biggest = np.abs(stack).max(axis=-1)
+        exact = (valuation(atoms).min() >= -24) & (k >= -149) & \
+            (2.0 ** (moving + 1) * biggest <= np.ldexp(1.0, np.clip(k + 24, -1000, 1000).astype(np.int32)))
+        exact |= biggest == 0
+        bound = np.where(exact, 0.0, bound)
+    return from_real(r, bound)
+
+
+def resize(inputs: Inputs, attrs: Attrs) -> list[Interval]:
+    """ONNX Resize: "Resize the input tensor. In general, it calculates every value in the output tensor as a
+    weighted average of neighborhood (a.k.a. sampling locations) in the input tensor." mode: "nearest"
+    (default) and "linear" ("linear interpolation for 1D tensor and N-linear interpolation for N-D tensor");
+    nearest_mode: "round_prefer_floor" (default, as known as round half down), "round_prefer_ceil" (as known
+    as round half up), "floor", "ceil"; the coordinate transformations of :func:`_coordinate`; "output_dimension
+    = floor(input_dimension * (roi_end - roi_start) * scale)" when sizes are not given."""
+    x = float32(need(inputs, 0), "Resize's X")
+    mode = text(attrs, "mode", "nearest", _MODES)
+    plan = _plan(x, inputs, attrs)
+    if mode == "nearest":
+        return [_nearest_resize(x, plan, text(attrs, "nearest_mode", "round_prefer_floor", _NEAREST))]
+    return [_linear_resize(x, plan)]
