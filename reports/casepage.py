@@ -286,6 +286,8 @@ def render_text(rec: CaseRecord) -> str:
                  + (f", rule {rec['rule']}" if rec.get("rule") else ""))
     if rec.get("interval_why"):
         lines.append(f"why an interval: {rec['interval_why']}")
+    if rec.get("defect"):
+        lines.append(f"defect (graph case): {rec['defect']}: {rec.get('defect_why') or ''}")
     e = rec.get("expectation")
     lines.append("expectation: "
                  + (f"line {e.get('line')}: {e.get('status')}: {' '.join(str(e.get('reason')).split())}"

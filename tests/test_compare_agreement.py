@@ -21,7 +21,15 @@ import numpy as np
 import pytest
 
 from qdq_conformance.ambiguities import Reading
-from qdq_conformance.compare import differing_codes, differs, from_codes, rule_text, rule_ulp
+from qdq_conformance.compare import (
+    differing_codes,
+    differs,
+    from_codes,
+    outside_by,
+    rule_interval,
+    rule_text,
+    rule_ulp,
+)
 from qdq_conformance.domain import CaseStatus, RunStatus
 from qdq_conformance.fuzz.search import signature_parts
 from qdq_conformance.generators.status import changes_answer
@@ -173,3 +181,58 @@ def test_the_rule_text_round_trips() -> None:
     assert [rule_text(0), rule_text(3), rule_text(2, must_reject=True)] == ["exact", "ulp<=3", "must-reject"]
     assert [rule_ulp(rule_text(n)) for n in (0, 1, 7)] == [0, 1, 7]
     assert [rule_ulp(t) for t in (None, "", "must-reject", "ulp<=x", "ulp<=-1")] == [0, 0, 0, 0, 0]
+
+
+# --- the interval rule (issue 36): every view judges an element within its acceptable values
+# ---------------------------------------------------------------------------------------------
+
+#: (type, expected codes, low codes, high codes, actual codes, the elements outside)
+INTERVALS: list[tuple[str, list[int], list[int], list[int], list[int], list[int]]] = [
+    # uint8 codes: 2 and 3 acceptable at [0]; one code at [1] (bit for bit); [2] one below, [3] one above
+    ("uint8", [2, 7, 5, 9], [2, 7, 5, 8], [3, 7, 6, 9], [3, 7, 4, 10], [2, 3]),
+    # int8: the order of values, not of codes (-1 is 0xff): [-2, -1] holds -1 and -2, not 0 or 1
+    ("int8", [0xFE, 0xFE, 0xFE, 0x01], [0xFE, 0xFE, 0xFE, 0xFF], [0xFF, 0xFF, 0xFF, 0x01],
+     [0xFF, 0x00, 0xFE, 0x80], [1, 3]),
+    # float32: inside the interval, at its ends, a zero end accepting either sign, a NaN never
+    ("float", [F32_ONE, F32_ONE, 0, F32_ONE], [F32_ONE - 2, F32_ONE - 2, 0x80000000, F32_ONE - 2],
+     [F32_ONE + 1, F32_ONE + 1, 0, F32_ONE + 1], [F32_ONE - 2, F32_ONE + 2, 0x80000000, F32_NAN], [1, 3]),
+    # a single acceptable float zero compares bit for bit
+    ("float", [0, 0x3F000000], [0, 0x3F000000], [0, 0x3F000000], [0x80000000, 0x3F000000], [0]),
+]
+
+
+@pytest.mark.parametrize(("type_name", "expected", "low", "high", "actual", "want"), INTERVALS,
+                         ids=[f"interval-{t}-{k}" for k, (t, *_) in enumerate(INTERVALS)])
+def test_every_view_judges_an_interval_as_the_verdict(type_name: str, expected: list[int], low: list[int],
+                                                      high: list[int], actual: list[int], want: list[int]) -> None:
+    e, a = _arrays(type_name, expected, actual)
+    bounds = (from_codes(type_name, low), from_codes(type_name, high))
+    assert [int(j) for j in np.flatnonzero(differs(e, a, bounds=bounds))] == want
+    outcome = classify(RawResult("ok", [a]), case_status=CaseStatus.NORMATIVE, expected=[e], bounds=[bounds])
+    assert outcome.status == (RunStatus.FAILED if want else RunStatus.PASSED)
+    if want:
+        ((_, m),) = outcome.mismatches
+        assert [i[0] for i in m.indices] == want and "outside the acceptable values" in str(m)
+    rec = _record(e, a, 0, outcome)
+    rec["comparison"] = rule_text(0, interval=True)
+    rec["expected"] = [preview(e, bounds=bounds)]
+    assert rec["expected"][0]["low"] == low and rec["expected"][0]["high"] == high
+    assert differing_codes(type_name, expected, type_name, actual, 0, (low, high)) == want
+    data = page_data(rec)
+    (table,) = data["table"]
+    assert data["acceptable"] and [j for j, row in enumerate(table) if row[8]] == want
+    assert all(row[10] for row in table)  # every row says what is acceptable ...
+    far = outside_by(bounds, a)  # ... and where an actual value outside it falls (by value: not a signed zero)
+    assert [j for j, row in enumerate(table) if "above" in row[10] or "below" in row[10]] == \
+        [j for j in want if far[j] == far[j] and far[j] != 0]
+    text = render_text(rec)
+    assert [int(line.split()[1]) for line in text.splitlines() if line.startswith("  * ")] == want
+    assert "acceptable" in text
+    code, starred = _repro_marks(rec)
+    assert (code, starred) == (1 if want else 0, want)
+    assert bool(mismatch_kind(rec)) == bool(want)  # type: ignore[arg-type]
+
+
+def test_the_interval_rule_text_round_trips() -> None:
+    assert rule_text(0, interval=True) == "interval" and rule_interval("interval")
+    assert not rule_interval("exact") and rule_ulp("interval") == 0
