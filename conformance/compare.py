@@ -1,5 +1,5 @@
-"""Comparing a backend's output with the oracle's: bit for bit, NaN by class, optional ULP bound for floats, or
-an interval per element.
+"""Comparing a backend's output with the oracle's: bit for bit, NaN by class, optional ULP bound for floats,
+or an interval per element.
 
 The one comparison: the verdict (``runner.outcome``, which the fuzzer's and the mutant zoo's verdicts are),
 the oracle's self-checks (``generators``), a reading that changes the answer (``generators.status``), the
@@ -7,9 +7,9 @@ records' explained elements, and the marks of the report's case page, ``show`` a
 record's previews: :func:`differing_codes`) all decide with :func:`compare` / :func:`differs`. A case's rule
 is written as text (``exact``, ``ulp<=N``, ``interval``, ``must-reject``) by :func:`rule_text`, read back by
 :func:`rule_ulp` and :func:`rule_interval`. Under ``interval`` (a graph case around a compute op: the oracle
-gives, per element, the lowest and highest value a legitimate float32 evaluation can lead to), an element whose
-two bounds are one bit pattern compares bit for bit as under ``exact``; any other passes when its value lies
-within the bounds (by value: a NaN never does); :func:`outside_by` says where a value falls. (``show
+gives, per element, the lowest and highest value a legitimate float32 evaluation can lead to), an element
+whose two bounds are one bit pattern compares bit for bit as under ``exact``; any other passes when its value
+lies within the bounds (by value: a NaN never does); :func:`outside_by` says where a value falls. (``show
 --repro`` writes a script that runs without this package: its check is this comparison written out again, and
 tests/test_compare_agreement.py holds the two to the same verdicts.)
 """

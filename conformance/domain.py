@@ -230,9 +230,9 @@ class Case(Protocol):
 
     ``status`` is a :class:`CaseStatus` value; ``expected`` the oracle's outputs (None for an invalid case);
     ``ulp`` the comparison's tolerance in units in the last place (0: exact); ``output_bounds()`` per output
-    the (low, high) interval of acceptable values of the ``interval`` rule, or None; ``metadata()`` the JSON-ready
-    description a record copies its fields from; ``readings`` an implementation-defined case's catalogued
-    readings (:class:`~qdq_conformance.ambiguities.Reading`; empty when the case carries none)."""
+    the (low, high) interval of acceptable values of the ``interval`` rule, or None; ``metadata()`` the
+    JSON-ready description a record copies its fields from; ``readings`` an implementation-defined case's
+    catalogued readings (:class:`~qdq_conformance.ambiguities.Reading`; empty when the case carries none)."""
 
     @property
     def id(self) -> str: ...

@@ -171,7 +171,8 @@ def _nodes(tpl: Template, raw: list[dict[str, Any]], lines: list[int]) -> list[G
             if isinstance(v, bool) or not isinstance(v, (int, float, str)) and not (
                     isinstance(v, list) and all(isinstance(i, (int, float)) and not isinstance(i, bool)
                                                 for i in v)):
-                raise _node_error(tpl, g, f"attribute {key}: a number, a text or a list of numbers, got {v!r}")
+                raise _node_error(tpl, g, f"attribute {key}: a number, a text or a list of numbers, "
+                                          f"got {v!r}")
         if g.domain and g.op not in QUANT_OPS:
             raise _node_error(tpl, g, f"only quantization ops take a domain ({g.op} is ai.onnx's)")
     return nodes
@@ -276,9 +277,9 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
 
 
 def _id_part(key: str, v: Any, vary: dict[str, Any]) -> str:
-    """A placeholder's value in a case id: a scalar as itself (``-`` as m, ``.`` as p), a mapping by its ``id``
-    key when it has one, another list or mapping by its position in the template's list (``x2``: the second
-    value of X)."""
+    """A placeholder's value in a case id: a scalar as itself (``-`` as m, ``.`` as p), a mapping by its
+    ``id`` key when it has one, another list or mapping by its position in the template's list (``x2``: the
+    second value of X)."""
     if isinstance(v, dict) and isinstance(v.get("id"), (str, int)) and not isinstance(v.get("id"), bool):
         v = v["id"]
     elif isinstance(v, (list, dict)):

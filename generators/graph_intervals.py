@@ -38,12 +38,12 @@ def typed_attributes(op: str, domain: str, opset: int, attrs: dict[str, Any]) ->
             out[name] = float(v)
         elif a.type == _A.FLOATS and numbers:
             out[name] = [float(i) for i in v]
-        elif a.type == _A.INT and isinstance(v, int) or a.type == _A.STRING and isinstance(v, str):
-            out[name] = v
-        elif a.type == _A.INTS and numbers and all(isinstance(i, int) for i in v):
+        elif (a.type == _A.INT and isinstance(v, int) or a.type == _A.STRING and isinstance(v, str)
+              or a.type == _A.INTS and numbers and all(isinstance(i, int) for i in v)):
             out[name] = v
         else:
-            raise ValueError(f"attribute {name}: {op} declares it {a.type.name}, got {v!r}")
+            kind = str(a.type).rsplit(".", 1)[-1]
+            raise ValueError(f"attribute {name}: {op} declares it {kind}, got {v!r}")
     return out
 
 

@@ -184,8 +184,8 @@ def onnx_runner_blind_to(case: ConcreteCase) -> list[str]:
         return []
     blind = []
     if case.output_bounds() is not None:
-        blind.append("interval (output_K.pb is one acceptable answer; bounds/ holds every element's lowest and "
-                     "highest: only qdq-conformance run --suite judges the set)")
+        blind.append("interval (output_K.pb is one acceptable answer; bounds/ holds every element's lowest "
+                     "and highest: only qdq-conformance run --suite judges the set)")
     floats = [e for e in case.expected if by_dtype(e.dtype).is_float]
     if any(np.any(e.astype(np.float32) == 0) for e in floats):
         blind.append("signed zero")

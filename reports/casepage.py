@@ -7,8 +7,8 @@ it.
 Which rows are marked is decided by the verdict's own comparison (:func:`qdq_conformance.compare.differs`: bit
 patterns, any NaN matching any NaN, a case's ULP bound, an ``interval`` case's acceptable values), on arrays
 rebuilt from the record's bit codes; values are shown at their type's own precision
-(:func:`qdq_conformance.types.texts`), whatever the file's text says. An ``interval`` case's rows also say which
-values are acceptable and where the actual one falls (:func:`qdq_conformance.compare.outside_by`).
+(:func:`qdq_conformance.types.texts`), whatever the file's text says. An ``interval`` case's rows also say
+which values are acceptable and where the actual one falls (:func:`qdq_conformance.compare.outside_by`).
 """
 
 from __future__ import annotations
@@ -307,7 +307,8 @@ def render_text(rec: CaseRecord) -> str:
             continue
         sets = any("acceptable" in r for r in table)
         lines.append(f"output {k}: expected vs actual ('*': differs by the verdict's comparison"
-                     + ("; acceptable: every value a legitimate float32 evaluation can lead to)" if sets else ")"))
+                     + ("; acceptable: every value a legitimate float32 evaluation can lead to)" if sets
+                        else ")"))
         head = f"  {'':1} {'#':>4} {'x':>14} {'scale':>12} {'zero pt':>8} {'expected':>14} {'code':>10} " \
                f"{'actual':>14} {'code':>10}  " + ("acceptable" if sets else "why")
         lines.append(head)

@@ -75,7 +75,8 @@ def pairwise(a: Sequence[Fraction], b: Sequence[Fraction]) -> Fraction:
 
 
 def blocked(a: Sequence[Fraction], b: Sequence[Fraction], size: int = 4) -> Fraction:
-    """Blocks of ``size`` accumulated with FMA, then the blocks' sums added in order (what SIMD kernels do)."""
+    """Blocks of ``size`` accumulated with FMA, then the blocks' sums added in order (what SIMD kernels
+    do)."""
     sums = [fma(a[k:k + size], b[k:k + size]) for k in range(0, len(a), size)]
     s = Fraction(0)
     for v in sums:

@@ -204,7 +204,8 @@ INTERVALS: list[tuple[str, list[int], list[int], list[int], list[int], list[int]
 @pytest.mark.parametrize(("type_name", "expected", "low", "high", "actual", "want"), INTERVALS,
                          ids=[f"interval-{t}-{k}" for k, (t, *_) in enumerate(INTERVALS)])
 def test_every_view_judges_an_interval_as_the_verdict(type_name: str, expected: list[int], low: list[int],
-                                                      high: list[int], actual: list[int], want: list[int]) -> None:
+                                                      high: list[int], actual: list[int],
+                                                      want: list[int]) -> None:
     e, a = _arrays(type_name, expected, actual)
     bounds = (from_codes(type_name, low), from_codes(type_name, high))
     assert [int(j) for j in np.flatnonzero(differs(e, a, bounds=bounds))] == want
@@ -222,7 +223,7 @@ def test_every_view_judges_an_interval_as_the_verdict(type_name: str, expected: 
     (table,) = data["table"]
     assert data["acceptable"] and [j for j, row in enumerate(table) if row[8]] == want
     assert all(row[10] for row in table)  # every row says what is acceptable ...
-    far = outside_by(bounds, a)  # ... and where an actual value outside it falls (by value: not a signed zero)
+    far = outside_by(bounds, a)  # ... and where an actual value outside it falls (by value: no signed zero)
     assert [j for j, row in enumerate(table) if "above" in row[10] or "below" in row[10]] == \
         [j for j in want if far[j] == far[j] and far[j] != 0]
     text = render_text(rec)

@@ -23,7 +23,14 @@ from qdq_conformance.generators.graph_coverage import graph_coverage
 from qdq_conformance.generators.schema import schema
 from qdq_conformance.plugin.selection import marker_names
 from qdq_conformance.reference import run_any
-from qdq_conformance.reference.graph import COMPUTE_OPS, EXACT_OPS, GRAPH_OPS, QUANT_OPS, GraphError, run_graph
+from qdq_conformance.reference.graph import (
+    COMPUTE_OPS,
+    EXACT_OPS,
+    GRAPH_OPS,
+    QUANT_OPS,
+    GraphError,
+    run_graph,
+)
 from qdq_conformance.runner.execute import ObjRef, Sources, run_case
 from qdq_conformance.runner.expectations import Expectations
 

@@ -138,7 +138,8 @@ def test_away_from_ties_the_codes_are_one_and_near_ties_at_most_two():
     (iv,) = matmul([a, w], {})
     ys = 0.0877
     q = iv.map(lambda v: _q(v, ys, 128))
-    r = (np.asarray(exact(a), dtype=object).reshape(32, 64) @ np.asarray(exact(w), dtype=object).reshape(64, 16))
+    r = np.asarray(exact(a), dtype=object).reshape(32, 64) @ \
+        np.asarray(exact(w), dtype=object).reshape(64, 16)
     quotient = np.vectorize(lambda v: float(v / Fraction(float(F32(ys)))))(r)
     far = np.abs(quotient - np.floor(quotient) - 0.5) >= 0.01
     width = q.high.astype(int) - q.low.astype(int)
@@ -262,7 +263,8 @@ def test_add_mul_leakyrelu_are_one_correctly_rounded_operation():
         assert [Fraction(float(v)) for v in iv.value] == [f32(op(Fraction(float(p)), Fraction(float(b[0]))))
                                                           for p in a]
     (iv,) = leaky_relu([a], {"alpha": 0.1})
-    assert iv.is_exact() and Fraction(float(iv.value[1])) == f32(Fraction(float(F32(0.1))) * Fraction(float(a[1])))
+    assert iv.is_exact()
+    assert Fraction(float(iv.value[1])) == f32(Fraction(float(F32(0.1))) * Fraction(float(a[1])))
 
 
 def test_sigmoid_and_softmax_hold_float32_formulas_and_their_exact_points():
@@ -289,7 +291,8 @@ def test_resize_nearest_ties_follow_the_mode_and_linear_stays_inside():
     scales = np.array([1, 1, 1, 2], F32)
     picks = {}
     for mode in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"):
-        (iv,) = resize([x, None, scales], {"coordinate_transformation_mode": "asymmetric", "nearest_mode": mode})
+        attrs = {"coordinate_transformation_mode": "asymmetric", "nearest_mode": mode}
+        (iv,) = resize([x, None, scales], attrs)
         assert iv.is_exact()
         picks[mode] = iv.value.reshape(-1).tolist()
     # x_original = i / 2: the odd outputs sit halfway between two pixels

@@ -3,8 +3,8 @@
 ONNX defines DQ -> OP -> Q as dequantize, OP in floating point, quantize. Each op here takes exact inputs (the
 DequantizeLinear outputs, constants) and gives an :class:`.interval.Interval` per output: what a legitimate
 float32 evaluation may give (:mod:`.interval` states the bounds and their proofs; each op's module derives its
-own). :data:`COMPUTE_OPS` is their registry: with the quantization ops and the exact ops it is the case schema's
-vocabulary of graph ops (a test checks they agree).
+own). :data:`COMPUTE_OPS` is their registry: with the quantization ops and the exact ops it is the case
+schema's vocabulary of graph ops (a test checks they agree).
 """
 
 from __future__ import annotations

@@ -40,14 +40,14 @@ def softmax(inputs: Inputs, attrs: Attrs) -> list[Interval]:
     """ONNX Softmax (13): "Softmax(input, axis) = Exp(input) / ReduceSum(Exp(input), axis=axis,
     keepdims=1)"; axis: "The axis along which Softmax will be performed" (default -1).
 
-    A float32 evaluation computes ``t_i = x_i - max(x)`` (one rounding: exp's argument off by ``|t_i| u``,
-    so exp off by a factor ``exp(|t_i| u)``), ``a_i = exp(t_i)`` within the budget, so ``|a_i / exp(t_i) - 1|
-    <= theta_i = (1 + EXP_ULP u) exp(|t_i| u) - 1``; their sum (n - 1 roundings of positive terms:
-    ``gamma_{n-1}``) and the quotient (a division, or a reciprocal and a product: ``(1 + u)**2``). So
-    ``y_i / r_i`` lies within ``(1 + theta_i)(1 + u)**2 / ((1 - theta_max)(1 - gamma_{n-1}))`` of 1 (the
-    bound on the other side is smaller); underflowing exps add ``(n + 2) 2**-150``. An evaluation that does not
-    subtract the maximum has no argument error: inside the bound too. All n values equal with n a power of two:
-    1/n exactly."""
+    A float32 evaluation computes ``t_i = x_i - max(x)`` (one rounding: exp's argument off by ``|t_i| u``, so
+    exp off by a factor ``exp(|t_i| u)``), ``a_i = exp(t_i)`` within the budget, so ``|a_i / exp(t_i) - 1| <=
+    theta_i = (1 + EXP_ULP u) exp(|t_i| u) - 1``; their sum (n - 1 roundings of positive terms:
+    ``gamma_{n-1}``) and the quotient (a division, or a reciprocal and a product: ``(1 + u)**2``). So ``y_i /
+    r_i`` lies within ``(1 + theta_i)(1 + u)**2 / ((1 - theta_max)(1 - gamma_{n-1}))`` of 1 (the bound on the
+    other side is smaller); underflowing exps add ``(n + 2) 2**-150``. An evaluation that does not subtract
+    the maximum has no argument error: inside the bound too. All n values equal with n a power of two: 1/n
+    exactly."""
     x = float32(need(inputs, 0), "Softmax's X").astype(np.float64)
     axis = axis_of(integer(attrs, "axis", -1), x.ndim)
     n = x.shape[axis]

@@ -1,9 +1,10 @@
 """Add, Mul, LeakyRelu and Cast: one IEEE operation per element, so the float32 result is unique.
 
-A single IEEE 754 addition or multiplication of two float32 values is correctly rounded (round to nearest even),
-and computing it wider then rounding to float32 once gives the same value (float64 holds more than twice
-float32's significand: double rounding is innocuous for +, -, *), so every legitimate float32 evaluation gives the
-one float numpy's float32 arithmetic gives: the interval is that float (:meth:`.interval.Interval.exact`).
+A single IEEE 754 addition or multiplication of two float32 values is correctly rounded (round to nearest
+even), and computing it wider then rounding to float32 once gives the same value (float64 holds more than
+twice float32's significand: double rounding is innocuous for +, -, *), so every legitimate float32 evaluation
+gives the one float numpy's float32 arithmetic gives: the interval is that float
+(:meth:`.interval.Interval.exact`).
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 A legitimate float32 evaluation sums the n values of a window in any order (n - 1 additions), then divides by
 the count once, or multiplies by its rounded reciprocal (two roundings), or scales each value first: a term's
-path holds at most n + 1 roundings, so ``|computed - r| <= gamma_{n+1} * sum |x_i| / count`` (:mod:`.interval`).
-A count that is a power of two divides exactly, so where the window's partial sums are float32 values (the
-exactness lemma) the average is exact: exact cases with ties come from power-of-two windows.
+path holds at most n + 1 roundings, so ``|computed - r| <= gamma_{n+1} * sum |x_i| / count``
+(:mod:`.interval`). A count that is a power of two divides exactly, so where the window's partial sums are
+float32 values (the exactness lemma) the average is exact: exact cases with ties come from power-of-two
+windows.
 """
 
 from __future__ import annotations

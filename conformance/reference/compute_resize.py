@@ -121,7 +121,7 @@ def _plan(x: np.ndarray, inputs: Inputs, attrs: Attrs) -> list[tuple[list[Fracti
 
 
 def _gather(x: np.ndarray, index: list[np.ndarray]) -> np.ndarray:
-    return x[np.ix_(*index)]
+    return np.asarray(x[np.ix_(*index)])
 
 
 def _nearest_resize(x: np.ndarray, plan: list[tuple[list[Fraction], list[float], int]],
@@ -203,8 +203,8 @@ def resize(inputs: Inputs, attrs: Attrs) -> list[Interval]:
     weighted average of neighborhood (a.k.a. sampling locations) in the input tensor." mode: "nearest"
     (default) and "linear" ("linear interpolation for 1D tensor and N-linear interpolation for N-D tensor");
     nearest_mode: "round_prefer_floor" (default, as known as round half down), "round_prefer_ceil" (as known
-    as round half up), "floor", "ceil"; the coordinate transformations of :func:`_coordinate`; "output_dimension
-    = floor(input_dimension * (roi_end - roi_start) * scale)" when sizes are not given."""
+    as round half up), "floor", "ceil"; the coordinate transformations of :func:`_coordinate`;
+    "output_dimension = floor(input_dimension * (roi_end - roi_start) * scale)" when sizes are not given."""
     x = float32(need(inputs, 0), "Resize's X")
     mode = text(attrs, "mode", "nearest", _MODES)
     plan = _plan(x, inputs, attrs)

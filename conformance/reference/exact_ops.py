@@ -1,11 +1,11 @@
 """The exact ops of a graph case: they move or select elements, or compare them with constants, so numpy
 computes them exactly and the composition stays bit for bit the spec's.
 
-:data:`EXACT_OPS` is their registry (with the quantization ops and the compute ops, the case schema's vocabulary
-of graph ops is checked against it). Relu, Clip, Max, Min and MaxPool compare values: the spec does not say what
-they give for NaN or for -0 against +0, so they refuse such an input (``ambiguous``), and a graph case keeps
-them away. Every one of them is monotone (non-decreasing) in each input, element by element, which is what lets
-an interval pass through them (``graph.py`` maps its endpoints).
+:data:`EXACT_OPS` is their registry (with the quantization ops and the compute ops, the case schema's
+vocabulary of graph ops is checked against it). Relu, Clip, Max, Min and MaxPool compare values: the spec does
+not say what they give for NaN or for -0 against +0, so they refuse such an input (``ambiguous``), and a graph
+case keeps them away. Every one of them is monotone (non-decreasing) in each input, element by element, which
+is what lets an interval pass through them (``graph.py`` maps its endpoints).
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ through the exact ops and the quantization nodes endpoint by endpoint: each is m
 order), so QuantizeLinear turns a compute op's interval into the set of acceptable codes. A compute op takes
 exact inputs only (an earlier compute op's result must have one acceptable value where it feeds another), as
 do DynamicQuantizeLinear and the parameters of the quantization nodes. The registries :data:`QUANT_OPS`,
-:data:`.exact_ops.EXACT_OPS` and :data:`.compute.COMPUTE_OPS` together are :data:`GRAPH_OPS`, the case schema's
-vocabulary of graph ops (a test checks they agree). Where an interval reaches a comparison (Relu, MaxPool
-...), a zero at either end is compared as a number and accepts either sign after.
+:data:`.exact_ops.EXACT_OPS` and :data:`.compute.COMPUTE_OPS` together are :data:`GRAPH_OPS`, the case
+schema's vocabulary of graph ops (a test checks they agree). Where an interval reaches a comparison (Relu,
+MaxPool ...), a zero at either end is compared as a number and accepts either sign after.
 """
 
 from __future__ import annotations
@@ -169,9 +169,9 @@ def _exact_inputs(node: onnx.NodeProto, inputs: Sequence[Interval | None], which
     out: list[np.ndarray | None] = []
     for k, iv in enumerate(inputs):
         if iv is not None and k in which and not iv.is_exact() and not iv.single().all():
-            raise ValueError(f"input {k} ({node.input[k]!r}) has more than one acceptable value (an earlier "
-                             "compute op's interval): the oracle computes this op on exact inputs only; choose "
-                             "values whose earlier result is exact")
+            raise ValueError(f"input {k} ({node.input[k]!r}) has more than one acceptable value (an "
+                             "earlier compute op's interval): the oracle computes this op on exact inputs "
+                             "only; choose values whose earlier result is exact")
         out.append(None if iv is None else iv.value)
     return out
 

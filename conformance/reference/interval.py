@@ -1,14 +1,14 @@
 """The interval oracle: what a legitimate float32 evaluation of a compute op may give, as an interval.
 
 ONNX defines DQ -> OP -> Q as: dequantize (exact, the kernel's), OP in floating point, quantize (round half to
-even, saturate). The spec fixes neither OP's evaluation order (summation order, FMA or not, blocked or pairwise
-accumulation, wider accumulators) nor the accuracy of ``exp``, so one expected float32 value is too strict and a
-tolerance too lax. A compute op of the oracle therefore gives an :class:`Interval`: the real result r (exactly,
-or in float64 with a proven error), widened by a stated bound b on how far a legitimate float32 evaluation can
-be from r, outward-rounded to float32 endpoints. Every op after it that is monotone element by element (the
-data-movement and selection ops, DequantizeLinear and QuantizeLinear, whichever the scale's sign) maps the two
-endpoints: QuantizeLinear turns the interval into the contiguous *set of acceptable codes*. One code: the element
-is exact, ties included; two or more: each passes.
+even, saturate). The spec fixes neither OP's evaluation order (summation order, FMA or not, blocked or
+pairwise accumulation, wider accumulators) nor the accuracy of ``exp``, so one expected float32 value is too
+strict and a tolerance too lax. A compute op of the oracle therefore gives an :class:`Interval`: the real
+result r (exactly, or in float64 with a proven error), widened by a stated bound b on how far a legitimate
+float32 evaluation can be from r, outward-rounded to float32 endpoints. Every op after it that is monotone
+element by element (the data-movement and selection ops, DequantizeLinear and QuantizeLinear, whichever the
+scale's sign) maps the two endpoints: QuantizeLinear turns the interval into the contiguous *set of acceptable
+codes*. One code: the element is exact, ties included; two or more: each passes.
 
 The bounds (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., section 2.2 and Lemma 3.1; the
 same derivation as TOSA's verify library for DOT_PRODUCT):
@@ -21,14 +21,15 @@ same derivation as TOSA's verify library for DOT_PRODUCT):
 - Lemma 3.1: a product of m factors ``(1 + d_j)^(+-1)`` with ``|d_j| <= u`` is ``1 + t`` with
   ``|t| <= gamma_m = m u / (1 - m u)``.
 - :func:`sum_bound`, a sum of n terms ``t_i``, each a product of at most p float32 values: any evaluation
-  builds a binary tree of additions over the computed terms, in any order or blocking. Term i sees one rounding
-  per multiplication on its path (at most p - 1) and one per addition above it (at most n - 1), so the
-  computed sum is ``sum_i t_i (1 + theta_i) + sum_k e_k (1 + theta'_k)`` with ``|theta_i| <= gamma_m``,
+  builds a binary tree of additions over the computed terms, in any order or blocking. Term i sees one
+  rounding per multiplication on its path (at most p - 1) and one per addition above it (at most n - 1), so
+  the computed sum is ``sum_i t_i (1 + theta_i) + sum_k e_k (1 + theta'_k)`` with ``|theta_i| <= gamma_m``,
   ``m = n + p - 2`` (the ``roundings`` argument), and at most one ``e_k`` per multiplication. Hence
   ``|computed - r| <= gamma_m * sum_i |t_i| + (#multiplications) * 2**-150 * (1 + gamma_m)``.
-- **Exactness.** If every term is an integer multiple of ``2**k`` (k >= -149) and ``sum_i |t_i| <= 2**(k+24)``,
-  then every partial sum of every subset of the terms (every intermediate of every order, the products
-  themselves included) is an integer multiple of ``2**k`` of magnitude at most ``2**(k+24)``: a float32 value.
+- **Exactness.** If every term is an integer multiple of ``2**k`` (k >= -149) and
+  ``sum_i |t_i| <= 2**(k+24)``, then every partial sum of every subset of the terms (every intermediate of
+  every order, the products themselves included) is an integer multiple of ``2**k`` of magnitude at most
+  ``2**(k+24)``: a float32 value.
   Every rounding is then exact and every evaluation gives r: the bound is 0. This is how exact cases with
   real ties arise (power-of-two scales, small magnitudes). :func:`exact_sums` decides it from the terms'
   binary valuations.
@@ -76,9 +77,9 @@ def gamma(m: int, u: float = U32) -> float:
 
 @dataclass(frozen=True)
 class Interval:
-    """A tensor the oracle knows up to an interval: ``value`` (the representative: the float32 nearest the real
-    result, or what the next ops make of it), ``low`` and ``high`` (same type and shape; ``low <= value <=
-    high`` by value, element by element). An exact tensor has all three the same."""
+    """A tensor the oracle knows up to an interval: ``value`` (the representative: the float32 nearest the
+    real result, or what the next ops make of it), ``low`` and ``high`` (same type and shape;
+    ``low <= value <= high`` by value, element by element). An exact tensor has all three the same."""
 
     value: np.ndarray
     low: np.ndarray
@@ -96,7 +97,7 @@ class Interval:
         """Per element, whether it has one acceptable value by value (a zero of either sign is one value)."""
         if self.low is self.high:
             return np.ones(self.value.shape, bool)
-        return _numbers(self.low) == _numbers(self.high)
+        return np.asarray(_numbers(self.low) == _numbers(self.high))
 
     def map(self, fn: object) -> Interval:
         """The interval through ``fn``, a function monotone element by element (non-decreasing or
@@ -141,10 +142,10 @@ def up32(x: np.ndarray) -> np.ndarray:
 def from_real(r: np.ndarray, bound: np.ndarray | float) -> Interval:
     """The float32 interval ``[r - bound, r + bound]``, outward rounded; ``value`` is the float32 nearest r.
 
-    ``bound`` 0 means r is exactly the (unique) float32 result. A zero endpoint of a float result accepts either
-    sign of zero (``low`` -0, ``high`` +0): the sign of an exact zero depends on the order of the evaluation
-    (IEEE gives +0 for ``a + (-a)``, -0 for ``-0 + -0``) and on fused integer kernels, which give +0.
-    ArithmeticError when r is not finite or the interval reaches beyond float32's range.
+    ``bound`` 0 means r is exactly the (unique) float32 result. A zero endpoint of a float result accepts
+    either sign of zero (``low`` -0, ``high`` +0): the sign of an exact zero depends on the order of the
+    evaluation (IEEE gives +0 for ``a + (-a)``, -0 for ``-0 + -0``) and on fused integer kernels, which give
+    +0. ArithmeticError when r is not finite or the interval reaches beyond float32's range.
     """
     r = np.asarray(r, np.float64)
     b = np.broadcast_to(np.asarray(bound, np.float64), r.shape)
@@ -184,7 +185,7 @@ def exact_sums(terms: np.ndarray, total: np.ndarray) -> np.ndarray:
     zero = k >= 2**30
     k = np.minimum(k, 1000)
     limit = np.ldexp(1.0, np.clip(k + 24, -1000, 1000).astype(np.int32))
-    return zero | ((k >= -149) & (k + 24 <= 127) & (total <= limit))
+    return np.asarray(zero | ((k >= -149) & (k + 24 <= 127) & (total <= limit)))
 
 
 def sum_bound(terms: np.ndarray, *, roundings: int, products: int, exact_terms: bool = True,

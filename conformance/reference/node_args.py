@@ -50,7 +50,8 @@ def real(attrs: Attrs, key: str, default: float) -> np.float32:
     v = attrs.get(key, default)
     if isinstance(v, (str, list)):
         raise ValueError(f"attribute {key} must be a number, got {v!r}")
-    return np.float32(v)
+    out: np.float32 = np.float32(float(v))
+    return out
 
 
 def text(attrs: Attrs, key: str, default: str, allowed: tuple[str, ...]) -> str:

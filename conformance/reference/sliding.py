@@ -13,8 +13,8 @@ def windows(x: np.ndarray, kernel: list[int], strides: list[int], pads: list[int
     ``floor((D + pad_begin + pad_end - dilation * (kernel - 1) - 1) / stride + 1)``."""
     n = len(kernel)
     if x.ndim != n + 2 or len(strides) != n or len(pads) != 2 * n or len(dilations) != n:
-        raise ValueError(f"kernel {kernel}, strides {strides}, pads {pads}, dilations {dilations} do not fit an "
-                         f"input of shape {list(x.shape)}")
+        raise ValueError(f"kernel {kernel}, strides {strides}, pads {pads}, dilations {dilations} do not fit "
+                         f"an input of shape {list(x.shape)}")
     if min(kernel + strides + dilations, default=1) < 1 or min(pads, default=0) < 0:
         raise ValueError("kernel, strides and dilations must be positive, pads not negative")
     xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[i + n]) for i in range(n)], constant_values=fill)

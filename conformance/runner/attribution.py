@@ -3,10 +3,10 @@
 The backend runs the same graph node by node: each node as a model of its own (the case's form: its parameters
 initializers or graph inputs as in the graph), its inputs the backend's own outputs of the earlier nodes. When
 that run gives the case's expected outputs (within the case's intervals, for an ``interval`` case), the whole
-graph's run differed only because the backend rewrote the graph (``rewrite``); otherwise a node is wrong on its
-own (``node``), and the first node whose outputs differ from the oracle's is named: each node's outputs are
-compared with the oracle's for the same node on the same inputs (the backend's own earlier outputs), within
-that node's interval for a compute op.
+graph's run differed only because the backend rewrote the graph (``rewrite``); otherwise a node is wrong on
+its own (``node``), and the first node whose outputs differ from the oracle's is named: each node's outputs
+are compared with the oracle's for the same node on the same inputs (the backend's own earlier outputs),
+within that node's interval for a compute op.
 """
 
 from __future__ import annotations

@@ -82,8 +82,8 @@ class SuiteCase:
         files = self.meta.get("bound_files") or []
         if not any(f is not None for f in files):
             return None
-        return [None if f is None else (read_tensor(self._inside(f["low"])), read_tensor(self._inside(f["high"])))
-                for f in files]
+        return [None if f is None else
+                (read_tensor(self._inside(f["low"])), read_tensor(self._inside(f["high"]))) for f in files]
 
     def _outputs(self, where: Path) -> list[np.ndarray]:
         return [read_tensor(where / output_file(k)) for k in range(len(self.meta["outputs"]))]
