@@ -3,8 +3,7 @@ is an interval, and which compute ops meet an exact tie of the QuantizeLinear af
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -17,29 +16,30 @@ from .graph_case import GraphNode
 _A = onnx.defs.OpSchema.AttrType
 
 
-def typed_attributes(op: str, domain: str, opset: int, attrs: dict[str, Any]) -> dict[str, Any]:
+def typed_attributes(op: str, domain: str, opset: int, attrs: Mapping[str, object]) -> dict[str, object]:
     """A non-quantization node's attributes as the op's schema at ``opset`` types them (a whole number
     written for a FLOAT attribute becomes a float); ValueError naming an attribute the op does not have or a
     value of the wrong kind. Quantization nodes' attributes are the kernel's to check."""
     if op in QUANT_OPS or domain:
-        return attrs
+        return dict(attrs)
     try:
         schema = onnx.defs.get_schema(op, opset, "")
     except onnx.defs.SchemaError:
         raise ValueError(f"{op} is not defined at opset {opset}") from None
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, v in attrs.items():
         a = schema.attributes.get(name)
         if a is None:
             raise ValueError(f"attribute {name}: {op}-{schema.since_version} has no such attribute "
                              f"({', '.join(sorted(schema.attributes)) or 'none'})")
-        numbers = isinstance(v, list) and all(isinstance(i, (int, float)) for i in v)
+        items: list[object] = list(v) if isinstance(v, list) else []
+        numbers = isinstance(v, list) and all(isinstance(i, (int, float)) for i in items)
         if a.type == _A.FLOAT and isinstance(v, (int, float)):
             out[name] = float(v)
         elif a.type == _A.FLOATS and numbers:
-            out[name] = [float(i) for i in v]
+            out[name] = [float(i) for i in items if isinstance(i, (int, float))]
         elif (a.type == _A.INT and isinstance(v, int) or a.type == _A.STRING and isinstance(v, str)
-              or a.type == _A.INTS and numbers and all(isinstance(i, int) for i in v)):
+              or a.type == _A.INTS and numbers and all(isinstance(i, int) for i in items)):
             out[name] = v
         else:
             kind = str(a.type).rsplit(".", 1)[-1]
