@@ -11,7 +11,8 @@ Two vocabularies are both called "status" in files, and are two types here:
 - :class:`CaseStatus`, what the corpus says of a case (``status:`` in a case file, ``case_status`` in a
   results record): normative, implementation-defined, invalid;
 - :class:`RunStatus`, how a case ended on a backend (``status`` in a results record, and in an expectation
-  entry): passed, failed, error, crashed, timeout, invalid-accepted, unsupported, implementation-defined.
+  entry): passed, failed, error, crashed, timeout, invalid-accepted, unsupported, implementation-defined, and
+  harness-error (an exception in this tool's own code: never the backend's, never a finding).
 """
 
 from __future__ import annotations
@@ -133,6 +134,9 @@ class RunStatus(StrEnum):
     INVALID_ACCEPTED = "invalid-accepted"
     UNSUPPORTED = "unsupported"
     IMPLEMENTATION_DEFINED = "implementation-defined"
+    #: this tool's own code raised while running the case (``blame.harness_fault``): nothing is known of the
+    #: backend; the run exits 3 saying the fault is the tool's
+    HARNESS_ERROR = "harness-error"
 
 
 # The collections below hold the plain values (a report's template or a YAML dump gets plain strings).
@@ -145,6 +149,9 @@ FAILING: frozenset[str] = frozenset(FAILING_ORDER)
 JUDGED: tuple[str, ...] = (RunStatus.PASSED.value, *FAILING_ORDER)
 #: the statuses an expectation entry may record: the failing ones, and unsupported
 EXPECTABLE: frozenset[str] = FAILING | {RunStatus.UNSUPPORTED.value}
+#: the statuses that are this tool's fault, not the backend's: counted apart, never failing, judged, expected
+#: or a finding; any of them makes a run exit 3
+HARNESS: frozenset[str] = frozenset({RunStatus.HARNESS_ERROR.value})
 
 
 #: A JSON value whose shape is left open (a case's variant, what a fuzz run adds to a results header).

@@ -82,6 +82,8 @@ def run_findings(args: argparse.Namespace) -> int:
         print(json.dumps(overview.to_json(results[0], ov), indent=1, default=str))
     else:
         print(overview.render_text(results[0], ov, limit=args.limit, repro=args.repro))
+    if args.fail_on != "never" and ov.harness_errors:  # (cases the tool failed on are not known to pass)
+        return 1
     if args.fail_on == "new":
         # new: a finding with a case no expectation entry covers, or (with --baseline) one the baseline lacks
         appeared = {f.key for f in ov.since.appeared} if ov.since else set()
@@ -118,7 +120,7 @@ def run_diff(args: argparse.Namespace) -> int:
             return _error(f"cannot write {args.output}: {e.strerror or e}")
     if args.exit_zero:
         return 0
-    if d.counts()["regressed"] or d.empty():
+    if d.counts()["regressed"] or d.counts()[diff.HARNESS_ERROR] or d.empty():
         return 1
     return 1 if d.incomplete() and not args.allow_incomplete else 0
 
@@ -141,9 +143,11 @@ DIFF_HELP = (run_diff.__doc__ or "").strip()
 DIFF_DESCRIPTION = (DIFF_HELP
                     + " A run: OLD / NEW (one results file each), or --old / --new followed by the shard "
                     "files of each run. " + SHARDS + " " + INCOMPLETE
-                    + ". Exit status 1 when a case regressed (it "
+                    + ". Harness errors of the new run (this tool's own code raised: its fault, not the "
+                    "backend's) are listed apart. Exit status 1 when a case regressed (it "
                     "was not a failure and now is, and no expectation entry of the new run says so: those "
-                    "are listed as now failing (expected)), the new run is empty, or either run is "
+                    "are listed as now failing (expected)), the new run holds a harness error, the new run "
+                    "is empty, or either run is "
                     "incomplete (unless --allow-incomplete); 2 (one line) when a file cannot be read or is "
                     "not a results file, the files are not one run each, or -o cannot be written.")
 
@@ -171,7 +175,8 @@ def add_findings_arguments(p: argparse.ArgumentParser) -> None:
                    help="findings printed (default: %(default)s; 0: all; --json prints all)")
     p.add_argument("--fail-on", choices=("never", "new", "any"), default="never",
                    help="exit 1 when a finding is new (some of its cases no expectation entry covers, or, "
-                        "with --baseline, the baseline did not have it), or when there is any finding "
+                        "with --baseline, the baseline did not have it), or when there is any finding, and "
+                        "with either when the run holds a harness error "
                         "(default: %(default)s: exit 0), for a CI gate")
 
 

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Final
 
-from qdq_conformance.domain import FAILING, RunStatus
+from qdq_conformance.domain import FAILING, HARNESS, RunStatus
 from qdq_conformance.results import CaseRecord, Header, Results
 from qdq_conformance.results.merge import load_runs
 
@@ -98,6 +98,13 @@ def render_markdown(results: list[Results], top: int = 6,
                    f"| {md(forms)} | {cnt['passed']} | {bad} | {cnt['unsupported']} | "
                    f"{cnt['implementation-defined']} | {score} |")
     out.append("")
+    harness = [(head, n) for head, cases, _ in results
+               if (n := sum(1 for c in cases if c["status"] in HARNESS))]
+    if harness:  # the tool's own fault: in no column of the backend's results
+        out += ["HARNESS ERRORS (qdq-conformance's own code raised: the fault is the tool's, not the "
+                "backend's; in no column above): "
+                + ", ".join(f"{md(h.get('backend'))} {md(h.get('backend_version'))}: {n} case-forms"
+                            for h, n in harness) + ".", ""]
     kept = [h for h, _, _ in results if h.get(KEPT)]
     if kept:
         out += [f"{', '.join(md(h.get('backend')) for h in kept)}: not run when this table was regenerated "

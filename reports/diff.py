@@ -6,6 +6,9 @@ Cases are matched by (case id, graph form). Every case lands in one category:
   expectation entry of the new run says it fails so;
 - ``now failing (expected)``: it was not a failure and now is, as an expectation entry of the new run says;
 - ``fixed``: it was a failure and now is not;
+- ``harness-error``: this tool's own code raised on it in the new run (whatever it was before): the tool's
+  fault, not the backend's, listed apart from every backend result (and failing the gate: the case is not
+  known to pass);
 - ``changed``: any other change of status, or an implementation-defined case whose recorded behaviour changed;
 - ``appeared`` / ``disappeared``: present in only one of the two files;
 - unchanged cases are counted, not listed.
@@ -20,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qdq_conformance.domain import FAILING, RunStatus
+from qdq_conformance.domain import FAILING, HARNESS, RunStatus
 from qdq_conformance.results import CaseRecord, Header, Results, Summary, is_expected
 from qdq_conformance.results.merge import gap, incomplete, load_run
 
@@ -30,7 +33,8 @@ from .page import environment, pack
 #: record)
 _IMPLEMENTATION_DEFINED = RunStatus.IMPLEMENTATION_DEFINED.value
 EXPECTED_NOW = "now failing (expected)"
-CATEGORIES = ("regressed", EXPECTED_NOW, "fixed", "changed", "appeared", "disappeared")
+HARNESS_ERROR = RunStatus.HARNESS_ERROR.value
+CATEGORIES = (HARNESS_ERROR, "regressed", EXPECTED_NOW, "fixed", "changed", "appeared", "disappeared")
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,8 @@ def _key(rec: CaseRecord) -> tuple[str, str]:
 
 def _category(old: CaseRecord, new: CaseRecord) -> str | None:
     a, b = old["status"], new["status"]
+    if b in HARNESS:
+        return HARNESS_ERROR
     if a == b:
         if a == _IMPLEMENTATION_DEFINED and (old.get("behaviour") or "") != (new.get("behaviour") or ""):
             return "changed"
@@ -150,8 +156,8 @@ def diff_records(old: Results, new: Results) -> Diff:
         a, b = old_cases.get(key), new_cases.get(key)
         if a is None:
             assert b is not None
-            result.changes.append(Change("appeared", key[0], key[1], None, b["status"],
-                                         b.get("message") or ""))
+            result.changes.append(Change(HARNESS_ERROR if b["status"] in HARNESS else "appeared", key[0],
+                                         key[1], None, b["status"], b.get("message") or ""))
         elif b is None:
             result.changes.append(Change("disappeared", key[0], key[1], a["status"], None,
                                          a.get("message") or ""))
@@ -199,6 +205,10 @@ def render_text(d: Diff, limit: int = 50, accepted: bool = False) -> str:
     lines += [f"WARNING: {w}" for w in d.warnings()]
     counts = d.counts()
     lines.append(", ".join(f"{n} {k}" for k, n in counts.items()) + f", {d.unchanged} unchanged")
+    if counts[HARNESS_ERROR]:
+        lines.append(f"HARNESS ERRORS: qdq-conformance's own code raised on {counts[HARNESS_ERROR]} case(s) "
+                     "of the new run: the fault is the tool's, not the backend's; they say nothing of the "
+                     "backend")
     why = d.incomplete()
     if why:
         lines.append(f"INCOMPLETE{' (accepted: --allow-incomplete)' if accepted and not d.empty() else ''}: "

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..domain import FAILING, RunStatus
+from ..domain import FAILING, HARNESS, RunStatus
 from ..results import Header, Results, is_expected, passed_against_entry
 from ..results.merge import gap, incomplete, shards_text
 from .diff import CATEGORIES, diff_records, selection_text
@@ -57,6 +57,19 @@ class Overview:
         return sum(self.counts[s] for s in FAILING)
 
     @property
+    def harness_errors(self) -> int:
+        """Case-forms this tool's own code failed on: the tool's fault, apart from every backend result."""
+        return sum(self.counts[s] for s in HARNESS)
+
+    def harness_line(self) -> str:
+        """The sentence that says whose fault the harness errors are ("" when there are none)."""
+        n = self.harness_errors
+        return "" if not n else (
+            f"HARNESS ERRORS: qdq-conformance's own code raised on {n_of(n, 'case-form')}: the fault is the "
+            "tool's, not the backend's; they say nothing of the backend and are no finding (status "
+            "harness-error, each with its traceback).")
+
+    @property
     def judged(self) -> int:
         return self.counts[RunStatus.PASSED] + self.failing
 
@@ -88,6 +101,8 @@ class Overview:
         if self.unexpected_passes:
             text += (f" {n_of(self.unexpected_passes, 'case-form')} passed that an expectation entry says "
                      "fail.")
+        if self.harness_errors:  # (never a green verdict: the cases the tool failed on are not known)
+            kind, text = ("bad" if kind in ("ok", "known", "none") else kind), f"{self.harness_line()} {text}"
         if self.gap:
             text += f" The run is incomplete ({self.gap}): cases of missing shards are not counted."
         if not self.complete:
@@ -101,8 +116,10 @@ class Overview:
     def stats(self) -> str:
         c, judged = self.counts, self.judged
         share = f" ({100 * c['passed'] / judged:.1f}%)" if judged else ""
+        harness = f"; {n_of(self.harness_errors, 'harness error')} (the tool's fault)" \
+            if self.harness_errors else ""
         return (f"{c['passed']:,} of {n_of(judged, 'judged case-form')} pass{share}; {c['unsupported']:,} "
-                f"unsupported, {c['implementation-defined']:,} implementation-defined (not scored).")
+                f"unsupported, {c['implementation-defined']:,} implementation-defined (not scored){harness}.")
 
 
 def overview(results: Results, baseline: Results | None = None, baseline_name: str = "") -> Overview:
@@ -182,7 +199,7 @@ def to_json(head: Header, ov: Overview) -> dict[str, object]:
         "backend": head.get("backend"), "backend_version": head.get("backend_version"),
         "verdict": {"kind": kind, "text": text, "stats": ov.stats()},
         "counts": dict(ov.counts), "failing": ov.failing, "expected_failing": ov.expected_failing,
-        "new_failing": ov.new_failing, "incomplete": ov.incomplete,
+        "new_failing": ov.new_failing, "harness_errors": ov.harness_errors, "incomplete": ov.incomplete,
         "findings": [f.to_json(ov.known) for f in ov.findings]}
     shards = head.get("shards")
     if shards:
@@ -198,10 +215,12 @@ def to_json(head: Header, ov: Overview) -> dict[str, object]:
 
 
 DESCRIPTION = """A signature is, for wrong values, the operator (any version), the type pattern (the quantized
-side's type class, whether a zero point is given), granularity, graph form, kind of mismatch and the message
-with numbers masked; for a backend's own error (error, crashed, timeout, an invalid model run), the operator,
-graph form, status and the error message with numbers, type and node names masked. Each finding: its count of
+side's type class, whether a zero point is given), granularity, graph form and kind of mismatch; for a
+backend's own error (error, crashed, timeout, an invalid model run), the operator, type pattern, granularity,
+graph form, status and the class of the error (refused at load, raised at run, crashed, timed out; never its
+wording, so a release that only rewords an error makes no new finding). Each finding: its count of
 case-forms, whether an expectation entry covers its cases (expected) or not (new), the operator versions,
 types, granularities and families it spans, and an example case; new findings first, then by count; the counts
-add up to the failing case-forms."""
+add up to the failing case-forms. Harness errors (this tool's own code raised) are no finding: they are
+counted apart, in a line that says the fault is the tool's."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from qdq_conformance.ambiguities import ReadingKey
-from qdq_conformance.domain import FAILING, FAILING_ORDER, JUDGED, CaseStatus, RunStatus
+from qdq_conformance.domain import FAILING, FAILING_ORDER, HARNESS, JUDGED, CaseStatus, RunStatus
 from qdq_conformance.gcpause import gc_paused
 from qdq_conformance.results import CaseRecord, Header, Results, is_expected, passed_against_entry
 from qdq_conformance.results.merge import load_run, load_runs, shards_text
@@ -26,9 +26,10 @@ from .page import environment, pack
 from .page import unpack as unpack  # (re-exported: tests and tools read a rendered report with it)
 from .wording import shorten
 
-#: the statuses in the order the report lists them: failures first
-ORDER = [*FAILING_ORDER, RunStatus.UNSUPPORTED.value, RunStatus.IMPLEMENTATION_DEFINED.value,
-         RunStatus.PASSED.value]
+#: the statuses in the order the report lists them: the tool's own failures (harness errors, apart from every
+#: backend result), then the backend's failures
+ORDER = [RunStatus.HARNESS_ERROR.value, *FAILING_ORDER, RunStatus.UNSUPPORTED.value,
+         RunStatus.IMPLEMENTATION_DEFINED.value, RunStatus.PASSED.value]
 #: The short names of a record's fields in the report's embedded case list (the page's script reads ``r.i``,
 #: ``r.s`` ...): a report embeds one entry per case-form (63,754 for a full run), and the record's own names
 #: made that data 3.4 % larger after compression (2.16 MB -> 2.23 MB of base64, measured on a full ONNX
@@ -62,9 +63,10 @@ def _compact(rec: CaseRecord, finding: int | None) -> dict[str, Any]:
         out[FINDING] = finding
     if rec["status"] != _PASSED:
         details = {k: v for k in DETAIL_FIELDS if (v := get(k))}
-        if rec["status"] in FAILING and (len(message) > 300 or "Traceback" in message):
+        failing = rec["status"] in FAILING or rec["status"] in HARNESS
+        if failing and (len(message) > 300 or "Traceback" in message):
             details["message"] = message  # whole in the details; the list shows it cut at a word
-        shown = rec["status"] in FAILING or details.get("actual")
+        shown = failing or details.get("actual")
         out[DETAILS] = page_data(cast(CaseRecord, details)) if shown else details
     return out
 
@@ -73,10 +75,12 @@ _LATER: dict[str, int] = {RunStatus.IMPLEMENTATION_DEFINED: 3, RunStatus.UNSUPPO
 
 
 def _rank(rec: CaseRecord, finding: int | None) -> tuple[int, int]:
-    """The case list's order: unexpected failures (by finding), unexpected passes, expected failures (by
-    finding), implementation-defined, unsupported, passed; the run's order within each (case id, graph form:
-    :mod:`qdq_conformance.results.merge`)."""
+    """The case list's order: harness errors, unexpected failures (by finding), unexpected passes, expected
+    failures (by finding), implementation-defined, unsupported, passed; the run's order within each (case
+    id, graph form: :mod:`qdq_conformance.results.merge`)."""
     s = rec["status"]
+    if s in HARNESS:  # (first of all: the tool's own fault)
+        return (-1, 0)
     if s in FAILING:
         return (2 if is_expected(rec) else 0, finding or 0)
     if passed_against_entry(rec):

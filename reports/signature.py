@@ -1,12 +1,12 @@
 """The signature of a failing case: what a person reading the failures would call "the same problem".
 
-For wrong values (status failed, values differ) it is the operator (any version), the type pattern (the class
-of the quantized side's element type and whether a zero point is given), granularity, graph form (``both``
-when a case fails the same way in both forms: :func:`qdq_conformance.reports.findings.group`), the kind of
-mismatch (the other end of the range, off by one, NaN, ...) and the message with its case-specific parts
-masked (numbers, type names, node names, source paths, tracebacks). For a backend's own error (error, crashed,
-timeout, outputs of the wrong kind, an invalid model accepted) its masked message says what the problem is:
-the signature is the operator, graph form, status, the rule an invalid model breaks and the masked message.
+It is the operator (any version), the type pattern (the class of the quantized side's element type and
+whether a zero point is given), granularity, graph form (``both`` when a case fails the same way in both
+forms: :func:`qdq_conformance.reports.findings.group`), status, the kind of mismatch for wrong values (the
+other end of the range, off by one, NaN, ...) and the class of failure (:func:`failure_class`: refused at
+load, raised at run, crashed, wrong values, ...). A backend's error message is never part of it: a release
+that only rewords an error shows no new finding. A graph case's signature names its defect (rewrite or node)
+and family instead of its types.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from functools import lru_cache
 
-from qdq_conformance.domain import RunStatus
+from qdq_conformance.domain import CaseStatus, RunStatus
 from qdq_conformance.results import CaseRecord
 from qdq_conformance.types import TYPES, ElementType
 
@@ -24,24 +23,8 @@ from .casepage import marks
 
 #: a graph case's ``operator`` in its record
 GRAPH = "graph"
-_TYPE_NAME = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(sorted(TYPES, key=len, reverse=True))
-                        + r")(?![A-Za-z0-9_])")
-_MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"'[A-Za-z0-9_.]+(?:-[A-Za-z0-9_.]+){2,}'"), "'<name>'"),  # node / case names
-    (re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.+-]+)+\.(?:cc|cpp|cxx|h|hpp|c|py)\b(?::\d+)?"), "<source>"),
-    (re.compile(r"\[with [^\]]*\]"), "[with ...]"),  # C++ template arguments (one per element type)
-    (re.compile(r"0x[0-9a-fA-F]+"), "N"),
-    (re.compile(r"(?<![A-Za-z_])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"), "N"),
-    (re.compile(r"(?<![\w:])[A-Za-z_:]*?(?:float|int)N\w*", re.IGNORECASE), "<type>"),  # FloatNENMNFN, intN_t
-    (re.compile(r"\b-?(?:inf|nan|infinity)\b", re.IGNORECASE), "N"),
-    (re.compile(r"\[[N,()\s\[\].]*\]"), "[N]"),  # index lists and shapes of any length
-)
 _TRACEBACK = re.compile(r"\s*Traceback \(most recent call last\)")
-# digits the number mask masks (not those of int8, FLOAT16, _9)
-_FREE_NUMBER = re.compile(r"(?<![A-Za-z0-9_])\d+")
 RUNNER_WORDS = re.compile(r"^(?:rejected a valid model|rejected|error|crashed|timeout): ")
-
-
 
 
 def type_class(name: str | None) -> str:
@@ -73,25 +56,6 @@ def has_zero_point(types: Mapping[str, str | None]) -> bool:
 def first_part(message: str) -> str:
     """A message without the traceback a backend's error may carry, its whitespace collapsed."""
     return " ".join(_TRACEBACK.split(message or "", maxsplit=1)[0].split())
-
-
-def mask(rec: CaseRecord) -> str:
-    """The message with what differs between cases of one problem masked: numbers, names, the runner's own
-    words around a backend's error (``rejected a valid model: ...``, ``error: ...; no catalogued reading
-    rejects this model``, which depend on the case's status, not on the problem); a long one keeps its start
-    and its end."""
-    m = first_part(rec.get("message") or "").replace(rec["id"], "<case>")
-    # the numbers the masks below turn into N, as 0: messages that differ only in them share one masking
-    return _mask_text(_FREE_NUMBER.sub("0", m))
-
-
-@lru_cache(maxsize=4096)
-def _mask_text(m: str) -> str:
-    m = RUNNER_WORDS.sub("", m.split("; no catalogued reading rejects this model")[0])
-    m = _TYPE_NAME.sub(lambda t: f"<{type_class(t.group(1))}>", m)
-    for pattern, repl in _MASKS:
-        m = pattern.sub(repl, m)
-    return m if len(m) <= 400 else f"{m[:250]} … {m[-150:]}"
 
 
 def _number(text: object) -> float | None:
@@ -152,18 +116,43 @@ def mismatch_kind(rec: CaseRecord) -> str:
     return next((k for k in _KIND_ORDER if k in kinds), "")
 
 
+#: a run's own words at the start of an error's message (``runner/outcome.py``), which say at which stage the
+#: backend failed: a refusal when it loaded the model, an exception once it ran it
+_REFUSED = ("rejected a valid model: ", "rejected: ", "rejected (")
+_NO_READINGS = "an implementation-defined case that carries no catalogued reading"
+
+
+def failure_class(rec: CaseRecord) -> str:
+    """What kind of failure a failing case is, from its status and the runner's own words, never from the
+    backend's: ``refused at load`` (a valid model refused when loaded), ``raised at run`` (it loaded the
+    model, then raised), ``crashed``, ``timed out``, ``wrong values``, ``wrong outputs`` (of the wrong kind,
+    type, shape or count), ``follows no reading`` (an implementation-defined case's values), ``accepted an
+    invalid model`` (with the rule it breaks), ``not judged`` (a case that carries no reading)."""
+    status, message = rec["status"], rec.get("message") or ""
+    if status == RunStatus.CRASHED:
+        return "crashed"
+    if status == RunStatus.TIMEOUT:
+        return "timed out"
+    if status == RunStatus.INVALID_ACCEPTED:
+        return "accepted an invalid model" + (f" (rule {rec.get('rule')})" if rec.get("rule") else "")
+    if status == RunStatus.FAILED:
+        reasons = {m.get("reason") for m in rec.get("mismatches") or ()}
+        if reasons and reasons != {"values differ"}:
+            return "wrong outputs"
+        implementation_defined = rec.get("case_status") == CaseStatus.IMPLEMENTATION_DEFINED
+        return "follows no reading" if implementation_defined else "wrong values"
+    if message.startswith(_NO_READINGS):
+        return "not judged"
+    return "refused at load" if message.startswith(_REFUSED) else "raised at run"
+
+
 def signature(rec: CaseRecord, form: str) -> tuple[str, ...]:
-    """(operator, type pattern, granularity, form, status, kind of mismatch, masked message); ``*`` where a
-    backend's own error message stands for the problem (see the module's text)."""
+    """(operator, type pattern, granularity, form, status, kind of mismatch, class of failure): what the
+    backend did, classified (:func:`failure_class`), never the wording of its error, so that a release that
+    only rewords an error (ONNX Runtime 1.27's ``Fail`` for ``RuntimeException``) makes no new finding."""
     op, kind = f"{rec.get('domain')}::{rec.get('operator')}", mismatch_kind(rec)
     if rec.get("operator") == GRAPH:  # a graph case: grouped by its defect (rewrite or node) and family
         return (op, f"{GRAPH} {rec.get('defect') or '-'}", str(rec.get("family") or "-"), form, rec["status"],
-                kind, mask(rec))
-    if kind:
-        return (op, type_pattern(rec), str(rec.get("granularity") or "-"), form, rec["status"], kind,
-                mask(rec))
-    rule = (f"rule {rec.get('rule')}: " if rec["status"] == RunStatus.INVALID_ACCEPTED and rec.get("rule")
-            else "")
-    return (op, "*", "*", form, rec["status"], "", rule + mask(rec))
-
-
+                kind, failure_class(rec))
+    return (op, type_pattern(rec), str(rec.get("granularity") or "-"), form, rec["status"], kind,
+            failure_class(rec))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import itertools
 import unittest
 import warnings
 from collections.abc import Mapping
@@ -11,9 +12,37 @@ import numpy as np
 import onnx
 
 from .. import __version__
+from ..blame import harness_fault
 from ..errors import SpecViolation
 from ..types import by_dtype
-from .base import NotApplicable, Rejected, Unsupported
+from .base import BackendUnavailable, NotApplicable, Rejected, Unsupported, require
+
+#: The oldest ONNX Runtime release this tool runs on (pyproject.toml's ``onnxruntime>=`` says the same, and
+#: tests/test_ort_floor.py holds them together): the lowest on which the whole corpus, both graph forms, runs
+#: without one harness error (docs/backends.md, "ONNX Runtime releases"). Releases before 1.19 are built
+#: against numpy 1.x and need ``numpy<2`` beside them.
+ORT_FLOOR = (1, 16)
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``(1, 16, 3)`` for ``"1.16.3"`` (a dev or local suffix left out)."""
+    out = []
+    for part in version.split("+")[0].split("."):
+        digits = "".join(itertools.takewhile(str.isdigit, part))
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def below_floor(version: str) -> str | None:
+    """Why ONNX Runtime ``version`` cannot be run (older than :data:`ORT_FLOOR`), in one line; None if it
+    can."""
+    floor = ".".join(map(str, ORT_FLOOR))
+    if version_tuple(version)[:2] >= ORT_FLOOR:
+        return None
+    return (f"onnxruntime {version} is older than {floor}, the oldest release qdq-conformance runs on (the "
+            f"lowest it runs without a harness error); pip install 'onnxruntime>={floor}'")
 
 
 class OrtBackend:
@@ -24,8 +53,10 @@ class OrtBackend:
 
     def __init__(self, provider: str = "CPUExecutionProvider", optimization: str = "all", threads: int = 1,
                  custom_ops_libraries: tuple[str, ...] | list[str] = ()) -> None:
-        import onnxruntime as ort  # here, not at the top: only this backend's worker pays its import
-
+        # here, not at the top: only this backend's worker pays its import
+        ort = require("onnxruntime", "pip install onnxruntime (one before 1.19 needs numpy<2 beside it)")
+        if (why := below_floor(ort.__version__)) is not None:
+            raise BackendUnavailable(why)
         ort.set_default_logger_severity(4)  # errors come back as exceptions; keep the C++ log quiet
         self.version = ort.__version__
         self.provider = provider
@@ -35,21 +66,29 @@ class OrtBackend:
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         from .ort_io import run_session, session  # (both import onnxruntime: see __init__)
-        from .ort_probe import decide, feed_refusal
+        from .ort_probe import decide, decide_run, feed_refusal
 
         try:
             sess = session(model, threads=self.threads, optimization=self.optimization,
                            providers=[self.provider], custom_ops_libraries=self.custom_ops_libraries)
         except Exception as e:  # onnxruntime raises its own exception types, each a subclass of Exception
+            if harness_fault(e):  # (this adapter's own mistake: the tool's fault, never ORT's refusal)
+                raise
             # Unsupported or Rejected, decided by asking ONNX Runtime (cached probes), not by its wording.
             raise decide(model, e, custom_ops=bool(self.custom_ops_libraries)) from None
         try:
             return run_session(sess, feeds)
-        except (KeyError, TypeError, RuntimeError):
+        except Exception as e:
+            if harness_fault(e):
+                raise
             why = feed_refusal(by_dtype(np.asarray(v).dtype).proto for v in feeds.values())
             # ORT cannot make an OrtValue of a feed's type (asked, not read from the message)
             if why is not None:
                 raise Unsupported(why) from None
+            # ... or it implements less than it lists (a granularity of an operator version, say): asked too
+            unsupported = decide_run(model, custom_ops=bool(self.custom_ops_libraries))
+            if unsupported is not None:
+                raise unsupported from None
             raise
 
     def repro(self, model_code: str, output_names: list[str]) -> str:

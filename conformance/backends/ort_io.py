@@ -3,11 +3,17 @@
 ONNX Runtime's Python API does not accept ml_dtypes arrays. Every tensor is therefore handed over as raw bytes
 in ONNX's own layout (sub-byte types packed, via onnx's TensorProto helpers) into an OrtValue of the exact
 ONNX element type, and read back the same way; the model itself is never changed.
+
+Only what every ONNX Runtime release from the floor (``FLOOR``) on has is used: a tensor's size in bytes is
+computed from its shape and element type (``OrtValue.tensor_size_in_bytes`` arrived in 1.23), and an OrtValue
+of a type numpy lacks needs ``ortvalue_from_shape_and_type`` with an ONNX element type, which arrived in 1.20
+(before, ORT's Python API takes numpy types only: such a feed is unsupported, ``ort_probe.feed_refusal``).
 """
 
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -15,10 +21,16 @@ import onnx
 import onnxruntime as ort
 from onnx import helper
 
-from ..types import NUMPY_NATIVE, TYPES, by_dtype, by_name, from_tensor_proto, to_tensor_proto
+from ..types import NUMPY_NATIVE, TYPES, ElementType, by_dtype, by_name, from_tensor_proto, to_tensor_proto
 
 _NATIVE = NUMPY_NATIVE
 _NATIVE_TYPE_STRS = {f"tensor({t.name})" for t in TYPES.values() if t.dtype in NUMPY_NATIVE}
+
+
+def packed_size(t: ElementType, shape: Sequence[int]) -> int:
+    """Bytes a tensor of ``t`` and ``shape`` takes in ONNX's (and ONNX Runtime's) layout: sub-byte elements
+    packed, the last byte padded."""
+    return math.ceil(math.prod(shape) * t.bits / 8)
 
 
 def to_ortvalue(array: np.ndarray) -> ort.OrtValue:
@@ -30,8 +42,9 @@ def to_ortvalue(array: np.ndarray) -> ort.OrtValue:
     value = ort.OrtValue.ortvalue_from_shape_and_type(list(array.shape), t.proto)
     raw = to_tensor_proto(array).raw_data
     if raw:
-        assert len(raw) == value.tensor_size_in_bytes(), (t.name, len(raw), value.tensor_size_in_bytes())
-        ctypes.memmove(value.data_ptr(), raw, len(raw))
+        size = packed_size(t, array.shape)
+        assert len(raw) == size, (t.name, list(array.shape), len(raw), size)
+        ctypes.memmove(value.data_ptr(), raw, size)
     return value
 
 
@@ -41,7 +54,7 @@ def from_ortvalue(value: ort.OrtValue) -> np.ndarray:
     shape = list(value.shape())
     if t.dtype in _NATIVE:
         return np.array(value.numpy(), copy=True)
-    size = value.tensor_size_in_bytes()
+    size = packed_size(t, shape)
     raw = ctypes.string_at(value.data_ptr(), size) if size else b""
     tensor = helper.make_tensor("y", t.proto, shape, raw, raw=True)
     return from_tensor_proto(tensor)

@@ -15,7 +15,7 @@ import pytest
 from ..backends import registry
 from ..backends.markers import MarkerWatch
 from ..backends.registry import MARKERS
-from ..domain import FAILING, FORMS, CaseStatus, GranularityKind, RunStatus, parse_shard
+from ..domain import FAILING, FORMS, HARNESS, CaseStatus, GranularityKind, RunStatus, parse_shard
 from ..generators.layout import MANIFEST
 from ..generators.schema import schema_enum
 from ..resources import cases_dir
@@ -278,6 +278,11 @@ def nothing_tested(counts: dict[str, int]) -> bool:
     return bool(counts) and set(counts) == {RunStatus.UNSUPPORTED.value}
 
 
+def harness_errors(counts: dict[str, int]) -> int:
+    """The cases this tool's own code failed on (``harness-error``): any makes the run exit 3."""
+    return sum(n for s, n in counts.items() if s in HARNESS)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if STATE not in config.stash:
@@ -296,6 +301,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.all_unsupported = True  # (the summary says so in capitals: terminal.py)
         if not state.allow_all_unsupported:
             session.exitstatus = exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+    if harness_errors(state.tracker.counts) and session.exitstatus in (pytest.ExitCode.OK,
+                                                                        pytest.ExitCode.TESTS_FAILED):
+        # the tool's own fault (the summary's last line says so): whatever the backend did, the run is not
+        # known to be right
+        session.exitstatus = exitstatus = pytest.ExitCode.INTERNAL_ERROR
     summary: Summary = {"counts": dict(sorted(state.tracker.counts.items())),
                         "surprises": state.tracker.surprises[:1000],
                         "stale_expectations": [{"line": e.line, "cases": e.patterns} for e, _ in stale],

@@ -12,7 +12,7 @@ import pytest
 
 from .. import domain
 from ..compare import format_indices
-from ..domain import FAILING, Case, RunStatus
+from ..domain import FAILING, HARNESS, Case, RunStatus
 from ..errors import CaseFileError
 from ..generators.cache import load_file_cached
 from ..generators.corpus import claim_ids
@@ -27,6 +27,15 @@ from .state import STATE
 
 class CaseFailure(Exception):
     """A case that did not conform; carries everything repr_failure shows."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(outcome.message)
+        self.outcome = outcome
+
+
+class HarnessFailure(Exception):
+    """This tool's own code raised while running the case (``harness-error``): the item fails, never as an
+    expected failure (an expectation's xfail marker only takes :class:`CaseFailure`), and the run exits 3."""
 
     def __init__(self, outcome: Outcome) -> None:
         super().__init__(outcome.message)
@@ -90,6 +99,8 @@ class CaseItem(pytest.Item):
         self.user_properties.append(("qdq_outcome", got.note(self.case.id, self.form)))
         if got.status == RunStatus.UNSUPPORTED:
             pytest.skip(f"unsupported by {state.backend_name}: {got.message}")
+        if got.status in HARNESS:
+            raise HarnessFailure(got.outcome or Outcome(got.status, got.message))
         entry = got.entry
         if entry is not None and state.strict and got.status in FAILING and got.status != entry.status:
             raise UnexpectedOutcome(f"expected {entry.status} ({entry.reason}), got {got.status}: "
@@ -99,6 +110,8 @@ class CaseItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: str | None = None) -> Any:  # (str or pytest's TerminalRepr, not in its namespace)
+        if isinstance(excinfo.value, HarnessFailure):
+            return f"{headline(excinfo.value.outcome)} [the fault is qdq-conformance's, not the backend's]"
         if isinstance(excinfo.value, CaseFailure):
             if self.config.getoption("tbstyle", "auto") in ONE_LINE_STYLES:
                 return headline(excinfo.value.outcome)

@@ -29,7 +29,7 @@ from typing import Any, Union
 
 import pytest
 
-from ..domain import RunStatus
+from ..domain import HARNESS, RunStatus
 from ..progress import Progress, duration
 from ..results.tally import needs_attention, summary_lines
 from .state import RunState
@@ -55,7 +55,9 @@ EXIT_STATUS: dict[int, str] = {
        "expectation saying so (under --strict-expectations: ended other than its expectation says), or a "
        "case file could not be loaded",
     2: f"{INTERRUPTED}; `qdq-conformance run`: its command line could not be parsed",
-    3: "internal error in the runner or a pytest plugin",
+    3: "the fault is this tool's: an exception in qdq-conformance's own code while running a case (a harness "
+       "error: the case's status is harness-error, counted apart, never a finding; said in one line at the "
+       "end, the finished results kept), or an internal error in the runner or a pytest plugin",
     4: "usage error: an unknown backend or option, an option out of range (--case-timeout, "
        "--backend-timeout, --workers), a --cases folder with no case file or a --suite folder with no "
        "manifest.json, a --results or --report that cannot be written, a backend that cannot be created (its "
@@ -308,6 +310,14 @@ def _count_lines(state: RunState, tally: Tally) -> list[tuple[str, dict[str, boo
     return out
 
 
+def harness_line(n: int, state: RunState) -> str:
+    """The one line that says a run hit harness errors, and whose fault they are."""
+    return (f"HARNESS ERROR: qdq-conformance's own code raised on {n:,} case(s): the fault is the tool's, "
+            f"not {state.backend_name} {state.backend_version}'s; those cases tell nothing of the backend "
+            "and are no finding (their status is harness-error; each one's traceback is in the results): "
+            "please report it")
+
+
 def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus: int,
                 width: int | None = None) -> list[tuple[str, dict[str, bool]]]:
     """The run's summary, line by line with its terminal markup (``width``: a terminal's, to which the lines
@@ -351,7 +361,14 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus
     elif config.getoption("qdq_report", None):
         out.append((f"report:  {config.getoption('qdq_report')}", {}))
     meaning = INTERRUPTED if exitstatus == 2 else EXIT_STATUS.get(exitstatus, "see pytest's exit codes")
-    if exitstatus == 1 and unexpected:
+    harness = sum(n for s, n in state.tracker.counts.items() if s in HARNESS)
+    if harness:
+        out.append((harness_line(harness, state), {"red": True, "bold": True}))
+    if exitstatus == 3 and harness:
+        meaning = (f"the fault is qdq-conformance's: {harness:,} harness error(s)"
+                   + (f", and {unexpected - harness:,} unexpected failure(s)" if unexpected > harness
+                      else ""))
+    elif exitstatus == 1 and unexpected:
         meaning = f"{unexpected:,} unexpected failure(s)"
     elif exitstatus == 5 and state.all_unsupported:
         meaning = "nothing tested: every case that ran was unsupported (--allow-all-unsupported accepts that)"

@@ -34,6 +34,7 @@ from .records import (
     expectation_of,
     is_expected,
     is_failing,
+    is_harness_error,
     passed_against_entry,
     seen_status,
 )
@@ -44,5 +45,5 @@ __all__ = [
     "ExpectationRecord", "ExpectationsStatus", "FileRead", "Header", "JSONValue", "MismatchRecord", "Number",
     "Obj", "PreviewRecord", "Results", "ResultsError", "ResultsWriter", "ShardFile", "Shards", "Spec",
     "StaleEntry", "Summary", "Tally", "case_record", "check", "expectation_of", "header", "is_expected",
-    "is_failing", "passed_against_entry", "read", "seen_status", "unwritable", "valid",
+    "is_failing", "is_harness_error", "passed_against_entry", "read", "seen_status", "unwritable", "valid",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final, TypedDict, Union
 
-from ..domain import FAILING, JSONValue, RunStatus, SpecText
+from ..domain import FAILING, HARNESS, JSONValue, RunStatus, SpecText
 
 
 class ExpectationRecord(TypedDict, total=False):
@@ -194,8 +194,10 @@ class StaleEntry(TypedDict, total=False):
     cases: list[str]
 
 
-class Tally(TypedDict):
-    """A summary's ``expectations``: the run against the expectation entries in force."""
+class Tally(TypedDict, total=False):
+    """A summary's ``expectations``: the run against the expectation entries in force, and the cases this
+    tool's own code failed on (``harness_errors``: never a failure of the backend; missing in files written
+    before the count was)."""
 
     in_force: int | None
     held: int
@@ -203,6 +205,7 @@ class Tally(TypedDict):
     changed: int
     new_failures: int
     unexpected_passes: int
+    harness_errors: int
 
 
 class Summary(TypedDict, total=False):
@@ -247,6 +250,12 @@ def is_expected(rec: CaseRecord) -> bool:
 def is_failing(rec: CaseRecord) -> bool:
     """A case that ended in a failing status, expected or not."""
     return rec["status"] in FAILING
+
+
+def is_harness_error(rec: CaseRecord) -> bool:
+    """A case this tool's own code failed on (``harness-error``): the tool's fault, counted apart, never a
+    failure of the backend, an expected one or a finding."""
+    return rec["status"] in HARNESS
 
 
 def passed_against_entry(rec: CaseRecord) -> bool:

@@ -14,6 +14,7 @@ from .records import (
     expectation_of,
     is_expected,
     is_failing,
+    is_harness_error,
     seen_status,
 )
 
@@ -36,11 +37,14 @@ def seen_by_entry(cases: Iterable[CaseRecord]) -> dict[int, list[str]]:
 def tally(cases: Iterable[CaseRecord], in_force: int | None, stale: int) -> Tally:
     """The run against its expectations: entries in force, held (a case ended as recorded), stale, changed
     (matched, none as recorded, not stale); failing cases that are new (no entry, or an entry recording
-    another status) and cases that passed against an entry."""
+    another status) and cases that passed against an entry; and apart from them all, the cases this tool's
+    own code failed on (harness errors)."""
     entry_status: dict[int, str] = {}
     seen: dict[int, set[str]] = {}
-    new_failures = unexpected_passes = 0
+    new_failures = unexpected_passes = harness_errors = 0
     for c in cases:
+        if is_harness_error(c):
+            harness_errors += 1
         e = expectation_of(c)
         status = seen_status(c["status"])
         line = e.get("line")
@@ -54,7 +58,8 @@ def tally(cases: Iterable[CaseRecord], in_force: int | None, stale: int) -> Tall
     held = sum(1 for line, s in seen.items() if entry_status[line] in s)
     changed = sum(1 for line, s in seen.items() if entry_status[line] not in s and s & FAILING)
     return {"in_force": in_force, "held": held, "stale": stale, "changed": changed,
-            "new_failures": new_failures, "unexpected_passes": unexpected_passes}
+            "new_failures": new_failures, "unexpected_passes": unexpected_passes,
+            "harness_errors": harness_errors}
 
 
 def applicability_message(a: ExpectationsStatus) -> str:

@@ -21,7 +21,8 @@ import numpy as np
 import onnx
 
 from ..backends.base import Backend, NotApplicable, Rejected, Unsupported
-from ..domain import FAILING, Case, RunStatus
+from ..blame import harness_fault
+from ..domain import FAILING, HARNESS, Case, RunStatus
 from ..generators.cache import load_file_cached
 from ..generators.graph_case import GraphCase
 from ..results.records import case_record
@@ -32,7 +33,7 @@ from .outcome import Outcome, classify
 from .outputs import RawResult, exception_text, printable, take
 
 #: statuses whose Outcome (mismatches, actual values) the pytest process needs to describe the failure
-_DESCRIBED = FAILING | {RunStatus.IMPLEMENTATION_DEFINED}
+_DESCRIBED = FAILING | HARNESS | {RunStatus.IMPLEMENTATION_DEFINED}
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,10 @@ def call_backend(backend: Backend, model: onnx.ModelProto, feeds: Mapping[str, n
                  contained: bool = False) -> RawResult:
     """Run ``backend`` once; its declines and errors become the RawResult kinds. The backend gets copies of
     the feeds: one that writes into its inputs (in place, in native code) changes neither the case nor its
-    record. ``contained``: this is a worker process, where even SystemExit and KeyboardInterrupt come from the
-    backend (the worker ignores SIGINT, and SIGTERM ends it without an exception)."""
+    record. An exception this tool's own code raised (an adapter's bug: ``blame.harness_fault``) is a
+    ``harness-error``, never the backend's ``error``. ``contained``: this is a worker process, where even
+    SystemExit and KeyboardInterrupt come from the backend (the worker ignores SIGINT, and SIGTERM ends it
+    without an exception)."""
     t0 = time.perf_counter()
     try:
         returned = backend.run(model, {k: np.array(v) for k, v in feeds.items()})
@@ -132,7 +135,11 @@ def call_backend(backend: Backend, model: onnx.ModelProto, feeds: Mapping[str, n
     except Rejected as e:
         kind, message = "rejected", exception_text(e)
     except Exception as e:
-        kind, message = "error", f"{type(e).__name__}: {exception_text(e)}\n{_trace(e)}"
+        where = harness_fault(e)
+        kind = RunStatus.HARNESS_ERROR.value if where else "error"
+        said = f" (raised by this tool's own code, {where}: the fault is the tool's, not the backend's)" \
+            if where else ""
+        message = f"{type(e).__name__}: {exception_text(e)}{said}\n{_trace(e)}"
     except BaseException as e:
         if not contained:
             raise
@@ -235,9 +242,10 @@ def run_case(backend: Backend, ref: CaseRef, form: str, sources: Sources,
         if getattr(case, "is_graph", False) and result.status in _ATTRIBUTED:
             _attribute(result, case, form, backend)
         return result
-    except Exception as e:  # the harness itself failed on this case: say so, as an error of this case only
-        message = f"the runner could not run this case: {type(e).__name__}: {exception_text(e)}"
-        outcome = Outcome(RunStatus.ERROR, message)
+    except Exception as e:  # the harness itself failed on this case: the tool's fault, this case only
+        message = (f"the runner could not run this case (the fault is the tool's, not the backend's): "
+                   f"{type(e).__name__}: {exception_text(e)}\n{_trace(e)}")
+        outcome = Outcome(RunStatus.HARNESS_ERROR, message)
         try:
             if case is None:
                 raise LookupError(message)

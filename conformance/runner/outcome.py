@@ -4,9 +4,9 @@ rule.
 Statuses: passed, failed (wrong values, shape or type), unsupported (declined as not implemented: a skip),
 error (accepted the model, then raised; or refused a valid model), crashed, timeout, invalid-accepted (ran a
 model that must be rejected), implementation-defined (the case depends on an ambiguity-catalogue entry and the
-backend followed one of its readings, named in ``reading``). An implementation-defined case whose output
-matches none of the catalogued readings is failed (a rejection no reading allows: error), like a normative
-one.
+backend followed one of its readings, named in ``reading``), harness-error (this tool's own code raised:
+whatever the case, nothing is known of the backend). An implementation-defined case whose output matches none
+of the catalogued readings is failed (a rejection no reading allows: error), like a normative one.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def classify(raw: RawResult, *, case_status: str, expected: list[np.ndarray] | N
     ``readings``: an implementation-defined case's catalogued readings;
     ``names``: the model's output names (for the messages);
     ``bounds``: per output, the interval of acceptable values (a graph case around a compute op), or None."""
-    if raw.kind in (RunStatus.CRASHED, RunStatus.TIMEOUT):
+    if raw.kind in (RunStatus.CRASHED, RunStatus.TIMEOUT, RunStatus.HARNESS_ERROR):
         return Outcome(raw.kind, raw.message, seconds=raw.seconds)
     # the adapter could not hand the case over: nothing is known of the backend
     if raw.kind == "not-applicable":

@@ -28,7 +28,7 @@ _NUMERIC = frozenset("biufc")
 class RawResult:
     """What one call of a backend did, before it is judged (``outcome.classify``)."""
 
-    kind: str  # ok | unsupported | not-applicable | rejected | error | crashed | timeout
+    kind: str  # ok | unsupported | not-applicable | rejected | error | crashed | timeout | harness-error
     #: ok: each output an array (of a registry or plain numeric dtype) or what came back instead
     #: (:class:`Opaque`)
     outputs: list[Any] = field(default_factory=list)
