@@ -391,3 +391,31 @@ class DeclinesEverything(OracleBackend):
 
 def declines_everything(**options):
     return DeclinesEverything()
+
+
+def ort_with_a_faulty_adapter(**options):
+    """ONNX Runtime through this tool's own adapter, with a fault injected into the adapter's code (the
+    worker's copy of ``ort_io``), as an API an old release lacks makes one: every uint8 tensor goes through
+    the OrtValue path, whose size computation then raises AttributeError in ``ort_io`` itself. int8 cases run
+    as ever."""
+    import math
+    import types
+
+    from qdq_conformance.backends import ort_io
+    from qdq_conformance.backends.builtin import OrtBackend
+
+    uint8 = np.dtype(np.uint8)
+    ort_io._NATIVE = frozenset(t for t in ort_io._NATIVE if t != uint8)
+    ort_io._NATIVE_TYPE_STRS = frozenset(t for t in ort_io._NATIVE_TYPE_STRS if t != "tensor(uint8)")
+    ort_io.math = types.SimpleNamespace(ceil=math.ceil)  # (no prod: packed_size raises there)
+    return OrtBackend()
+
+
+def ort_older_than_the_floor(**options):
+    """The ort backend on an onnxruntime that says it is 1.15.1, below the floor."""
+    import onnxruntime
+
+    from qdq_conformance.backends.builtin import OrtBackend
+
+    onnxruntime.__version__ = "1.15.1"
+    return OrtBackend()

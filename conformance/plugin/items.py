@@ -110,9 +110,7 @@ class CaseItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],
                      style: str | None = None) -> Any:  # (str or pytest's TerminalRepr, not in its namespace)
-        if isinstance(excinfo.value, HarnessFailure):
-            return f"{headline(excinfo.value.outcome)} [the fault is qdq-conformance's, not the backend's]"
-        if isinstance(excinfo.value, CaseFailure):
+        if isinstance(excinfo.value, (CaseFailure, HarnessFailure)):
             if self.config.getoption("tbstyle", "auto") in ONE_LINE_STYLES:
                 return headline(excinfo.value.outcome)
             return _describe(self, excinfo.value.outcome)
