@@ -57,6 +57,9 @@ UNAVAILABLE: list[tuple[str, str | None, str]] = [
                     "build-quark` once"),
     (FAKE + "unavailable", None, " could not be created: fakevendor-runtime is not installed; pip install "
                                  "fakevendor-runtime"),
+    (FAKE + "ort_older_than_the_floor", None,
+     " could not be created: onnxruntime 1.15.1 is older than 1.16, the oldest release qdq-conformance runs "
+     "on (the lowest it runs without a harness error); pip install 'onnxruntime>=1.16'"),
     (FAKE + "not_a_backend", None,
      " could not be created: TypeError: the factory returned a dict, which has no "
                                    "run(model, feeds) method"),
@@ -135,7 +138,8 @@ def test_run_help_documents_the_exit_statuses_and_options():
     for needle in ("--backend-timeout SECONDS", "--allow-all-unsupported", "4 usage error:",
                    "a backend that cannot be created (its package not installed, its factory raising, or "
                    "taking longer than --backend-timeout)", "5 nothing tested: no case selected",
-                   "or every case that ran was unsupported by the backend"):
+                   "or every case that ran was unsupported by the backend",
+                   "3 the fault is this tool's: an exception in qdq-conformance's own code while running a case"):
         assert needle in text, needle
 
 

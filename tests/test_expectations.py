@@ -324,7 +324,7 @@ def test_stale_entries_held_entries_and_new_failures(tmp_path):
     assert fixed.stale(e, True, ["runtime"])[0][1] == "all its cases pass now"
     tally = tracker.tally(e, stale=3)
     assert tally == {"in_force": 5, "held": 1, "stale": 3, "changed": 1, "new_failures": 4,
-                     "unexpected_passes": 2}
+                     "unexpected_passes": 2, "harness_errors": 0}
     text = summary_lines(e.status(), tally)[1]
     assert (text
             == ("of the 5 entries in force: 1 held, 3 stale, 1 ended in another failing status; 4 failing "
@@ -421,4 +421,4 @@ def test_a_run_on_a_newer_version_says_so_on_the_terminal_and_in_the_results(tmp
     assert lines[0]["expectations_status"]["mode"] == "newer"
     assert lines[0]["expectations_status"]["applied"] == "0.0.1"
     assert lines[-1]["expectations"] == {"in_force": 1, "held": 0, "stale": 1, "changed": 0,
-                                         "new_failures": 0, "unexpected_passes": 1}
+                                         "new_failures": 0, "unexpected_passes": 1, "harness_errors": 0}

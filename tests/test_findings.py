@@ -11,6 +11,7 @@ import numpy as np
 
 from qdq_conformance.cli import main
 from qdq_conformance.compare import Mismatch, compare
+from qdq_conformance.domain import FAILING
 from qdq_conformance.reports.findings import group, span
 from qdq_conformance.reports.render import render_files, unpack
 from qdq_conformance.reports.signature import failure_class, mismatch_kind, signature
@@ -115,7 +116,8 @@ def test_failure_classes_and_kinds():
     assert len(group([normative, impl])) == 1
     assert [failure_class(_case("q", s)) for s in ("crashed", "timeout")] == ["crashed", "timed out"]
     assert failure_class(_case("q", got=5)) == "wrong values"
-    assert failure_class(_case("q", "invalid-accepted", rule="QDQ008")).startswith("accepted an invalid model")
+    accepted = _case("q", "invalid-accepted", rule="QDQ008")
+    assert failure_class(accepted) == "accepted an invalid model (rule QDQ008)"
     assert mismatch_kind(_case("q", got=-128)) == "wrong saturation bound"
     assert (mismatch_kind(_case("q", got=126)) == "off by one"
             and mismatch_kind(_case("q", y="uint8", got=0)) ==
@@ -216,7 +218,8 @@ def _reworded(rec: dict) -> dict:
     """``rec`` with the backend's part of its message reworded (the runner's own words before it kept): ORT
     1.27's renaming, then the words scrambled outright."""
     message = rec.get("message") or ""
-    prefix = next((p for p in ("rejected a valid model: ", "rejected: ", "error: ") if message.startswith(p)), "")
+    prefix = next((p for p in ("rejected a valid model: ", "rejected: ", "error: ") if message.startswith(p)),
+                  "")
     said = message[len(prefix):]
     for old, new in _REWORDINGS:
         said = said.replace(old, new)
@@ -230,7 +233,7 @@ def test_rewording_a_backends_error_changes_no_signature():
 
     kept = Path(__file__).resolve().parents[1] / "docs" / "results" / "ort.jsonl.gz"
     _, cases, _ = load_run([kept])
-    failing = [c for c in cases if c["status"] in ("error", "crashed", "timeout", "failed", "invalid-accepted")]
+    failing = [c for c in cases if c["status"] in FAILING]
     errors = [c for c in failing if c["status"] == "error"]
     assert errors and any("RuntimeException" in (c.get("message") or "") or "Fail" in (c.get("message") or "")
                           for c in errors)

@@ -18,7 +18,7 @@ from qdq_conformance.domain import RunStatus
 from qdq_conformance.results import read
 from qdq_conformance.results.tally import tally
 from qdq_conformance.runner import execute
-from qdq_conformance.runner.expectations import Expectations
+from qdq_conformance.runner.expectations import Expectations, Tracker, load
 from qdq_conformance.runner.outcome import classify
 
 from .test_runner import CASES, ROOT, read_results, run_pytest
@@ -84,10 +84,17 @@ def test_a_fault_in_the_harness_while_recording_is_a_harness_error(monkeypatch):
     assert json.loads(got.record)["status"] == RunStatus.HARNESS_ERROR
 
 
-def test_harness_errors_are_counted_apart_from_failures():
+def test_harness_errors_are_counted_apart_from_failures(tmp_path):
     cases = [{"status": "harness-error"}, {"status": "failed"}, {"status": "passed"}]
     t = tally(cases, 0, 0)  # type: ignore[arg-type]
     assert t["harness_errors"] == 1 and t["new_failures"] == 1
+    # an entry whose only case the tool failed on is not stale: nothing is known of it
+    exp = tmp_path / "e.yaml"
+    exp.write_text("backend: demo\nentries:\n  - cases: ['a-*']\n    status: failed\n    reason: known\n")
+    entries = load(exp, "1.0", "demo")
+    tracker = Tracker()
+    tracker.note("a-1", "runtime", "harness-error", "failed", entries.entries[0].line)
+    assert tracker.stale(entries, subset=False, forms=["runtime"]) == [] and not tracker.surprises
 
 
 @pytest.fixture(scope="module")

@@ -69,8 +69,8 @@ def attribute(case: GraphCase, form: str, backend: Backend, call: Call) -> tuple
         if raw.kind != "ok" or raw.outputs is None or len(raw.outputs) < len(outs):
             said = (raw.message or raw.kind).splitlines()[0][:200] if raw.message else raw.kind
             if raw.kind in _NOT_RUN:
-                return None, f"not attributed: node {node.name} ({node.op}) cannot be run alone ({raw.kind}: " \
-                             f"{said})"
+                return None, (f"not attributed: node {node.name} ({node.op}) cannot be run alone "
+                              f"({raw.kind}: {said})")
             return NODE, f"node by node, node {node.name} ({node.op}) does not run alone: {said}"
         oracle_here = _oracle(case, form, step, values)
         for (name, want), got in zip(outs, raw.outputs, strict=False):
