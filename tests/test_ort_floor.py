@@ -5,12 +5,12 @@ messages."""
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
+import tomllib
 from onnx import TensorProto, helper
 
 from qdq_conformance.backends import ort_io, ort_probe
