@@ -139,7 +139,8 @@ def test_run_help_documents_the_exit_statuses_and_options():
                    "a backend that cannot be created (its package not installed, its factory raising, or "
                    "taking longer than --backend-timeout)", "5 nothing tested: no case selected",
                    "or every case that ran was unsupported by the backend",
-                   "3 the fault is this tool's: an exception in qdq-conformance's own code while running a case"):
+                   "3 the fault is this tool's: an exception in qdq-conformance's own code while running a "
+                   "case"):
         assert needle in text, needle
 
 
