@@ -1,7 +1,8 @@
 """Deciding "unsupported" for ONNX Runtime by asking it, not by reading its messages.
 
-When a session does not build, the failure is put to ONNX Runtime itself through small probes, each cached for
-the life of the process (a backend worker asks each question at most once):
+When a session does not build, or a session built raises while running (``decide_run``: an old release can
+list what it does not implement), the failure is put to ONNX Runtime itself through small probes, each cached
+for the life of the process (a backend worker asks each question at most once):
 
 - element type: does ORT load a node-less model whose input of that type is passed straight through as the
   output (its type registration, no kernel involved)? And, at run time, can it make an OrtValue of that type?
@@ -10,6 +11,10 @@ the life of the process (a backend worker asks each question at most once):
 - operator: does ORT build a session on the node's operator at the node's version with its plainest types
   (float for the float type parameters, uint8 for the integer ones), i.e. does it implement that version at
   all? The types come from ORT's own schema registry; no schema at all is itself the answer.
+- granularity: does ORT load and run the plainest blocked model of a QuantizeLinear / DequantizeLinear whose
+  node asks for blocks (1.18 lists QuantizeLinear-21 but quantizes per tensor and per axis only)?
+- a non-quantization node's types: does ORT load that node alone with the element types it gets in the model
+  (a graph case's Transpose of a type the release lacks), when ONNX's own schema allows them?
 
 A failure that a refused probe explains is :class:`Unsupported`, with the probe's reason. So is ORT's own
 NOT_IMPLEMENTED status (its exception class, no message text). Anything else is :class:`Rejected` (right for
