@@ -126,8 +126,9 @@ def failure_class(rec: CaseRecord) -> str:
     """What kind of failure a failing case is, from its status and the runner's own words, never from the
     backend's: ``refused at load`` (a valid model refused when loaded), ``raised at run`` (it loaded the
     model, then raised), ``crashed``, ``timed out``, ``wrong values``, ``wrong outputs`` (of the wrong kind,
-    type, shape or count), ``follows no reading`` (an implementation-defined case's values), ``accepted an
-    invalid model`` (with the rule it breaks), ``not judged`` (a case that carries no reading)."""
+    type, shape or count), ``follows no reading of ENTRY`` (an implementation-defined case's values, and its
+    catalogue entry), ``accepted an invalid model`` (with the rule it breaks), ``not judged`` (a case that
+    carries no reading)."""
     status, message = rec["status"], rec.get("message") or ""
     if status == RunStatus.CRASHED:
         return "crashed"
@@ -139,8 +140,9 @@ def failure_class(rec: CaseRecord) -> str:
         reasons = {m.get("reason") for m in rec.get("mismatches") or ()}
         if reasons and reasons != {"values differ"}:
             return "wrong outputs"
-        implementation_defined = rec.get("case_status") == CaseStatus.IMPLEMENTATION_DEFINED
-        return "follows no reading" if implementation_defined else "wrong values"
+        if rec.get("case_status") == CaseStatus.IMPLEMENTATION_DEFINED:  # (of its catalogue entry)
+            return f"follows no reading of {rec.get('ambiguity') or '-'}"
+        return "wrong values"
     if message.startswith(_NO_READINGS):
         return "not judged"
     return "refused at load" if message.startswith(_REFUSED) else "raised at run"
