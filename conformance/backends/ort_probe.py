@@ -374,7 +374,9 @@ def decide_run(model: onnx.ModelProto, *, custom_ops: bool = False) -> Unsupport
     running it (a granularity it lists but does not implement, say); None: the error is the backend's."""
     try:
         why = _unsupported_by_probe(model, custom_ops)
-    except NoProbe:
+    except Exception as e:  # a probe that cannot be put gives no answer: the error stands
+        if harness_fault(e):  # (a mistake in the probes' own code is the tool's fault, never an answer)
+            raise
         return None
     return None if why is None else Unsupported(f"ONNX Runtime {ort.__version__} {why}")
 
