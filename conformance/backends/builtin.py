@@ -20,8 +20,8 @@ from .base import BackendUnavailable, NotApplicable, Rejected, Unsupported, requ
 #: The oldest ONNX Runtime release this tool runs on (pyproject.toml's ``onnxruntime>=`` says the same, and
 #: tests/test_ort_floor.py holds them together): the lowest on which the whole corpus, both graph forms, runs
 #: without one harness error (docs/backends.md, "ONNX Runtime releases"; 1.15.1 has none of
-#: ``get_all_operator_schema``, which the operator probe asks). Releases before 1.19 are built against numpy 1.x
-#: and need ``numpy<2`` beside them.
+#: ``get_all_operator_schema``, which the operator probe asks). Releases before 1.19 are built against numpy
+#: 1.x and need ``numpy<2`` beside them.
 ORT_FLOOR = (1, 16)
 
 
