@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from . import __version__, compliancecmd, opspecs, showcmd
+from . import __version__, compliancecmd, frommodelcmd, opspecs, showcmd
 from .ambiguities import catalogue
 from .ambiguities import markdown as ambiguities_markdown
 from .backends.quark import DEFAULT_QUARK_VERSION, BuildError, build
@@ -165,8 +165,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print("error: --backend is required (e.g. --backend ort)", file=sys.stderr)
         return 2
     extra = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    model_cases: list[str] = []
+    if args.models:
+        if args.qdq_cases or args.qdq_suite:
+            print("error: --model makes its own cases; it does not go with --cases or --suite",
+                  file=sys.stderr)
+            return 2
+        folder = frommodelcmd.model_cases_dir(args.models)
+        status, _ = frommodelcmd.make(args.models, folder)
+        if status in (2, 3):
+            return status
+        model_cases = ["--cases", str(folder)]
     # (pytest's last -q / --tb wins: the habits given after RUN_FLAGS override its --tb=no)
-    pytest_args = [*to_pytest_args(args), *RUN_FLAGS, *cache_flags(), *habits_to_pytest(args), *extra]
+    pytest_args = [*to_pytest_args(args), *model_cases, *RUN_FLAGS, *cache_flags(), *habits_to_pytest(args),
+                   *extra]
     return int(pytest.main(pytest_args))
 
 
@@ -229,6 +241,9 @@ def _add_generate_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     add_to_argparse(p)
+    p.add_argument("--model", action="append", default=[], metavar="MODEL", dest="models",
+                   help="run the cases made from this model's own quantization nodes (cases --from-model) "
+                        "instead of the corpus; repeat for more models")
     add_habits(p)
     p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments, after --")
 
@@ -274,6 +289,15 @@ COMMANDS: tuple[Command, ...] = (
             "differing element is hard, expectation, reading), from a results file or a fresh run of that "
             "case.",
             showcmd.add_arguments, showcmd.run, _doc(showcmd), _exit_statuses(showcmd.EXIT)),
+    Command("cases", _doc(frommodelcmd.run_cases), frommodelcmd.add_arguments, frommodelcmd.run_cases,
+            _doc(frommodelcmd.run_cases)
+            + " One case file per distinct node configuration (operator version, types, zero point,"
+            + " granularity, axis and its spelling, block size, attributes; nodes and models deduplicated),"
+            + " with the node's own scale and zero point (large ones sliced, keeping their per-axis and"
+            + " blocked structure) and concrete small shapes, x from the corpus's boundary recipes; graph"
+            + " cases for the small graphs around the nodes the corpus judges; from-model.json accounts for"
+            + " every node. Run them with `qdq-conformance run --backend NAME --cases DIR`, or in one step"
+            + " with `run --model MODEL`.", _exit_statuses(frommodelcmd.EXIT)),
     Command("check", _doc(_cmd_check), checker_cli.add_arguments, _cmd_check, _doc(_cmd_check)
             + " Covers QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, com.microsoft QuantizeLinear "
               "/ "

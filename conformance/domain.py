@@ -173,6 +173,18 @@ class SpecText(ClauseText, total=False):
     clauses: list[ClauseText]
 
 
+class SourceText(TypedDict, total=False):
+    """Where a case generated from a model comes from (a case file's ``source``: ``qdq-conformance cases
+    --from-model``): the models, the quantization nodes its configuration stands for (``MODEL: node K
+    'NAME'``; ``more_nodes`` not listed), and what was made concrete or sliced."""
+
+    kind: str  # "model"
+    models: list[str]
+    nodes: list[str]
+    more_nodes: int
+    concrete: str
+
+
 class InputMetadata(TypedDict):
     """One input of a case: its name in the model, the operator's formal input, element type and shape (None:
     an optional input left out)."""
@@ -226,6 +238,7 @@ class CaseMetadata(TypedDict, total=False):
     tier: str
     attributes: dict[str, int]
     graph: GraphMetadata  # (a graph case)
+    source: SourceText  # (a case generated from a model's nodes)
     inputs: list[InputMetadata]
     outputs: list[OutputMetadata]
 

@@ -244,7 +244,7 @@ def _concrete(b: Build, base_id: str, inputs: list[tuple[str, np.ndarray | None]
         expected=outputs, types={"x": b.x.name, "scale": b.scale.name if b.scale else "", "y": b.y.name},
         ambiguity=ambiguity, readings=readings, rule=data.get("rule"), ulp=compare_.get("ulp", 0),
         ulp_why=compare_.get("why"), tier=data.get("tier", "default"),
-        detail={**dict(g.detail), "zero_point": b.zp_mode},
+        detail={**dict(g.detail), "zero_point": b.zp_mode}, source=data.get("source"),
     )
 
 

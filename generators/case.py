@@ -13,7 +13,7 @@ from onnx import TensorProto
 from qdq_conformance import opspecs
 from qdq_conformance.ambiguities import Reading
 from qdq_conformance.compare import rule_text
-from qdq_conformance.domain import FORMS, CaseMetadata, CaseStatus, Form, SpecText
+from qdq_conformance.domain import FORMS, CaseMetadata, CaseStatus, Form, SourceText, SpecText
 from qdq_conformance.modelbuild import single_node_model
 from qdq_conformance.types import by_dtype, by_proto
 
@@ -49,6 +49,8 @@ class FromTemplate:
     template: str
     line: int
     description: str
+    #: a case generated from a model's nodes: the models and nodes behind it (the template's ``source``)
+    source: SourceText | None
 
     def spec_text(self) -> SpecText:
         raise NotImplementedError
@@ -75,6 +77,8 @@ class FromTemplate:
         cached = self.__dict__.get("_metadata")
         if cached is None:
             cached = self.__dict__["_metadata"] = self._metadata()
+            if self.source:
+                cached["source"] = self.source
         return cached
 
 
@@ -107,6 +111,7 @@ class ConcreteCase(FromTemplate):
     tier: str = "default"
     #: granularity detail for coverage: rank, axis attribute, block variant, zero-point mode
     detail: dict[str, Any] = field(default_factory=dict)
+    source: SourceText | None = None
 
     @property
     def comparison(self) -> str:

@@ -81,8 +81,11 @@ def variants(tpl: Template, spec: opspecs.OpSpec, kind: str) -> Iterator[GVar]:
             yield GVar(opspecs.PER_TENSOR, x_shape, scale_shape, {}, (label, shape_label),
                        (("scale_rank", len(scale_shape)),))
         return
-    ranks = g.get("ranks", [2])
     sign = g.get("axis_attribute", "positive")
+    if isinstance(shape, list):  # an explicit x shape (a model's node, made concrete): the axes on it
+        yield from _explicit(tpl, gk, g, tuple(shape), sign)
+        return
+    ranks = g.get("ranks", [2])
     if sign == "omitted":  # no axis attribute: the default axis, 1
         yield from _default_axis(gk, ranks, g.get("blocks", ["low", "high"]))
         return
@@ -119,3 +122,37 @@ def _default_axis(gk: str, ranks: list[int], blocks: list[str]) -> Iterator[GVar
             yield GVar(opspecs.BLOCKED, dims, sshape, {"block_size": bs},
                        (f"blocked-{block}-axisdefault-r{rank}",),
                        (("rank", rank), ("axis", 1), ("block", block)))
+
+
+def _explicit(tpl: Template, gk: str, g: dict[str, object], dims: tuple[int, ...],
+              sign: str) -> Iterator[GVar]:
+    """Per-axis and blocked variants on the template's own x ``shape`` (``granularity.axes`` on it, or no axis
+    attribute: the default axis 1), blocks of ``granularity.block_size``: the node configuration of a model
+    (``qdq-conformance cases --from-model``), with its own dimensions."""
+    rank = len(dims)
+    if "ranks" in g:
+        raise tpl.error("granularity.ranks", "ranks and an explicit shape exclude each other (the shape's "
+                        "length is the rank)")
+    block = g.get("block_size")
+    if gk == opspecs.BLOCKED and not isinstance(block, int):
+        raise tpl.error("granularity", "a blocked granularity on an explicit shape needs block_size")
+    if gk == opspecs.PER_AXIS and block is not None:
+        raise tpl.error("granularity.block_size", "block_size is for a blocked granularity")
+    omitted = sign == "omitted"
+    axes = [1] if omitted else _axes(g.get("axes"), rank, sign) if rank else []
+    if not axes or (omitted and rank < 2):
+        raise tpl.error("granularity", f"no axis of the shape {list(dims)} fits the granularity")
+    shape_label = "x" + "x".join(map(str, dims))
+    for axis in axes:
+        a = axis % rank
+        ax_label = "axisdefault" if omitted else f"axis{axis}" if axis >= 0 else f"axism{-axis}"
+        attrs = {} if omitted else {"axis": axis}
+        if gk == opspecs.PER_AXIS:
+            yield GVar(opspecs.PER_AXIS, dims, (dims[a],), attrs, (f"{ax_label}-r{rank}", shape_label),
+                       (("rank", rank), ("axis", axis if not omitted else 1)))
+            continue
+        assert isinstance(block, int)
+        sshape = tuple(-(-d // block) if i == a else d for i, d in enumerate(dims))
+        yield GVar(opspecs.BLOCKED, dims, sshape, {**attrs, "block_size": block},
+                   (f"blocked-bs{block}-{ax_label}-r{rank}", shape_label),
+                   (("rank", rank), ("axis", axis if not omitted else 1), ("block", f"bs{block}")))

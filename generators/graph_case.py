@@ -15,7 +15,7 @@ from onnx import helper
 from qdq_conformance import opspecs
 from qdq_conformance.ambiguities import Reading
 from qdq_conformance.compare import rule_text
-from qdq_conformance.domain import FORMS, CaseMetadata, CaseStatus, Form, SpecText
+from qdq_conformance.domain import FORMS, CaseMetadata, CaseStatus, Form, SourceText, SpecText
 from qdq_conformance.modelbuild import CONTRIB_AI_ONNX_OPSET
 from qdq_conformance.reference.graph import QUANT_OPS, tensor_proto
 from qdq_conformance.types import by_dtype
@@ -75,6 +75,7 @@ class GraphCase(FromTemplate):
     ties: list[str] = field(default_factory=list)
     #: the compute ops of the graph whose every output element feeds one acceptable value on (coverage)
     exact_ops: list[str] = field(default_factory=list)
+    source: SourceText | None = None
 
     # what the runner and the reports read of every case
     @property

@@ -250,7 +250,7 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
                      description=data["description"], clauses=[*clauses, GRAPH_CLAUSE], family=data["family"],
                      opset=opset, nodes=nodes, inputs=arrays["inputs"], params=arrays["params"],
                      constants=arrays["constants"], output_names=outputs, expected=[], variant=dict(env),
-                     tier=data.get("tier", "default"))
+                     tier=data.get("tier", "default"), source=data.get("source"))
     model = case.build(Form.INITIALIZER.value, outputs=[(o, np.zeros(0, np.float32)) for o in outputs])
     steps: list[Step] = []
     try:

@@ -60,3 +60,35 @@ def decide(status: str, declared: str | None, found: Sequence[Reading],
         return status, declared, []
     kept = [r for a in entries for r in found if r.ambiguity == a]
     return status, declared, kept
+
+
+def declared_entry(domain: str, op: str, version: int, x_shape: Sequence[int],
+                   scale_shape: Sequence[int] | None, zp_shape: Sequence[int] | None,
+                   attrs: dict[str, int]) -> str | None:
+    """The catalogue entry a case of this node configuration names, as the corpus's case files name them: the
+    questions about which models are valid, which no input value raises, so that the kernel computes their
+    readings only for a case that asks (``reference.readings``). None: the status policy decides alone."""
+    if op == "DynamicQuantizeLinear" or scale_shape is None:
+        return None
+    scale, zp, x = tuple(scale_shape), None if zp_shape is None else tuple(zp_shape), tuple(x_shape)
+    if zp is not None and {scale, zp} == {(), (1,)}:
+        return "scalar-one-element-shapes"
+    if domain == "com.microsoft" and op == "QuantizeLinear" and zp is None:
+        return "ms-default-output"
+    if scale == (1,):
+        if domain == "ai.onnx" and version == 10:
+            return "v10-one-element-scale"
+        if domain == "com.microsoft" and "axis" not in attrs:
+            return "ms-one-element-no-axis"
+        axis, rank = attrs.get("axis", 1), len(x)
+        if domain == "ai.onnx" and (not -rank <= axis < rank or x[axis % rank] != 1):
+            return "one-element-scale"
+    if (domain == "ai.onnx" and version >= 13 and len(x) == 1 and len(scale) == 1 and "axis" not in attrs
+            and scale[0] == x[0] != 1):
+        return "rank1-axis"
+    block = attrs.get("block_size", 0)
+    if block > 0 and len(scale) == len(x) > 0:
+        axis = attrs.get("axis", 1) % len(x)
+        if scale[axis] == 1 and block != x[axis]:
+            return "block-size-si-1"
+    return None

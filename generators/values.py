@@ -8,7 +8,8 @@ infinities for an int32 input); such variants are dropped.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -195,6 +196,24 @@ def zero_point_value(recipe: str, t: ElementType) -> float | None:
              "nonzero": 3 if t.int_max >= 3 else t.int_max}
     value = table[recipe]
     return float(min(max(value, t.int_min), t.int_max))
+
+
+def literal(v: float) -> str | int | float:
+    """A case-file literal for one float64 value (the inverse of :func:`parse_literal`): whole numbers as
+    integers, specials as their names, other values as the shortest text that reads back exactly."""
+    if math.isnan(v):
+        return "-nan" if math.copysign(1.0, v) < 0 else "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == 0 and math.copysign(1.0, v) < 0:
+        return "-0"
+    if v == int(v) and abs(v) < 2**53:
+        return int(v)
+    return float(v)
+
+
+def literals(values: Iterable[float]) -> list[str | int | float]:
+    return [literal(float(v)) for v in values]
 
 
 def parse_literal(value: object) -> np.ndarray:

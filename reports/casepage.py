@@ -288,6 +288,11 @@ def render_text(rec: CaseRecord) -> str:
         lines.append(f"why an interval: {rec['interval_why']}")
     if rec.get("defect"):
         lines.append(f"defect (graph case): {rec['defect']}: {rec.get('defect_why') or ''}")
+    source = rec.get("source")
+    if source:
+        lines.append(f"made from: {', '.join(source.get('nodes') or [])}"
+                     + (f" and {source['more_nodes']} more nodes" if source.get("more_nodes") else "")
+                     + (f" ({source['concrete']})" if source.get("concrete") else ""))
     e = rec.get("expectation")
     lines.append("expectation: "
                  + (f"line {e.get('line')}: {e.get('status')}: {' '.join(str(e.get('reason')).split())}"

@@ -20,7 +20,7 @@ from qdq_conformance.rules import RULES
 from qdq_conformance.types import TYPES
 
 from .signature import GRAPH, KIND_TEXT, first_part, has_zero_point, quantized_role, signature, type_class
-from .wording import plain, shorten
+from .wording import nodes_text, plain, shorten
 
 #: formal input / output names in the order findings list their types
 _ROLES = ("x", "x_scale", "y_scale", "scale", "x_zero_point", "y_zero_point", "zero_point", "y")
@@ -39,6 +39,9 @@ class Finding:
     cases: list[tuple[str, str]] = field(default_factory=list)  # (id, form) of every case-form
     example: dict[str, Any] = field(default_factory=dict)  # id, form, message, rule, repro of one case
     entries: dict[int, dict[str, Any]] = field(default_factory=dict)  # expectation line -> entry, case-forms
+    # cases made from a model: the model nodes behind them (``source``), and how many more they stand for
+    nodes: dict[str, None] = field(default_factory=dict)
+    more_nodes: int = 0
     operator: str = field(init=False)  # the key's parts a finding's text uses
     form: str = field(init=False)
     status: str = field(init=False)
@@ -79,6 +82,10 @@ class Finding:
                             ("granularity", rec.get("granularity")), ("family", rec.get("family"))):
             self.spans[what][str(value or "-")] += n_forms
         self.cases += [(rec["id"], f) for f in forms]
+        source = rec.get("source")
+        if source:
+            self.nodes.update(dict.fromkeys(source.get("nodes") or ()))
+            self.more_nodes = max(self.more_nodes, source.get("more_nodes") or 0)
         if is_expected(rec):
             self.expected += n_forms
             e = expectation_of(rec)
@@ -143,6 +150,10 @@ class Finding:
                          ts in sorted(self.types.items(), key=lambda kv: (order.get(kv[0], 99), kv[0]))
                          if not (role.endswith("zero_point") and ts == quantized))
 
+    def nodes_text(self) -> str:
+        """The model nodes behind the finding's cases ("" when none was made from a model)."""
+        return nodes_text(list(self.nodes), self.more_nodes) if self.nodes else ""
+
     def to_json(self, known: dict[str, list[Any]] | None = None) -> dict[str, Any]:
         return {"id": self.id, "state": self.state, "count": self.count, "expected": self.expected,
                 "new": self.new, "description": self.description(known), "what": self.what(),
@@ -152,7 +163,7 @@ class Finding:
                 "type_pattern": self.key[1],
                 "spans": {k: dict(v.most_common()) for k, v in self.spans.items()}, "form": self.form,
                 "status": self.status, "kind": self.kind, "signature": list(self.key), "defect": self.defect,
-                "example": self.example,
+                "example": self.example, "model_nodes": list(self.nodes), "more_model_nodes": self.more_nodes,
                 "expectations": sorted(self.entries.values(), key=lambda e: -e["cases"])}
 
 

@@ -177,6 +177,7 @@ def render_text(head: Header, ov: Overview, limit: int = 50, repro: bool = False
                   f"     {f.operator} {f.version_span(ov.known)}; {f.where()}",
                   *([f"     {f.example['plain']}"] if f.example.get("plain") else []),
                   f"     raw: {f.what()}", f"     types: {f.types_text()}",
+                  *([f"     model nodes: {f.nodes_text()}"] if f.nodes else []),
                   f"     expectation: {_entry_text(f)}",
                   f"     example: {f.example['id']} [{f.example.get('form')}]"]
         if repro and f.example.get("repro"):

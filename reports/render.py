@@ -48,7 +48,7 @@ _IMPLEMENTATION_DEFINED = RunStatus.IMPLEMENTATION_DEFINED.value
 _CASE_IMPLEMENTATION_DEFINED = CaseStatus.IMPLEMENTATION_DEFINED.value
 #: the fields of a case's details
 DETAIL_FIELDS = ("spec", "attributes", "inputs", "expected", "actual", "mismatches", "repro", "behaviour",
-                 "reading", "readings", "comparison", "rule", "defect", "defect_why")
+                 "reading", "readings", "comparison", "rule", "defect", "defect_why", "source")
 
 
 
@@ -207,6 +207,7 @@ def finding_rows(ov: Overview, findings: list[Finding] | None = None) -> list[di
              "plain": f.example.get("plain") or "",
              "operator": f.operator.split("::")[-1], "domain": f.operator.split("::")[0],
              "versions": f.version_span(ov.known), "where": f.where(), "types": f.types_text(),
+             "nodes": f.nodes_text(),
              "example": f.example["id"], "example_form": f.example.get("form"),
              "since": "new since the baseline" if f.key in appeared else
                       f"was {grown[f.key]:,}" if f.key in grown else "",

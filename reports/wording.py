@@ -14,6 +14,13 @@ from .casepage import first_explained
 from .signature import RUNNER_WORDS, first_part
 
 
+def nodes_text(nodes: list[str], more: int = 0, shown: int = 4) -> str:
+    """The model nodes behind a case or a finding (a case made from a model: its ``source``), the first few
+    and how many more: ``m.onnx: node 3 'conv_q', m.onnx: node 7 'relu_q' and 12 more``."""
+    rest = len(nodes) - shown + more if len(nodes) > shown else more
+    return ", ".join(nodes[:shown]) + (f" and {rest} more" if rest > 0 else "")
+
+
 def shorten(text: str, limit: int, middle: bool = True) -> str:
     """``text`` in at most about ``limit`` characters, cut at word boundaries, an ellipsis for what is left
     out: its start and its end (``middle``: where a backend's error says what went wrong, after its

@@ -16,14 +16,14 @@ from pathlib import Path
 import onnx
 import onnx.shape_inference
 
-from ..opspecs import import_version, normalize_domain
+from ..opspecs import OpSpec, import_version, normalize_domain
 from ..rules import RULES
 from . import model_rules, nodes
 from .errors import Unreadable
 from .graph import Site, walk
 from .loading import read_model
 
-__all__ = ["ModelReport", "NodeFinding", "Unreadable", "check_file", "check_model"]
+__all__ = ["CheckedNode", "ModelReport", "NodeFinding", "Unreadable", "check_file", "check_model"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,18 @@ class NodeFinding:
         return f"{self.model}: {where}{op}{graph}: {self.severity} {self.rule}: {subject}{self.message}"
 
 
+@dataclass(frozen=True)
+class CheckedNode:
+    """One quantization node as the checker saw it (``check_model(..., keep_nodes=True)``): where it is (its
+    scope holds what is known of each tensor), the operator version it resolved to (None: unresolved, or an
+    operator the checker does not know: ``known``), and its findings."""
+
+    site: Site
+    spec: OpSpec | None
+    findings: tuple[NodeFinding, ...]
+    known: bool = True
+
+
 @dataclass
 class ModelReport:
     path: str
@@ -62,6 +74,8 @@ class ModelReport:
     findings: list[NodeFinding] = field(default_factory=list)
     #: quantization nodes of operators the checker does not know (each operator has a QDQ024 note)
     nodes_not_checked: int = 0
+    #: every quantization node, checked or not, in walk order (only with ``keep_nodes``)
+    nodes: list[CheckedNode] = field(default_factory=list)
 
     def count(self, severity: str) -> int:
         return sum(f.severity == severity for f in self.findings)
@@ -82,7 +96,10 @@ def _model_finding(label: str, f: model_rules.ModelFinding) -> NodeFinding:
                        RULES[f.rule].severity, f.message, None)
 
 
-def check_model(model: onnx.ModelProto, base_dir: Path, label: str = "<model>") -> ModelReport:
+def check_model(model: onnx.ModelProto, base_dir: Path, label: str = "<model>",
+                keep_nodes: bool = False) -> ModelReport:
+    """Every rule on ``model`` (its external data, if any, read from ``base_dir``); ``keep_nodes``: the report
+    keeps each quantization node with its scope and findings (``qdq-conformance cases --from-model``)."""
     report = ModelReport(label)
     for mf in [*model_rules.ir_for_opsets(model), *model_rules.ir_for_types(model),
                *model_rules.order(model)]:
@@ -99,19 +116,23 @@ def check_model(model: onnx.ModelProto, base_dir: Path, label: str = "<model>") 
         if not nodes.is_checked(site):
             if model_rules.is_quantization(site, local):
                 unknown.append(site)
+                if keep_nodes:
+                    report.nodes.append(CheckedNode(site, None, (), known=False))
             continue
         report.nodes_checked += 1
         spec, findings = nodes.check(site, base_dir)
-        for f in findings:
-            report.findings.append(NodeFinding(
-                label, site.graph, site.index, site.node.name, nodes.domain_of(site), site.node.op_type,
-                spec.version if spec else import_version(site.opsets, site.node.domain), f.rule, f.severity,
-                f.message, f.input))
+        found = [NodeFinding(label, site.graph, site.index, site.node.name, nodes.domain_of(site),
+                             site.node.op_type,
+                             spec.version if spec else import_version(site.opsets, site.node.domain), f.rule,
+                             f.severity, f.message, f.input) for f in findings]
+        report.findings += found
+        if keep_nodes:
+            report.nodes.append(CheckedNode(site, spec, tuple(found)))
     report.nodes_not_checked = len(unknown)
     report.findings += [_model_finding(label, f) for f in model_rules.unknown_operators(unknown)]
     return report
 
 
-def check_file(path: Path) -> ModelReport:
+def check_file(path: Path, keep_nodes: bool = False) -> ModelReport:
     model = read_model(path)
-    return check_model(model, path.parent, str(path))
+    return check_model(model, path.parent, str(path), keep_nodes)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ from ..generators.expand import expand
 from ..generators.loader import CaseFileError
 from ..generators.schema import validate
 from ..generators.template import Template
+from ..generators.values import literal, literals
 from ..opspecs import BLOCKED, PER_AXIS
 
 #: A general clause per operator kind, for the template's ``spec`` (the finding's description says what
@@ -71,24 +71,7 @@ class Description:
 
     @property
     def distinct_values(self) -> int:
-        return len({_literal(v) for v in self.x})
-
-
-def _literal(v: float) -> Any:
-    """A case-file literal for one float64 value: whole numbers as integers, specials as their names."""
-    if math.isnan(v):
-        return "-nan" if math.copysign(1.0, v) < 0 else "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    if v == 0 and math.copysign(1.0, v) < 0:
-        return "-0"
-    if v == int(v) and abs(v) < 2**53:
-        return int(v)
-    return float(v)
-
-
-def literals(values: tuple[float, ...]) -> list[str | int | float]:
-    return [_literal(v) for v in values]
+        return len({literal(v) for v in self.x})
 
 
 def declared_ambiguity(d: Description) -> str | None:

@@ -26,11 +26,12 @@ import yaml
 
 from ..generators.corpus import load_file
 from ..generators.layout import test_name, write_folder
+from ..generators.values import literals
 from ..reports.findings import FAILING, group, is_expected
 from ..reports.findings import Finding as Group
 from ..reports.signature import signature
 from ..results import CaseRecord, Header, JSONValue, ResultsWriter, Summary, expectation_of, read
-from .describe import literals, template
+from .describe import template
 from .search import Finding
 
 SCHEMA_LINE = "# yaml-language-server: $schema=https://onnx-qdq-conformance/case.schema.json\n"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final, TypedDict, Union
 
-from ..domain import FAILING, HARNESS, JSONValue, RunStatus, SpecText
+from ..domain import FAILING, HARNESS, JSONValue, RunStatus, SourceText, SpecText
 
 
 class ExpectationRecord(TypedDict, total=False):
@@ -109,6 +109,7 @@ class CaseRecord(TypedDict, total=False):
     defect: str | None  # a failing graph case: "rewrite" (node by node the backend is right) or "node"
     defect_why: str | None  # what the node-by-node run showed
     template: str  # a graph case: its template, "file#id"
+    source: SourceText | None  # a case generated from a model: the models and nodes behind it
     file: str  # a case file that could not be loaded: its path
     line: int | None  # ... and the line of the problem
 

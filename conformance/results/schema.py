@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from ..domain import ClauseText, SpecText
+from ..domain import ClauseText, SourceText, SpecText
 from .records import (
     CaseRecord,
     ExpectationRecord,
@@ -62,7 +62,8 @@ _NOT_READ = frozenset({"type", "id", "status", "backend", "backend_version", "fi
 #: the record types that are objects of their own in a results file, and their kind
 _KINDS: dict[object, str] = {ExpectationRecord: "expectation", PreviewRecord: "preview",
                              MismatchRecord: "mismatch", ExpectationsStatus: "expectations_status",
-                             Tally: "tally", StaleEntry: "stale", SpecText: "spec", ClauseText: "clause"}
+                             Tally: "tally", StaleEntry: "stale", SpecText: "spec", ClauseText: "clause",
+                             SourceText: "source"}
 #: the fields of a header and a summary the views read (and so the reader checks)
 _HEADER_READ = frozenset({"backend", "backend_version", "started", "expectations", "expectations_status"})
 _SUMMARY_READ = frozenset({"expectations", "duration_s", "counts", "stale_expectations", "stale_markers"})

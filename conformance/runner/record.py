@@ -71,6 +71,9 @@ def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, ba
         rec["template"] = meta["template"]
     if meta.get("interval_why"):
         rec["interval_why"] = meta.get("interval_why")
+    # a case generated from a model: the model's nodes behind it, which findings and the report name
+    if meta.get("source"):
+        rec["source"] = meta["source"]
     _label_mismatches(case, rec, outcome.actual)
     implementation_defined = meta["status"] == CaseStatus.IMPLEMENTATION_DEFINED
     if outcome.status not in (RunStatus.PASSED, RunStatus.UNSUPPORTED) or implementation_defined:

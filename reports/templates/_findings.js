@@ -40,7 +40,9 @@ function qdqFindingsTable(table, rows, links) {
     td = el("td", f.operator + " " + f.versions, "wrap");
     if (f.domain !== "ai.onnx") td.appendChild(el("div", f.domain, "small"));
     tr.appendChild(td);
-    td = el("td", f.where, "wrap"); td.appendChild(el("div", f.types, "small")); tr.appendChild(td);
+    td = el("td", f.where, "wrap"); td.appendChild(el("div", f.types, "small"));
+    if (f.nodes) td.appendChild(el("div", "model nodes: " + f.nodes, "small"));
+    tr.appendChild(td);
     td = el("td", undefined, "wrap small");
     f.entries.slice(0, 2).forEach(function (e) {
       var d = el("div", "line " + e.line + ": " + cut(e.reason, 110)); d.title = e.reason;

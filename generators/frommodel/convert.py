@@ -1,0 +1,173 @@
+"""Models to case templates: every quantization node read, configurations deduplicated across nodes and
+models, each configuration's templates checked by expanding them with the corpus's own code, and every node
+accounted for (in a configuration whose cases exist, or the reason it is in none)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qdq_conformance.checker import Unreadable, check_file
+from qdq_conformance.errors import CaseFileError
+
+from ..expand import expand
+from ..schema import validate
+from ..template import Template
+from .nodes import NodeConfig, NodeRef, Skipped, read_node
+from .shapes import TooLarge, concrete
+from .templates import config_id, config_text, templates
+
+#: the reason of a configuration whose templates the corpus refused (a problem of this tool; it follows)
+NO_CASE = "no case could be made (a problem of this tool)"
+
+
+@dataclass
+class Configuration:
+    """One distinct node configuration: its first node's values, every node that has it, its templates (those
+    that expand) and how many concrete cases they make."""
+
+    first: NodeConfig
+    refs: list[NodeRef] = field(default_factory=list)
+    templates: list[dict[str, Any]] = field(default_factory=list)
+    cases: int = 0
+    #: why the configuration has no case, when the model is the reason (a tensor an invalid case cannot cut)
+    reason: str | None = None
+    #: templates the corpus refused: a problem of this tool, never of the model
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """No case, and not for a reason of the model's: this tool's fault."""
+        return not self.templates and self.reason is None
+
+    def why(self) -> str | None:
+        """The reason its nodes are in no case (None: they are in cases)."""
+        return None if self.templates else self.reason or NO_CASE
+
+    @property
+    def id(self) -> str:
+        return config_id(self.first)
+
+    def text(self) -> str:
+        return config_text(self.first)
+
+
+@dataclass
+class ModelCount:
+    path: str
+    name: str
+    nodes: int = 0
+    in_cases: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class Conversion:
+    """What ``cases --from-model`` made of its models."""
+
+    models: list[ModelCount] = field(default_factory=list)
+    configurations: list[Configuration] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    graphs: list[Any] = field(default_factory=list)
+
+    @property
+    def nodes(self) -> int:
+        return sum(m.nodes for m in self.models)
+
+    @property
+    def in_cases(self) -> int:
+        return sum(len(c.refs) for c in self.configurations if c.templates)
+
+    def reasons(self) -> Counter[str]:
+        out: Counter[str] = Counter(s.reason for s in self.skipped)
+        for c in self.configurations:
+            why = c.why()
+            if why:
+                out[why] += len(c.refs)
+        return out
+
+    def summary(self) -> str:
+        """``N quantization nodes: K in cases, M not (reasons)``."""
+        reasons = self.reasons()
+        missing = sum(reasons.values())
+        why = ", ".join(f"{n} {r}" for r, n in reasons.most_common())
+        line = (f"{self.nodes} quantization node{'s' if self.nodes != 1 else ''}: {self.in_cases} in cases, "
+                f"{missing} not")
+        return line + (f" ({why})" if why else "")
+
+
+def _names(paths: list[Path]) -> dict[Path, str]:
+    """What a case's ``source`` calls each model: its file name, or the path as given where two share one."""
+    counts = Counter(p.name for p in paths)
+    return {p: p.name if counts[p.name] == 1 else str(p) for p in paths}
+
+
+def _expand(tpl: dict[str, Any], where: str) -> int:
+    """The number of cases ``tpl`` expands to with the corpus's own code (0: its recipe applies to none);
+    raises CaseFileError for a template the corpus refuses."""
+    validate({"cases": [tpl]}, where)
+    try:
+        return len(expand(Template(tpl, where)))
+    except CaseFileError as e:
+        if "expands to no case" in e.message:
+            return 0
+        raise
+
+
+def _finish(conf: Configuration) -> None:
+    """The configuration's templates, each expanded once to check it (those that make no case are left
+    out)."""
+    try:
+        made = concrete(conf.first)
+    except TooLarge as e:
+        conf.reason = "a tensor too large for an invalid case"
+        conf.problems.append(str(e))
+        return
+    for tpl in templates(conf.first, made, conf.refs):
+        try:
+            n = _expand(tpl, f"<{conf.id}>")
+        except CaseFileError as e:
+            conf.problems.append(f"{tpl['id']}: {e.message}")
+            continue
+        if n:
+            conf.templates.append(tpl)
+            conf.cases += n
+
+
+def convert(paths: list[Path]) -> Conversion:
+    """Read every model (an unreadable one is listed, the others still read) and make its configurations'
+    templates."""
+    out = Conversion()
+    by_key: dict[tuple[object, ...], Configuration] = {}
+    names = _names(paths)
+    for path in paths:
+        try:
+            report = check_file(path, keep_nodes=True)
+        except Unreadable as e:
+            out.unreadable.append((str(path), str(e)))
+            continue
+        count = ModelCount(str(path), names[path], len(report.nodes))
+        for checked in report.nodes:
+            got = read_node(checked, names[path], path.parent)
+            if isinstance(got, Skipped):
+                out.skipped.append(got)
+                count.reasons[got.reason] += 1
+                continue
+            conf = by_key.setdefault(got.key(), Configuration(got))
+            conf.refs.append(got.ref)
+        out.models.append(count)
+    for conf in by_key.values():
+        _finish(conf)
+        out.configurations.append(conf)
+    for m in out.models:
+        refs = [r for c in out.configurations if c.templates for r in c.refs if r.model == m.name]
+        m.in_cases = len(refs)
+        for c in out.configurations:
+            why = c.why()
+            if why:
+                m.reasons[why] += sum(r.model == m.name for r in c.refs)
+    return out
+
