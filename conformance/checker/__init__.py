@@ -74,8 +74,10 @@ class ModelReport:
     findings: list[NodeFinding] = field(default_factory=list)
     #: quantization nodes of operators the checker does not know (each operator has a QDQ024 note)
     nodes_not_checked: int = 0
-    #: every quantization node, checked or not, in walk order (only with ``keep_nodes``)
+    #: every quantization node, checked or not, in walk order, and the model as walked (shapes inferred)
+    #: (only with ``keep_nodes``)
     nodes: list[CheckedNode] = field(default_factory=list)
+    model: onnx.ModelProto | None = None
 
     def count(self, severity: str) -> int:
         return sum(f.severity == severity for f in self.findings)
@@ -110,6 +112,8 @@ def check_model(model: onnx.ModelProto, base_dir: Path, label: str = "<model>",
                                            f"onnx shape inference failed ({failure}); the nodes were checked "
                                            "with the types and shapes the initializers and declarations give",
                                            None))
+    if keep_nodes:
+        report.model = inferred
     local = {(normalize_domain(f.domain), f.name) for f in model.functions}
     unknown: list[Site] = []
     for site in walk(inferred):

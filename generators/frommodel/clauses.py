@@ -65,7 +65,7 @@ def clause(domain: str, op: str, version: int, kind: str, family: str, granulari
     """``{operator, versions, text}`` for a case of ``family`` on this operator version and granularity."""
     if domain != AI_ONNX:
         return {"operator": f"{domain} {op}", "versions": str(version), "text": CONTRIB[(domain, kind)]}
-    doc = onnx.defs.get_schema(op, version, "").doc
+    doc = onnx.defs.get_schema(op, version, "").doc or ""
     quoted: list[str] = []
     for phrase in PHRASES[(kind, family)]:
         found = _sentence(doc, phrase)

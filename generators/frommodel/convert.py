@@ -9,12 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qdq_conformance.checker import Unreadable, check_file
+from qdq_conformance.checker import ModelReport, Unreadable, check_file
 from qdq_conformance.errors import CaseFileError
 
 from ..expand import expand
+from ..graph_expand import expand_graph
 from ..schema import validate
 from ..template import Template
+from . import graphs
+from .graphs import Pattern
 from .nodes import NodeConfig, NodeRef, Skipped, read_node
 from .shapes import TooLarge, concrete
 from .templates import config_id, config_text, templates
@@ -32,6 +35,7 @@ class Configuration:
     refs: list[NodeRef] = field(default_factory=list)
     templates: list[dict[str, Any]] = field(default_factory=list)
     cases: int = 0
+    done: bool = False
     #: why the configuration has no case, when the model is the reason (a tensor an invalid case cannot cut)
     reason: str | None = None
     #: templates the corpus refused: a problem of this tool, never of the model
@@ -71,7 +75,7 @@ class Conversion:
     configurations: list[Configuration] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
-    graphs: list[Any] = field(default_factory=list)
+    graphs: list[Pattern] = field(default_factory=list)
 
     @property
     def nodes(self) -> int:
@@ -120,6 +124,9 @@ def _expand(tpl: dict[str, Any], where: str) -> int:
 def _finish(conf: Configuration) -> None:
     """The configuration's templates, each expanded once to check it (those that make no case are left
     out)."""
+    if conf.done:
+        return
+    conf.done = True
     try:
         made = concrete(conf.first)
     except TooLarge as e:
@@ -137,11 +144,47 @@ def _finish(conf: Configuration) -> None:
             conf.cases += n
 
 
+def _patterns(report: ModelReport, main: dict[int, tuple[NodeConfig, Configuration]], name: str,
+              patterns: dict[tuple[object, ...], Pattern]) -> None:
+    """The model's graph patterns around nodes whose configurations made cases, deduplicated into
+    ``patterns``."""
+    if report.model is None or not main:
+        return
+    in_cases = {}
+    for k, (cfg, conf) in main.items():
+        _finish(conf)
+        if conf.templates:
+            in_cases[k] = cfg
+    scope = next(c.site.scope for c in report.nodes if c.site.graph == "main")
+    for key, family, text, data, ref in graphs.find(report.model, in_cases, scope, name):
+        pattern = patterns.setdefault(key, Pattern(key, family, text, data=data))
+        pattern.refs.append(ref)
+
+
+def _graph_templates(p: Pattern) -> None:
+    """The pattern's template, expanded once to check it; plainer values where the corpus refuses the boundary
+    ones (a graph case is normative), else the reason it has none."""
+    for plain in range(3):
+        tpl = graphs.template(p.id, p.family, p.text, p.data, p.refs, plain)
+        if tpl is None:
+            continue
+        try:
+            validate({"graphs": [tpl]}, f"<{p.id}>")
+            n = len(expand_graph(Template(tpl, f"<{p.id}>")))
+        except CaseFileError as e:
+            p.problem = e.message
+            continue
+        if n:
+            p.templates, p.cases, p.problem = [tpl], n, ""
+            return
+
+
 def convert(paths: list[Path]) -> Conversion:
     """Read every model (an unreadable one is listed, the others still read) and make its configurations'
     templates."""
     out = Conversion()
     by_key: dict[tuple[object, ...], Configuration] = {}
+    patterns: dict[tuple[object, ...], Pattern] = {}
     names = _names(paths)
     for path in paths:
         try:
@@ -150,6 +193,7 @@ def convert(paths: list[Path]) -> Conversion:
             out.unreadable.append((str(path), str(e)))
             continue
         count = ModelCount(str(path), names[path], len(report.nodes))
+        main: dict[int, tuple[NodeConfig, Configuration]] = {}
         for checked in report.nodes:
             got = read_node(checked, names[path], path.parent)
             if isinstance(got, Skipped):
@@ -158,10 +202,16 @@ def convert(paths: list[Path]) -> Conversion:
                 continue
             conf = by_key.setdefault(got.key(), Configuration(got))
             conf.refs.append(got.ref)
+            if checked.site.graph == "main":
+                main[checked.site.index] = (got, conf)
         out.models.append(count)
+        _patterns(report, main, names[path], patterns)
     for conf in by_key.values():
         _finish(conf)
         out.configurations.append(conf)
+    for pattern in patterns.values():
+        _graph_templates(pattern)
+        out.graphs.append(pattern)
     for m in out.models:
         refs = [r for c in out.configurations if c.templates for r in c.refs if r.model == m.name]
         m.in_cases = len(refs)

@@ -74,6 +74,8 @@ def case_files(conv: Conversion) -> dict[str, str]:
         files[name] = _dump({"description": f"Cases made from a model: {conf.text()}.",
                              "cases": conf.templates})
     for g in conv.graphs:
+        if not g.templates:
+            continue
         files[g.file] = _dump({"description": f"Graph cases made from a model: {g.text}.",
                                "graphs": g.templates})
     return files

@@ -1,0 +1,451 @@
+"""The small graphs around a model's quantization nodes that the corpus knows how to judge, as graph
+templates.
+
+In the main graph, around per-tensor quantization nodes whose configurations became cases:
+- a round trip: QuantizeLinear -> DequantizeLinear (``graph-roundtrip``);
+- a requantization: DequantizeLinear -> QuantizeLinear (``graph-requantize``);
+- an op between them: DequantizeLinear(s) -> OP -> QuantizeLinear, OP one of the graph ops the case schema
+  lists (``node.op``: the kernel's exact ops; the compute ops of the quantized-compute issue join by being
+  listed there, with a shape rule in :data:`SHRINK`), family by :data:`FAMILIES`.
+Each becomes a graph whose values the corpus judges: x -> Q -> DQ (the model's own scale and zero point of
+each DequantizeLinear, a QuantizeLinear with the same ones in front) -> OP -> the model's QuantizeLinear ->
+its DequantizeLinear -> y, shapes made small as the op allows (:data:`SHRINK`), x from the boundary recipes
+placed through the first quantization's scale and zero point. Patterns are deduplicated like node
+configurations (the op, its attributes and constants, and each quantization node's configuration); a template
+the corpus refuses (its answer would depend on a catalogued reading, or x reaches a comparing op as NaN) is
+tried with plainer values, then left out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, numpy_helper
+
+from qdq_conformance import opspecs
+from qdq_conformance.checker.graph import Scope
+from qdq_conformance.domain import CaseStatus
+from qdq_conformance.reference.graph import CONSTANT_INPUTS, MIN_OPSET, QUANT_OPS
+from qdq_conformance.types import TYPES
+
+from ..boundaries import place
+from ..recipe import Ctx
+from ..schema import schema_enum
+from ..values import X_RECIPES, literals, to_type
+from .clauses import clause
+from .nodes import NodeConfig, NodeRef
+from .shapes import PER_TENSOR_BUDGET, SYMBOLIC, _capped
+from .templates import source
+
+#: the family of a graph case by the op between the quantization nodes
+FAMILIES: dict[str, str] = {
+    **{op: "graph-data-movement" for op in ("Identity", "Reshape", "Transpose", "Flatten", "Squeeze",
+                                            "Unsqueeze", "Slice", "Concat", "Gather")},
+    **{op: "graph-activation" for op in ("Relu", "Clip", "Max", "Min", "MaxPool")}}
+#: a graph this large (elements of any tensor) is used at the model's own shapes when no shape rule applies
+SMALL = 256
+
+
+def judged_ops() -> list[str]:
+    """The ops a graph case may hold besides the quantization operators: the case schema's ``node.op``."""
+    return [op for op in schema_enum("$defs", "node", "properties", "op") if op not in QUANT_OPS]
+
+
+@dataclass
+class Pattern:
+    """One distinct graph around a model's nodes: its template, the nodes it stands for, its file."""
+
+    key: tuple[object, ...]
+    family: str
+    text: str
+    refs: list[NodeRef] = field(default_factory=list)
+    templates: list[dict[str, Any]] = field(default_factory=list)
+    cases: int = 0
+    problem: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return "g" + hashlib.sha1(repr(self.key).encode()).hexdigest()[:8]
+
+    @property
+    def file(self) -> str:
+        return f"graph_{self.id}.yaml"
+
+    def row(self) -> dict[str, Any]:
+        return {"id": self.id, "family": self.family, "graph": self.text, "file": self.file if self.templates
+                else None, "nodes": [r.text() for r in self.refs], "cases": self.cases,
+                "problem": self.problem or None}
+
+
+def _ints(a: AttributeProto) -> int | list[int] | None:
+    if a.type == AttributeProto.INT:
+        return int(a.i)
+    if a.type == AttributeProto.INTS:
+        return [int(v) for v in a.ints]
+    return None
+
+
+# -- shapes: how small an op lets its input be ---------------------------------------------------------------
+
+
+def _known(scope: Scope, name: str) -> tuple[int, ...] | None:
+    f = scope.get(name)
+    if f is None or f.shape is None:
+        return None
+    return tuple(SYMBOLIC if d is None else d for d in f.shape)
+
+
+def _elementwise(dims: tuple[int, ...], attrs: dict[str, Any],
+                 consts: dict[int, np.ndarray]) -> tuple[int, ...]:
+    return tuple(_capped(list(dims), PER_TENSOR_BUDGET))
+
+
+def _maxpool(dims: tuple[int, ...], attrs: dict[str, Any], consts: dict[int, np.ndarray]) -> tuple[int, ...]:
+    """N and C small, each spatial dimension a few windows long (at most the model's)."""
+    kernel = list(attrs.get("kernel_shape", []))
+    n = len(kernel)
+    strides = list(attrs.get("strides", [1] * n))
+    dil = list(attrs.get("dilations", [1] * n))
+    spatial = [min(d, (k - 1) * dl + 1 + 2 * s) for d, k, s, dl in zip(dims[2:], kernel, strides, dil,
+                                                                         strict=False)]
+    return (1, min(dims[1], 3), *spatial)
+
+
+def _reshape(dims: tuple[int, ...], attrs: dict[str, Any], consts: dict[int, np.ndarray]) -> tuple[int, ...]:
+    """A flattening target (only 0, -1 and the input's own leading dimensions) keeps its meaning at any
+    size."""
+    target = [int(t) for t in consts[1].reshape(-1)]
+    small = tuple(_capped(list(dims), PER_TENSOR_BUDGET))
+    for k, t in enumerate(target):
+        if t not in (0, -1) and not (k < len(dims) and dims[k] == t == small[k]):
+            raise LookupError("a Reshape target that names the model's own sizes")
+    return small
+
+
+#: an op's rule for the smallest input it keeps its meaning on (the model's shape when it has none and the
+#: tensors are small)
+SHRINK: dict[str, Callable[[tuple[int, ...], dict[str, Any], dict[int, np.ndarray]], tuple[int, ...]]] = {
+    **{op: _elementwise for op in ("Identity", "Relu", "Clip", "Max", "Min", "Transpose", "Flatten",
+                                   "Squeeze", "Unsqueeze", "Concat")},
+    "MaxPool": _maxpool, "Reshape": _reshape,
+}
+
+
+# -- finding the patterns ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Graph:
+    model: onnx.ModelProto
+    configs: dict[int, NodeConfig]  # main-graph node index -> its configuration (those in cases)
+    scope: Scope
+    model_name: str
+    producer: dict[str, int] = field(default_factory=dict)
+    consumers: dict[str, list[int]] = field(default_factory=dict)
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for k, n in enumerate(self.model.graph.node):
+            for o in n.output:
+                self.producer[o] = k
+            for i in n.input:
+                self.consumers.setdefault(i, []).append(k)
+        for t in self.model.graph.initializer:
+            if t.data_location != onnx.TensorProto.EXTERNAL and math.prod(t.dims) <= 64:
+                self.constants[t.name] = numpy_helper.to_array(t)
+        for n in self.model.graph.node:
+            value = n.attribute[0] if n.op_type == "Constant" and n.output and n.attribute else None
+            if value is not None and value.type == AttributeProto.TENSOR and math.prod(value.t.dims) <= 64:
+                self.constants[n.output[0]] = numpy_helper.to_array(value.t)
+
+    def per_tensor(self, k: int) -> NodeConfig | None:
+        cfg = self.configs.get(k)
+        return cfg if cfg is not None and cfg.granularity in ("per-tensor", "per-tensor-1d") else None
+
+    def next_q(self, tensor: str) -> NodeConfig | None:
+        for k in self.consumers.get(tensor, []):
+            cfg = self.per_tensor(k)
+            if cfg is not None and cfg.kind == "Q":
+                return cfg
+        return None
+
+
+def find(model: onnx.ModelProto, configs: dict[int, NodeConfig], scope: Scope,
+         model_name: str) -> list[tuple[tuple[object, ...], str, str, dict[str, Any], NodeRef]]:
+    """Every pattern of the main graph: (key, family, text, the template's data, the node it is around)."""
+    opset = opspecs.import_version(opspecs.import_table(model.opset_import), "")
+    if opset is None or not MIN_OPSET <= opset <= onnx.defs.onnx_opset_version():
+        return []
+    g = _Graph(model, configs, scope, model_name)
+    ops = set(judged_ops())
+    found = []
+    for k, node in enumerate(model.graph.node):
+        cfg = g.per_tensor(k)
+        if cfg is not None and cfg.kind == "Q":
+            for j in g.consumers.get(node.output[0], []):
+                dq = g.per_tensor(j)
+                if dq is not None and dq.kind == "DQ":
+                    found.append(_roundtrip(g, cfg, dq, opset))
+        elif cfg is not None and cfg.kind == "DQ":
+            q = g.next_q(node.output[0])
+            if q is not None:
+                found.append(_chain(g, [cfg], None, q, opset))
+        elif normalize(node) in ops and node.output:
+            got = _around(g, k, node, opset)
+            if got is not None:
+                found.append(got)
+    return [f for f in found if f is not None]
+
+
+def normalize(node: onnx.NodeProto) -> str:
+    return node.op_type if opspecs.normalize_domain(node.domain) == opspecs.AI_ONNX else ""
+
+
+def _around(g: _Graph, k: int, node: onnx.NodeProto, opset: int):  # noqa: ANN202 - a pattern or None
+    """DQ(s) -> OP -> Q: each data input from a per-tensor DQ, the others constants, the output into a Q."""
+    q = g.next_q(node.output[0])
+    if q is None:
+        return None
+    dqs: list[NodeConfig] = []
+    consts: dict[int, np.ndarray] = {}
+    for i, name in enumerate(node.input):
+        if not name:
+            continue
+        bound = i in CONSTANT_INPUTS.get(node.op_type, ()) or node.op_type in ("Max", "Min")
+        if name in g.constants and bound:
+            consts[i] = g.constants[name]
+            continue
+        dq = g.per_tensor(g.producer.get(name, -1))
+        if dq is None or dq.kind != "DQ":
+            return None
+        dqs.append(dq)
+    attrs = {a.name: _ints(a) for a in node.attribute}
+    if not dqs or any(v is None for v in attrs.values()):
+        return None
+    return _chain(g, dqs, (node, attrs, consts), q, opset)
+
+
+def _chain(g: _Graph, dqs: list[NodeConfig], op: tuple[onnx.NodeProto, dict[str, Any],
+                                                          dict[int, np.ndarray]] | None,
+           q: NodeConfig, opset: int):  # noqa: ANN202 - a pattern or None
+    """x_k -> Q(dq_k's parameters) -> dq_k -> [op] -> q -> DQ(q's parameters) -> y."""
+    shapes = []
+    for dq in dqs:
+        dims = _known(g.scope, g.model.graph.node[dq.ref.index].input[0])
+        if dims is None:
+            return None
+        shapes.append(dims)
+    name = op[0].op_type if op else ""
+    try:
+        if op is not None and name in SHRINK:
+            shapes = [SHRINK[name](d, op[1], op[2]) for d in shapes]
+        elif op is not None and max(math.prod(d) for d in shapes) > SMALL:
+            return None  # (no rule to make it small: the model's own shapes, when they are small)
+        elif op is None:
+            shapes = [tuple(_capped(list(d), PER_TENSOR_BUDGET)) for d in shapes]
+    except (LookupError, ValueError):
+        return None
+    if op is not None and name == "Concat":
+        axis = op[1].get("axis", 0)
+        base = shapes[0]
+        shapes = [tuple(d if k % len(base) == axis % len(base) else base[k] for k, d in enumerate(s))
+                  for s in shapes]
+    key = (name, repr(sorted((k, v) for k, v in (op[1] if op else {}).items())),
+           repr({k: v.tolist() for k, v in (op[2] if op else {}).items()}),
+           tuple(dq.key() for dq in dqs), q.key(), tuple(len(s) for s in shapes))
+    family = FAMILIES.get(name, "graph-requantize") if op else "graph-requantize"
+    data = _template(dqs, op, q, opset, shapes)
+    text = " -> ".join(["DQ" if len(dqs) == 1 else f"{len(dqs)} DQ", *([name] if name else []), "Q"])
+    ref = op_ref(g, op[0]) if op else dqs[0].ref
+    return key, family, text, data, ref
+
+
+def _roundtrip(g: _Graph, q: NodeConfig, dq: NodeConfig, opset: int):  # noqa: ANN202 - a pattern or None
+    dims = _known(g.scope, g.model.graph.node[q.ref.index].input[0])
+    if dims is None or q.scale is None or q.scale_values is None:
+        return None
+    shape = tuple(_capped(list(dims), PER_TENSOR_BUDGET))
+    key = ("roundtrip", q.key(), dq.key(), len(shape))
+    first = _First(q.spec, q.x, q.scale, q.y, q.scale_values, q.zero_point_values)
+    data = {"nodes": [_qnode(q, "x", "q", "s1", "z1"), _qnode(dq, "q", "y", "s2", "z2")],
+            "params": {**_params(q, "s1", "z1"), **_params(dq, "s2", "z2")},
+            "inputs": {"x": {"type": q.x, "shape": list(shape), "first": first}}, "constants": {},
+            "clauses": [q, dq], "opset": opset, "op": None}
+    return key, "graph-roundtrip", "Q -> DQ", data, q.ref
+
+
+def op_ref(g: _Graph, node: onnx.NodeProto) -> NodeRef:
+    k = list(g.model.graph.node).index(node)
+    return NodeRef(g.model_name, "main", k, node.name, f"ai.onnx::{node.op_type}")
+
+
+def _qnode(cfg: NodeConfig, x: str, y: str, s: str, z: str, op: str | None = None) -> dict[str, Any]:
+    node: dict[str, Any] = {"op": op or cfg.spec.name,
+                            "inputs": [x, s, z] if cfg.zero_point == "given" else [x, s], "outputs": [y]}
+    if cfg.spec.domain != opspecs.AI_ONNX:
+        node["domain"] = cfg.spec.domain
+    attrs = {k: v for k, v in sorted(cfg.attrs.items())}
+    if attrs and (op is None or op == cfg.spec.name):
+        node["attributes"] = attrs
+    return node
+
+
+def _params(cfg: NodeConfig, s: str, z: str) -> dict[str, Any]:
+    assert cfg.scale is not None and cfg.scale_values is not None
+    out: dict[str, Any] = {s: {"type": cfg.scale, "values": _flat(cfg.scale_values),
+                               "shape": list(cfg.scale_values.shape)}}
+    if cfg.zero_point == "given" and cfg.zero_point_values is not None:
+        zt = cfg.zero_point_type or cfg.y
+        out[z] = {"type": zt, "values": _flat(cfg.zero_point_values),
+                  "shape": list(cfg.zero_point_values.shape)}
+    return out
+
+
+def _flat(a: np.ndarray) -> Any:  # noqa: ANN401 - a literal or a list of them
+    values = literals(a.reshape(-1))
+    return values[0] if a.ndim == 0 else values
+
+
+@dataclass(frozen=True)
+class _First:
+    """A QuantizeLinear in front of a DequantizeLinear of the model (its parameters; x of the DQ's output
+    type), or the model's own QuantizeLinear of a round trip: what x is placed through."""
+
+    spec: opspecs.OpSpec
+    x: str
+    scale: str
+    y: str
+    scale_values: np.ndarray
+    zero_point_values: np.ndarray | None
+
+
+def _front(dq: NodeConfig) -> _First:
+    version = 1 if dq.spec.domain != opspecs.AI_ONNX else dq.spec.version
+    spec = opspecs.resolve(dq.spec.domain, "QuantizeLinear", version)
+    assert dq.scale is not None and dq.scale_values is not None
+    return _First(spec, dq.y, dq.scale, dq.x, dq.scale_values, dq.zero_point_values)
+
+
+def _template(dqs: list[NodeConfig], op: tuple[onnx.NodeProto, dict[str, Any], dict[int, np.ndarray]] | None,
+              q: NodeConfig, opset: int, shapes: list[tuple[int, ...]]) -> dict[str, Any]:
+    nodes: list[dict[str, Any]] = []
+    params: dict[str, Any] = {}
+    inputs: dict[str, Any] = {}
+    mids = []
+    for k, dq in enumerate(dqs, 1):
+        x, s, z, qk, d = ((f"x{k}", f"s{k}", f"z{k}", f"q{k}", f"d{k}") if len(dqs) > 1
+                          else ("x", "s1", "z1", "q1", "d1"))
+        nodes.append(_qnode(dq, x, qk, s, z, op="QuantizeLinear"))
+        nodes.append(_qnode(dq, qk, d, s, z))
+        params.update(_params(dq, s, z))
+        inputs[x] = {"type": dq.y, "shape": list(shapes[k - 1]), "first": _front(dq)}
+        mids.append(d)
+    constants: dict[str, Any] = {}
+    tail = mids[0]
+    if op is not None:
+        node, attrs, consts = op
+        names = list(mids)
+        args: list[str] = []
+        for i, name in enumerate(node.input):
+            if i in consts:
+                arr = consts[i]
+                ctype = "int64" if arr.dtype.kind in "iu" else dqs[0].y
+                constants[f"c{i}"] = {"type": ctype, "values": _flat(arr.astype(np.float64)),
+                                      "shape": list(arr.shape)}
+                args.append(f"c{i}")
+            else:
+                args.append(names.pop(0) if name else "")
+        entry: dict[str, Any] = {"op": node.op_type, "inputs": args, "outputs": ["m"]}
+        if attrs:
+            entry["attributes"] = attrs
+        nodes.append(entry)
+        tail = "m"
+    nodes.append(_qnode(q, tail, "qy", "sy", "zy"))
+    nodes.append(_qnode(q, "qy", "y", "sy", "zy", op="DequantizeLinear") | _dq_domain(q))
+    params.update(_params(q, "sy", "zy"))
+    return {"nodes": nodes, "params": params, "inputs": inputs, "constants": constants,
+            "clauses": [*dqs, q], "opset": opset, "op": op[0].op_type if op else None}
+
+
+def _dq_domain(q: NodeConfig) -> dict[str, Any]:
+    return {"domain": q.spec.domain} if q.spec.domain != opspecs.AI_ONNX else {}
+
+
+# -- values and the template ---------------------------------------------------------------------------------
+
+
+def x_values(first: _First, shape: tuple[int, ...], plain: int) -> list[Any] | None:
+    """x placed through the first quantization's own scale and zero point: ties and range edges (``plain``
+    0), ties only (1), or values inside the range (2)."""
+    n = math.prod(shape)
+    scale = to_type(first.scale_values.astype(np.float64), TYPES[first.scale])
+    zp = None if first.zero_point_values is None else to_type(first.zero_point_values, TYPES[first.y])
+    ctx = Ctx("Q", TYPES[first.x], TYPES[first.scale], TYPES[first.y], float(scale.reshape(-1)[0]),
+              0.0 if zp is None else float(zp.reshape(-1)[0]))
+    if plain == 2:
+        recipe = X_RECIPES["in-range"](ctx)
+        return None if recipe is None else literals(np.resize(np.asarray(recipe.values, np.float64), n))
+    parts = []
+    for name in ["boundary-ties"] if plain else ["boundary-ties", "boundary-range"]:
+        got = place(name, ctx, first.spec, (n,), scale, zp, {})
+        if got is None:
+            return None
+        values = literals(np.asarray(got, np.float64).reshape(-1))
+        parts += values[: _period(values)]
+    return parts[:n]
+
+
+def _period(values: list[Any]) -> int:
+    """The length of the shortest prefix ``values`` repeats (a graph input's values are repeated to fill its
+    shape, so the recipe's cycle is written once)."""
+    n = len(values)
+    return next((p for p in range(1, n) if all(values[i] == values[i % p] for i in range(p, n))), n)
+
+
+def _op_clause(op: str, opset: int) -> dict[str, str]:
+    doc = " ".join((onnx.defs.get_schema(op, opset, "").doc or "").split())
+    end = doc.find(". ")
+    return {"operator": op, "versions": str(opset), "text": doc[: end + 1] if end > 0 else doc}
+
+
+def template(p_id: str, family: str, text: str, data: dict[str, Any], refs: list[NodeRef],
+             plain: int) -> dict[str, Any] | None:
+    """The graph template of a pattern, x from the recipes (``plain``: see :func:`x_values`); None when x
+    cannot be placed."""
+    inputs = {}
+    for name, src in data["inputs"].items():
+        values = x_values(src["first"], tuple(src["shape"]), plain)
+        if values is None:
+            return None
+        inputs[name] = {"type": src["type"], "shape": src["shape"], "values": values}
+    seen: dict[tuple[str, str, int], dict[str, str]] = {}
+    for cfg in data["clauses"]:
+        s = cfg.spec
+        family = "random" if cfg.kind == "Q" else "all-codes"
+        seen.setdefault((s.domain, s.name, s.version),
+                        clause(s.domain, s.name, s.version, cfg.kind, family, "per-tensor"))
+        if cfg.kind == "DQ":  # (the QuantizeLinear in front of it, with its parameters)
+            f = _front(cfg).spec
+            seen.setdefault((f.domain, f.name, f.version),
+                            clause(f.domain, f.name, f.version, "Q", "random", "per-tensor"))
+    spec = list(seen.values()) + ([_op_clause(data["op"], data["opset"])] if data.get("op") else [])
+    nodes = [r.text() for r in refs]
+    out: dict[str, Any] = {
+        "id": p_id, "description": f"{text} around {nodes[0]}" + (f" and {len(nodes) - 1} more like it"
+                                                                   if len(nodes) > 1 else "")
+        + ", with the model's own scales and zero points; x on ties and range edges of the first quantization"
+        + ("" if not plain else " (plainer values: the boundary ones make the answer depend on a catalogued "
+           "reading or reach a comparing op as NaN)"),
+        "spec": spec, "family": family, "status": CaseStatus.NORMATIVE.value, "opsets": [data["opset"]],
+        "inputs": inputs, "params": data["params"]}
+    if data["constants"]:
+        out["constants"] = data["constants"]
+    out.update({"nodes": data["nodes"], "outputs": ["y"], "source": source(refs, [])})
+    return out
