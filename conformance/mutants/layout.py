@@ -157,6 +157,25 @@ def _per_axis_zp_first() -> Steps:
     return _params(_first_if_per_axis, which=("zero_point",))
 
 
+#: the channels a per-axis parameter table of one vector register holds (16 float32 lanes)
+LANES = 16
+
+
+def _lanes(p: np.ndarray, g: Granularity) -> np.ndarray:
+    if g.kind != gran.PER_AXIS or p.size <= LANES:
+        return p
+    return p.reshape(-1)[np.arange(p.size) % LANES].reshape(p.shape)
+
+
+@mutant("per-axis-channels-capped-16",
+        "keeps per-axis scales and zero points in a table of 16 lanes (one vector register of float32), so "
+        "channel c reads lane c % 16: right for up to 16 channels, wrong from the 17th", PER_AXIS,
+        witness=W("QuantizeLinear", 21, "17 channels along axis 1: channel 16 has scale 0.25, lane 0 has 1",
+                  a(np.ones((1, 17)), F32), a([1.0] * 16 + [0.25], F32), axis=1))
+def _per_axis_lanes() -> Steps:
+    return _params(_lanes)
+
+
 def _blocks(g: Granularity) -> tuple[int, int]:
     """A blocked granularity's axis and block size."""
     assert g.axis is not None and g.block_size is not None

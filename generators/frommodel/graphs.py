@@ -428,9 +428,9 @@ def template(p_id: str, family: str, text: str, data: dict[str, Any], refs: list
     seen: dict[tuple[str, str, int], dict[str, str]] = {}
     for cfg in data["clauses"]:
         s = cfg.spec
-        family = "random" if cfg.kind == "Q" else "all-codes"
+        quoted = "random" if cfg.kind == "Q" else "all-codes"  # (the formula's sentence)
         seen.setdefault((s.domain, s.name, s.version),
-                        clause(s.domain, s.name, s.version, cfg.kind, family, "per-tensor"))
+                        clause(s.domain, s.name, s.version, cfg.kind, quoted, "per-tensor"))
         if cfg.kind == "DQ":  # (the QuantizeLinear in front of it, with its parameters)
             f = _front(cfg).spec
             seen.setdefault((f.domain, f.name, f.version),
