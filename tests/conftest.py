@@ -90,3 +90,14 @@ def shared_expansions(corpus) -> Callable[[Path], Path]:
         return folder
 
     return share
+
+
+@pytest.fixture(scope="session")
+def quantized_models(tmp_path_factory) -> dict[str, Path]:
+    """What ONNX Runtime's quantizer writes from a small float model, and the hand-made float8 / blocked model
+    (tests/frommodel_models.py), built once per session: ``cases --from-model``'s self-tests."""
+    pytest.importorskip("onnxruntime.quantization")
+    from .frommodel_models import hand_model, ort_models
+
+    folder = tmp_path_factory.mktemp("quantized-models")
+    return {**ort_models(folder), "hand": hand_model(folder / "hand.onnx")}

@@ -229,7 +229,8 @@ NEW_FAMILY_KILLS = {
     "dequantize_toolchain.yaml": {
         "dq-axis-default-last": "dequantizelinear-13-tc-weights-per-axis-default-int8-float-axisdefault-r4",
         "block-size-capped-16": "dequantizelinear-21-tc-weights-blocked-int4-float-blocked-b32-axis0-r2",
-        "per-axis-channels-capped-16": "dequantizelinear-13-tc-weights-per-axis-wide-int8-float-axis0-r2-x64x3",
+        "per-axis-channels-capped-16":
+            "dequantizelinear-13-tc-weights-per-axis-wide-int8-float-axis0-r2-x64x3",
         "dq-32-bit-operands-in-float32":
             "quark-extendeddequantizelinear-1-tc-quark-uint32-zero-point-uint32-float-x6"},
 }
