@@ -71,7 +71,10 @@ def config_text(cfg: NodeConfig) -> str:
     others = ", ".join(f"{k}={v}" for k, v in sorted(cfg.attrs.items()) if k not in ("axis", "block_size"))
     zp = {"given": "zero point given", "omitted": "no zero point",
           "output_dtype": "no zero point (output_dtype)"}
-    text = f"{name}-{s.version} {types}, {gran}, {zp[cfg.zero_point]}" + (f", {others}" if others else "")
+    zero = cfg.zero_point_values is not None and bool((cfg.zero_point_values == 0).all())
+    negative = cfg.scale_values is not None and bool((cfg.scale_values < 0).any())
+    text = (f"{name}-{s.version} {types}, {gran}, {zp[cfg.zero_point]}{' (all 0)' if zero else ''}"
+            + (", negative scales" if negative else "") + (f", {others}" if others else ""))
     return text + (f"; invalid: {cfg.rule}" if cfg.rule else "")
 
 
