@@ -16,7 +16,7 @@ from ..expand import expand
 from ..graph_expand import expand_graph
 from ..schema import validate
 from ..template import Template
-from . import graphs
+from . import graph_templates, graphs
 from .graphs import Pattern
 from .nodes import NodeConfig, NodeRef, Skipped, read_node
 from .shapes import TooLarge, concrete
@@ -165,7 +165,7 @@ def _graph_templates(p: Pattern) -> None:
     """The pattern's template, expanded once to check it; plainer values where the corpus refuses the boundary
     ones (a graph case is normative), else the reason it has none."""
     for plain in range(3):
-        tpl = graphs.template(p.id, p.family, p.text, p.data, p.refs, plain)
+        tpl = graph_templates.template(p.id, p.family, p.text, p.data, p.refs, plain)
         if tpl is None:
             continue
         try:

@@ -52,7 +52,7 @@ def shape_text(dims: tuple[int | None, ...] | None) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
 
 
-def _capped(dims: list[int], budget: int) -> list[int]:
+def capped(dims: list[int], budget: int) -> list[int]:
     """Every dimension capped at the largest common size whose product stays within ``budget``."""
     if math.prod(dims) <= budget:
         return dims
@@ -104,7 +104,7 @@ def concrete(cfg: NodeConfig) -> Concrete:
         notes.append("x's rank is unknown: a rank-1 x")
         dims = [MIN_ELEMENTS]
     else:
-        dims = _capped(_known(cfg.x_shape, notes), PER_TENSOR_BUDGET)
+        dims = capped(_known(cfg.x_shape, notes), PER_TENSOR_BUDGET)
     if dims and 0 < math.prod(dims) < MIN_ELEMENTS:
         dims[-1] = -(-MIN_ELEMENTS * dims[-1] // math.prod(dims))
     _said(cfg.x_shape, tuple(dims), notes)
@@ -135,7 +135,7 @@ def _per_axis(cfg: NodeConfig, notes: list[str]) -> Concrete:
         model = (c,)
         axis = 0
         notes.append("x's rank is unknown: a rank-1 x along the scale")
-    others = _capped(_known(tuple(d for k, d in enumerate(model) if k != axis), notes), ROW_BUDGET)
+    others = capped(_known(tuple(d for k, d in enumerate(model) if k != axis), notes), ROW_BUDGET)
     cap = min(64, max(CHANNELS, (4 * ROW_BUDGET) // max(1, math.prod(others))))
     idx = _spread(c, cap, _extremes(cfg.scale_values, cfg.zero_point_values))
     if len(idx) < c:
