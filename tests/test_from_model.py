@@ -100,7 +100,8 @@ def test_what_the_models_hold_becomes_configurations(made):
     _, doc, _ = made
     texts = [c["configuration"] for c in doc["configurations"]]
     blocked = "blocked (axis {} of rank 2, axis written {}, block_size {})"
-    for wanted in ("QuantizeLinear-21 float -> float8e4m3fn, per-tensor, zero point given (all 0), saturate=0",
+    for wanted in ("QuantizeLinear-21 float -> float8e4m3fn, per-tensor, zero point given (all 0), "
+                   "saturate=0",
                    "DequantizeLinear-21 float8e4m3fn -> float, per-axis (axis 0 of rank 2, axis written 0)",
                    "DequantizeLinear-21 int4 -> float, " + blocked.format(1, -1, 32),
                    "QuantizeLinear-21 float -> uint4, " + blocked.format(0, 0, 2),
