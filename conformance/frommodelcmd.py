@@ -75,6 +75,13 @@ def make(names: list[str], out: Path) -> tuple[int, Conversion | None]:
     for conf in conv.configurations:
         for problem in conf.problems if conf.failed else ():
             print(one_line(f"error: {conf.text()}: {NO_CASE}: {problem}", MAX_MESSAGE), file=sys.stderr)
+    for skipped in conv.skipped:
+        if skipped.reason == NO_CASE:
+            print(one_line(f"error: {skipped.ref.text()}: {NO_CASE}: {skipped.detail}", MAX_MESSAGE),
+                  file=sys.stderr)
+    for pattern in conv.graphs:
+        if pattern.problem.startswith("internal error"):
+            print(one_line(f"error: graph {pattern.text}: {pattern.problem}", MAX_MESSAGE), file=sys.stderr)
     if made:
         configs = sum(1 for c in conv.configurations if c.templates)
         templates = sum(len(c.templates) for c in conv.configurations)
@@ -83,7 +90,7 @@ def make(names: list[str], out: Path) -> tuple[int, Conversion | None]:
         print(f"wrote {configs} configurations ({templates} templates, {cases} cases) and {graphs} graph "
               f"cases in {len(doc['files'])} files to {out}; {out / ACCOUNTING} accounts for every node")
     print(conv.summary())
-    failed = any(c.failed for c in conv.configurations)
+    failed = any(c.failed for c in conv.configurations) or any(s.reason == NO_CASE for s in conv.skipped)
     status = 2 if unreadable else 1 if failed else 0 if made else 3
     if status == 3:
         print("NOTHING MADE: no quantization node could become a case (exit status 3)", file=sys.stderr)

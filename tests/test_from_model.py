@@ -218,3 +218,20 @@ def test_an_explicit_shape_granularity_is_checked(change, message):
          "shape": [4, 8], "granularity": {"kind": "per-axis", "axes": [0], **change}}
     with pytest.raises(CaseFileError, match=message):
         expand(Template(t, "<t>"))
+
+
+def test_a_defect_of_this_tool_costs_its_node_only_and_says_so(models, tmp_path, monkeypatch):
+    from qdq_conformance.generators.frommodel import convert, nodes
+
+    def broken(checked, model, base_dir):  # noqa: ANN001, ANN202
+        if checked.site.node.name == "dq_f8":
+            raise RuntimeError("boom")
+        return nodes.read_node(checked, model, base_dir)
+
+    monkeypatch.setattr(convert, "read_node", broken)
+    code, text, err = _make([models["hand"]], tmp_path / "o")
+    assert code == 1 and "Traceback" not in err
+    assert ("error: hand.onnx: node 1 'dq_f8': no case could be made (a problem of this tool): internal "
+            "error (RuntimeError: boom); please report it") in err
+    assert "12 quantization nodes: 9 in cases, 3 not (" in text
+    assert (tmp_path / "o" / "from-model.json").exists()

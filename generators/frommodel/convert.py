@@ -18,7 +18,7 @@ from ..schema import validate
 from ..template import Template
 from . import graph_templates, graphs
 from .graphs import Pattern
-from .nodes import NodeConfig, NodeRef, Skipped, read_node
+from .nodes import NodeConfig, NodeRef, Skipped, node_ref, read_node
 from .shapes import TooLarge, concrete
 from .templates import config_id, config_text, templates
 
@@ -129,15 +129,22 @@ def _finish(conf: Configuration) -> None:
     conf.done = True
     try:
         made = concrete(conf.first)
+        made_templates = templates(conf.first, made, conf.refs)
     except TooLarge as e:
         conf.reason = "a tensor too large for an invalid case"
         conf.problems.append(str(e))
         return
-    for tpl in templates(conf.first, made, conf.refs):
+    except Exception as e:  # noqa: BLE001 - this tool's defect: said as such, the other nodes go on
+        conf.problems.append(internal(e))
+        return
+    for tpl in made_templates:
         try:
             n = _expand(tpl, f"<{conf.id}>")
         except CaseFileError as e:
             conf.problems.append(f"{tpl['id']}: {e.message}")
+            continue
+        except Exception as e:  # noqa: BLE001 - (as above)
+            conf.problems.append(f"{tpl['id']}: {internal(e)}")
             continue
         if n:
             conf.templates.append(tpl)
@@ -156,14 +163,27 @@ def _patterns(report: ModelReport, main: dict[int, tuple[NodeConfig, Configurati
         if conf.templates:
             in_cases[k] = cfg
     scope = next(c.site.scope for c in report.nodes if c.site.graph == "main")
-    for key, family, text, data, ref in graphs.find(report.model, in_cases, scope, name):
+    try:
+        found = graphs.find(report.model, in_cases, scope, name)
+    except Exception as e:  # noqa: BLE001 - graph cases are extra: their defect costs them only
+        patterns.setdefault(("failed", name), Pattern(("failed", name), "", "graph patterns",
+                                                      problem=internal(e)))
+        return
+    for key, family, text, data, ref in found:
         pattern = patterns.setdefault(key, Pattern(key, family, text, data=data))
         pattern.refs.append(ref)
+
+
+def internal(e: Exception) -> str:
+    """A defect of this tool in one line."""
+    return f"internal error ({type(e).__name__}: {' '.join(str(e).split())[:300]}); please report it"
 
 
 def _graph_templates(p: Pattern) -> None:
     """The pattern's template, expanded once to check it; plainer values where the corpus refuses the boundary
     ones (a graph case is normative), else the reason it has none."""
+    if not p.data:
+        return
     for plain in range(3):
         tpl = graph_templates.template(p.id, p.family, p.text, p.data, p.refs, plain)
         if tpl is None:
@@ -174,6 +194,9 @@ def _graph_templates(p: Pattern) -> None:
         except CaseFileError as e:
             p.problem = e.message
             continue
+        except Exception as e:  # noqa: BLE001 - this tool's defect: said as such
+            p.problem = internal(e)
+            return
         if n:
             p.templates, p.cases, p.problem = [tpl], n, ""
             return
@@ -195,7 +218,10 @@ def convert(paths: list[Path]) -> Conversion:
         count = ModelCount(str(path), names[path], len(report.nodes))
         main: dict[int, tuple[NodeConfig, Configuration]] = {}
         for checked in report.nodes:
-            got = read_node(checked, names[path], path.parent)
+            try:
+                got = read_node(checked, names[path], path.parent)
+            except Exception as e:  # noqa: BLE001 - this tool's defect costs that node only, said as such
+                got = Skipped(node_ref(checked, names[path]), NO_CASE, internal(e))
             if isinstance(got, Skipped):
                 out.skipped.append(got)
                 count.reasons[got.reason] += 1

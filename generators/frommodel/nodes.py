@@ -116,7 +116,7 @@ class Skipped:
     detail: str = ""
 
 
-def _ref(c: CheckedNode, model: str) -> NodeRef:
+def node_ref(c: CheckedNode, model: str) -> NodeRef:
     site = c.site
     version = c.spec.version if c.spec else "?"
     op = f"{normalize_domain(site.node.domain)}::{site.node.op_type}-{version}"
@@ -155,7 +155,7 @@ def _guess_x(kind: str, scale: ElementType | None, zp: ElementType | None) -> El
 
 def read_node(c: CheckedNode, model: str, base_dir: Path) -> NodeConfig | Skipped:
     """The configuration of one quantization node the checker walked, or why it has none."""
-    ref = _ref(c, model)
+    ref = node_ref(c, model)
     node = c.site.node
     if not c.known:
         return Skipped(ref, "an operator the checker does not know",
