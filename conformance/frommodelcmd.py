@@ -61,7 +61,7 @@ def make(names: list[str], out: Path) -> tuple[int, Conversion | None]:
     made = any(c.templates for c in conv.configurations)
     if made:
         try:
-            doc = write(conv, out)
+            written = write(conv, out)
         except OutFolderError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2, conv
@@ -88,7 +88,7 @@ def make(names: list[str], out: Path) -> tuple[int, Conversion | None]:
         cases = sum(c.cases for c in conv.configurations)
         graphs = sum(g.cases for g in conv.graphs)
         print(f"wrote {configs} configurations ({templates} templates, {cases} cases) and {graphs} graph "
-              f"cases in {len(doc['files'])} files to {out}; {out / ACCOUNTING} accounts for every node")
+              f"cases in {len(written)} files to {out}; {out / ACCOUNTING} accounts for every node")
     print(conv.summary())
     failed = any(c.failed for c in conv.configurations) or any(s.reason == NO_CASE for s in conv.skipped)
     status = 2 if unreadable else 1 if failed else 0 if made else 3

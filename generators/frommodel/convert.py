@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from qdq_conformance.checker import ModelReport, Unreadable, check_file
 from qdq_conformance.errors import CaseFileError
@@ -33,7 +32,7 @@ class Configuration:
 
     first: NodeConfig
     refs: list[NodeRef] = field(default_factory=list)
-    templates: list[dict[str, Any]] = field(default_factory=list)
+    templates: list[dict[str, object]] = field(default_factory=list)
     cases: int = 0
     done: bool = False
     #: why the configuration has no case, when the model is the reason (a tensor an invalid case cannot cut)
@@ -109,7 +108,7 @@ def _names(paths: list[Path]) -> dict[Path, str]:
     return {p: p.name if counts[p.name] == 1 else str(p) for p in paths}
 
 
-def _expand(tpl: dict[str, Any], where: str) -> int:
+def _expand(tpl: dict[str, object], where: str) -> int:
     """The number of cases ``tpl`` expands to with the corpus's own code (0: its recipe applies to none);
     raises CaseFileError for a template the corpus refuses."""
     validate({"cases": [tpl]}, where)

@@ -23,8 +23,8 @@ from .nodes import NodeConfig, NodeRef
 from .templates import source
 
 
-def qnode(cfg: NodeConfig, x: str, y: str, s: str, z: str, op: str | None = None) -> dict[str, Any]:
-    node: dict[str, Any] = {"op": op or cfg.spec.name,
+def qnode(cfg: NodeConfig, x: str, y: str, s: str, z: str, op: str | None = None) -> dict[str, object]:
+    node: dict[str, object] = {"op": op or cfg.spec.name,
                             "inputs": [x, s, z] if cfg.zero_point == "given" else [x, s], "outputs": [y]}
     if cfg.spec.domain != opspecs.AI_ONNX:
         node["domain"] = cfg.spec.domain
@@ -34,9 +34,9 @@ def qnode(cfg: NodeConfig, x: str, y: str, s: str, z: str, op: str | None = None
     return node
 
 
-def params(cfg: NodeConfig, s: str, z: str) -> dict[str, Any]:
+def params(cfg: NodeConfig, s: str, z: str) -> dict[str, object]:
     assert cfg.scale is not None and cfg.scale_values is not None
-    out: dict[str, Any] = {s: {"type": cfg.scale, "values": _flat(cfg.scale_values),
+    out: dict[str, object] = {s: {"type": cfg.scale, "values": _flat(cfg.scale_values),
                                "shape": list(cfg.scale_values.shape)}}
     if cfg.zero_point == "given" and cfg.zero_point_values is not None:
         zt = cfg.zero_point_type or cfg.y
@@ -70,11 +70,36 @@ def _front(dq: NodeConfig) -> First:
     return First(spec, dq.y, dq.scale, dq.x, dq.scale_values, dq.zero_point_values)
 
 
-def chain_data(dqs: list[NodeConfig], op: tuple[onnx.NodeProto, dict[str, Any], dict[int, np.ndarray]] | None,
-              q: NodeConfig, opset: int, shapes: list[tuple[int, ...]]) -> dict[str, Any]:
-    nodes: list[dict[str, Any]] = []
-    values: dict[str, Any] = {}
-    inputs: dict[str, Any] = {}
+#: an op between the quantization nodes: the node, its attributes, its constant inputs by position
+Op = tuple[onnx.NodeProto, dict[str, "int | list[int]"], dict[int, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class GraphInput:
+    type: str
+    shape: list[int]
+    first: First  # the quantization x is placed through
+
+
+@dataclass
+class GraphData:
+    """A pattern's graph before x has values: nodes, parameters, inputs, constants, the quantization nodes
+    whose sentences it cites, the opset, the op between them."""
+
+    nodes: list[dict[str, object]]
+    params: dict[str, object]
+    inputs: dict[str, GraphInput]
+    constants: dict[str, object]
+    clauses: list[NodeConfig]
+    opset: int
+    op: str | None
+
+
+def chain_data(dqs: list[NodeConfig], op: Op | None, q: NodeConfig, opset: int,
+               shapes: list[tuple[int, ...]]) -> GraphData:
+    nodes: list[dict[str, object]] = []
+    values: dict[str, object] = {}
+    inputs: dict[str, GraphInput] = {}
     mids = []
     for k, dq in enumerate(dqs, 1):
         x, s, z, qk, d = ((f"x{k}", f"s{k}", f"z{k}", f"q{k}", f"d{k}") if len(dqs) > 1
@@ -82,9 +107,9 @@ def chain_data(dqs: list[NodeConfig], op: tuple[onnx.NodeProto, dict[str, Any], 
         nodes.append(qnode(dq, x, qk, s, z, op="QuantizeLinear"))
         nodes.append(qnode(dq, qk, d, s, z))
         values.update(params(dq, s, z))
-        inputs[x] = {"type": dq.y, "shape": list(shapes[k - 1]), "first": _front(dq)}
+        inputs[x] = GraphInput(dq.y, list(shapes[k - 1]), _front(dq))
         mids.append(d)
-    constants: dict[str, Any] = {}
+    constants: dict[str, object] = {}
     tail = mids[0]
     if op is not None:
         node, attrs, consts = op
@@ -99,7 +124,7 @@ def chain_data(dqs: list[NodeConfig], op: tuple[onnx.NodeProto, dict[str, Any], 
                 args.append(f"c{i}")
             else:
                 args.append(names.pop(0) if name else "")
-        entry: dict[str, Any] = {"op": node.op_type, "inputs": args, "outputs": ["m"]}
+        entry: dict[str, object] = {"op": node.op_type, "inputs": args, "outputs": ["m"]}
         if attrs:
             entry["attributes"] = attrs
         nodes.append(entry)
@@ -107,18 +132,17 @@ def chain_data(dqs: list[NodeConfig], op: tuple[onnx.NodeProto, dict[str, Any], 
     nodes.append(qnode(q, tail, "qy", "sy", "zy"))
     nodes.append(qnode(q, "qy", "y", "sy", "zy", op="DequantizeLinear") | dq_domain(q))
     values.update(params(q, "sy", "zy"))
-    return {"nodes": nodes, "params": values, "inputs": inputs, "constants": constants,
-            "clauses": [*dqs, q], "opset": opset, "op": op[0].op_type if op else None}
+    return GraphData(nodes, values, inputs, constants, [*dqs, q], opset, op[0].op_type if op else None)
 
 
-def dq_domain(q: NodeConfig) -> dict[str, Any]:
+def dq_domain(q: NodeConfig) -> dict[str, object]:
     return {"domain": q.spec.domain} if q.spec.domain != opspecs.AI_ONNX else {}
 
 
 # -- values and the template ---------------------------------------------------------------------------------
 
 
-def x_values(first: First, shape: tuple[int, ...], plain: int) -> list[Any] | None:
+def x_values(first: First, shape: tuple[int, ...], plain: int) -> list[str | int | float] | None:
     """x placed through the first quantization's own scale and zero point: ties and range edges (``plain``
     0), ties only (1), or values inside the range (2)."""
     n = math.prod(shape)
@@ -129,7 +153,7 @@ def x_values(first: First, shape: tuple[int, ...], plain: int) -> list[Any] | No
     if plain == 2:
         recipe = X_RECIPES["in-range"](ctx)
         return None if recipe is None else literals(np.resize(np.asarray(recipe.values, np.float64), n))
-    parts = []
+    parts: list[str | int | float] = []
     for name in ["boundary-ties"] if plain else ["boundary-ties", "boundary-range"]:
         got = place(name, ctx, first.spec, (n,), scale, zp, {})
         if got is None:
@@ -139,7 +163,7 @@ def x_values(first: First, shape: tuple[int, ...], plain: int) -> list[Any] | No
     return parts[:n]
 
 
-def _period(values: list[Any]) -> int:
+def _period(values: list[str | int | float]) -> int:
     """The length of the shortest prefix ``values`` repeats (a graph input's values are repeated to fill its
     shape, so the recipe's cycle is written once)."""
     n = len(values)
@@ -152,18 +176,18 @@ def _op_clause(op: str, opset: int) -> dict[str, str]:
     return {"operator": op, "versions": str(opset), "text": doc[: end + 1] if end > 0 else doc}
 
 
-def template(p_id: str, family: str, text: str, data: dict[str, Any], refs: list[NodeRef],
-             plain: int) -> dict[str, Any] | None:
+def template(p_id: str, family: str, text: str, data: GraphData, refs: list[NodeRef],
+             plain: int) -> dict[str, object] | None:
     """The graph template of a pattern, x from the recipes (``plain``: see :func:`x_values`); None when x
     cannot be placed."""
-    inputs = {}
-    for name, src in data["inputs"].items():
-        values = x_values(src["first"], tuple(src["shape"]), plain)
+    inputs: dict[str, object] = {}
+    for name, src in data.inputs.items():
+        values = x_values(src.first, tuple(src.shape), plain)
         if values is None:
             return None
-        inputs[name] = {"type": src["type"], "shape": src["shape"], "values": values}
+        inputs[name] = {"type": src.type, "shape": src.shape, "values": values}
     seen: dict[tuple[str, str, int], dict[str, str]] = {}
-    for cfg in data["clauses"]:
+    for cfg in data.clauses:
         s = cfg.spec
         quoted = "random" if cfg.kind == "Q" else "all-codes"  # (the formula's sentence)
         seen.setdefault((s.domain, s.name, s.version),
@@ -172,17 +196,17 @@ def template(p_id: str, family: str, text: str, data: dict[str, Any], refs: list
             f = _front(cfg).spec
             seen.setdefault((f.domain, f.name, f.version),
                             clause(f.domain, f.name, f.version, "Q", "random", "per-tensor"))
-    spec = list(seen.values()) + ([_op_clause(data["op"], data["opset"])] if data.get("op") else [])
+    spec = list(seen.values()) + ([_op_clause(data.op, data.opset)] if data.op else [])
     nodes = [r.text() for r in refs]
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "id": p_id, "description": f"{text} around {nodes[0]}" + (f" and {len(nodes) - 1} more like it"
                                                                    if len(nodes) > 1 else "")
         + ", with the model's own scales and zero points; x on ties and range edges of the first quantization"
         + ("" if not plain else " (plainer values: the boundary ones make the answer depend on a catalogued "
            "reading or reach a comparing op as NaN)"),
-        "spec": spec, "family": family, "status": CaseStatus.NORMATIVE.value, "opsets": [data["opset"]],
-        "inputs": inputs, "params": data["params"]}
-    if data["constants"]:
-        out["constants"] = data["constants"]
-    out.update({"nodes": data["nodes"], "outputs": ["y"], "source": source(refs, [])})
+        "spec": spec, "family": family, "status": CaseStatus.NORMATIVE.value, "opsets": [data.opset],
+        "inputs": inputs, "params": data.params}
+    if data.constants:
+        out["constants"] = data.constants
+    out.update({"nodes": data.nodes, "outputs": ["y"], "source": source(refs, [])})
     return out

@@ -22,7 +22,6 @@ import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import onnx
@@ -33,7 +32,7 @@ from qdq_conformance.checker.graph import Scope
 from qdq_conformance.reference.graph import CONSTANT_INPUTS, MIN_OPSET, QUANT_OPS
 
 from ..schema import schema_enum
-from .graph_templates import First, chain_data, params, qnode
+from .graph_templates import First, GraphData, GraphInput, Op, chain_data, params, qnode
 from .nodes import NodeConfig, NodeRef
 from .shapes import PER_TENSOR_BUDGET, SYMBOLIC, capped
 
@@ -59,10 +58,10 @@ class Pattern:
     family: str
     text: str
     refs: list[NodeRef] = field(default_factory=list)
-    templates: list[dict[str, Any]] = field(default_factory=list)
+    templates: list[dict[str, object]] = field(default_factory=list)
     cases: int = 0
     problem: str = ""
-    data: dict[str, Any] = field(default_factory=dict)
+    data: GraphData | None = None
 
     @property
     def id(self) -> str:
@@ -72,7 +71,7 @@ class Pattern:
     def file(self) -> str:
         return f"graph_{self.id}.yaml"
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> dict[str, object]:
         return {"id": self.id, "family": self.family, "graph": self.text, "file": self.file if self.templates
                 else None, "nodes": [r.text() for r in self.refs], "cases": self.cases,
                 "problem": self.problem or None}
@@ -96,23 +95,34 @@ def _known(scope: Scope, name: str) -> tuple[int, ...] | None:
     return tuple(SYMBOLIC if d is None else d for d in f.shape)
 
 
-def _elementwise(dims: tuple[int, ...], attrs: dict[str, Any],
+#: an op's int attributes (ints or lists of ints)
+Attrs = dict[str, "int | list[int]"]
+#: what a pattern found is: its key, family, text, graph, and the node it is around
+Found = tuple[tuple[object, ...], str, str, GraphData, NodeRef]
+
+
+def _int_list(attrs: Attrs, key: str, default: list[int]) -> list[int]:
+    v = attrs.get(key, default)
+    return [v] if isinstance(v, int) else list(v)
+
+
+def _elementwise(dims: tuple[int, ...], attrs: Attrs,
                  consts: dict[int, np.ndarray]) -> tuple[int, ...]:
     return tuple(capped(list(dims), PER_TENSOR_BUDGET))
 
 
-def _maxpool(dims: tuple[int, ...], attrs: dict[str, Any], consts: dict[int, np.ndarray]) -> tuple[int, ...]:
+def _maxpool(dims: tuple[int, ...], attrs: Attrs, consts: dict[int, np.ndarray]) -> tuple[int, ...]:
     """N and C small, each spatial dimension a few windows long (at most the model's)."""
-    kernel = list(attrs.get("kernel_shape", []))
+    kernel = _int_list(attrs, "kernel_shape", [])
     n = len(kernel)
-    strides = list(attrs.get("strides", [1] * n))
-    dil = list(attrs.get("dilations", [1] * n))
+    strides = _int_list(attrs, "strides", [1] * n)
+    dil = _int_list(attrs, "dilations", [1] * n)
     spatial = [min(d, (k - 1) * dl + 1 + 2 * s) for d, k, s, dl in zip(dims[2:], kernel, strides, dil,
                                                                          strict=False)]
     return (1, min(dims[1], 3), *spatial)
 
 
-def _reshape(dims: tuple[int, ...], attrs: dict[str, Any], consts: dict[int, np.ndarray]) -> tuple[int, ...]:
+def _reshape(dims: tuple[int, ...], attrs: Attrs, consts: dict[int, np.ndarray]) -> tuple[int, ...]:
     """A flattening target (only 0, -1 and the input's own leading dimensions) keeps its meaning at any
     size."""
     target = [int(t) for t in consts[1].reshape(-1)]
@@ -125,7 +135,7 @@ def _reshape(dims: tuple[int, ...], attrs: dict[str, Any], consts: dict[int, np.
 
 #: an op's rule for the smallest input it keeps its meaning on (the model's shape when it has none and the
 #: tensors are small)
-SHRINK: dict[str, Callable[[tuple[int, ...], dict[str, Any], dict[int, np.ndarray]], tuple[int, ...]]] = {
+SHRINK: dict[str, Callable[[tuple[int, ...], Attrs, dict[int, np.ndarray]], tuple[int, ...]]] = {
     **{op: _elementwise for op in ("Identity", "Relu", "Clip", "Max", "Min", "Transpose", "Flatten",
                                    "Squeeze", "Unsqueeze", "Concat")},
     "MaxPool": _maxpool, "Reshape": _reshape,
@@ -172,7 +182,7 @@ class _Graph:
 
 
 def find(model: onnx.ModelProto, configs: dict[int, NodeConfig], scope: Scope,
-         model_name: str) -> list[tuple[tuple[object, ...], str, str, dict[str, Any], NodeRef]]:
+         model_name: str) -> list[Found]:
     """Every pattern of the main graph: (key, family, text, the template's data, the node it is around)."""
     opset = opspecs.import_version(opspecs.import_table(model.opset_import), "")
     if opset is None or not MIN_OPSET <= opset <= onnx.defs.onnx_opset_version():
@@ -202,7 +212,7 @@ def normalize(node: onnx.NodeProto) -> str:
     return node.op_type if opspecs.normalize_domain(node.domain) == opspecs.AI_ONNX else ""
 
 
-def _around(g: _Graph, k: int, node: onnx.NodeProto, opset: int):  # noqa: ANN202 - a pattern or None
+def _around(g: _Graph, k: int, node: onnx.NodeProto, opset: int) -> Found | None:
     """DQ(s) -> OP -> Q: each data input from a per-tensor DQ, the others constants, the output into a Q."""
     q = g.next_q(node.output[0])
     if q is None:
@@ -220,17 +230,16 @@ def _around(g: _Graph, k: int, node: onnx.NodeProto, opset: int):  # noqa: ANN20
         if dq is None or dq.kind != "DQ":
             return None
         dqs.append(dq)
-    attrs = {a.name: _ints(a) for a in node.attribute}
-    if not dqs or any(v is None for v in attrs.values()):
+    raw = {a.name: _ints(a) for a in node.attribute}
+    attrs: Attrs = {k: v for k, v in raw.items() if v is not None}
+    if not dqs or len(attrs) < len(raw):
         return None
     return _chain(g, dqs, (node, attrs, consts), q, opset)
 
 
-def _chain(g: _Graph, dqs: list[NodeConfig], op: tuple[onnx.NodeProto, dict[str, Any],
-                                                          dict[int, np.ndarray]] | None,
-           q: NodeConfig, opset: int):  # noqa: ANN202 - a pattern or None
+def _chain(g: _Graph, dqs: list[NodeConfig], op: Op | None, q: NodeConfig, opset: int) -> Found | None:
     """x_k -> Q(dq_k's parameters) -> dq_k -> [op] -> q -> DQ(q's parameters) -> y."""
-    shapes = []
+    shapes: list[tuple[int, ...]] = []
     for dq in dqs:
         dims = _known(g.scope, g.model.graph.node[dq.ref.index].input[0])
         if dims is None:
@@ -249,7 +258,7 @@ def _chain(g: _Graph, dqs: list[NodeConfig], op: tuple[onnx.NodeProto, dict[str,
     except (LookupError, ValueError):
         return None
     if op is not None and name == "Concat":
-        axis = op[1].get("axis", 0)
+        axis = _int_list(op[1], "axis", [0])[0]
         base = shapes[0]
         shapes = [tuple(d if k % len(base) == axis % len(base) else base[k] for k, d in enumerate(s))
                   for s in shapes]
@@ -263,17 +272,16 @@ def _chain(g: _Graph, dqs: list[NodeConfig], op: tuple[onnx.NodeProto, dict[str,
     return key, family, text, data, ref
 
 
-def _roundtrip(g: _Graph, q: NodeConfig, dq: NodeConfig, opset: int):  # noqa: ANN202 - a pattern or None
+def _roundtrip(g: _Graph, q: NodeConfig, dq: NodeConfig, opset: int) -> Found | None:
     dims = _known(g.scope, g.model.graph.node[q.ref.index].input[0])
     if dims is None or q.scale is None or q.scale_values is None:
         return None
     shape = tuple(capped(list(dims), PER_TENSOR_BUDGET))
     key = ("roundtrip", q.key(), dq.key(), len(shape))
     first = First(q.spec, q.x, q.scale, q.y, q.scale_values, q.zero_point_values)
-    data = {"nodes": [qnode(q, "x", "q", "s1", "z1"), qnode(dq, "q", "y", "s2", "z2")],
-            "params": {**params(q, "s1", "z1"), **params(dq, "s2", "z2")},
-            "inputs": {"x": {"type": q.x, "shape": list(shape), "first": first}}, "constants": {},
-            "clauses": [q, dq], "opset": opset, "op": None}
+    data = GraphData([qnode(q, "x", "q", "s1", "z1"), qnode(dq, "q", "y", "s2", "z2")],
+                     {**params(q, "s1", "z1"), **params(dq, "s2", "z2")},
+                     {"x": GraphInput(q.x, list(shape), first)}, {}, [q, dq], opset, None)
     return key, "graph-roundtrip", "Q -> DQ", data, q.ref
 
 

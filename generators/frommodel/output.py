@@ -86,7 +86,7 @@ def _node_row(ref: NodeRef, **more: Any) -> dict[str, Any]:
             "operator": ref.operator, **more}
 
 
-def accounting(conv: Conversion, files: dict[str, str]) -> dict[str, Any]:
+def accounting(conv: Conversion, files: dict[str, str]) -> dict[str, object]:
     """``from-model.json``: every node, every configuration, every model's counts and the summary line."""
     nodes: list[dict[str, Any]] = []
     confs: list[dict[str, Any]] = []
@@ -112,9 +112,9 @@ def accounting(conv: Conversion, files: dict[str, str]) -> dict[str, Any]:
             "files": sorted(files), "nodes": nodes}
 
 
-def write(conv: Conversion, out: Path) -> dict[str, Any]:
+def write(conv: Conversion, out: Path) -> list[str]:
     """Write the case files and the accounting into ``out`` (OutFolderError when ``out`` is not this command's
-    to write; OSError when it cannot be written); the accounting is returned."""
+    to write; OSError when it cannot be written); the case files written are returned."""
     earlier = _earlier(out)
     files = case_files(conv)
     doc = accounting(conv, files)
@@ -125,5 +125,5 @@ def write(conv: Conversion, out: Path) -> dict[str, Any]:
     for name, text in files.items():
         (out / name).write_text(text, encoding="utf-8")
     (out / ACCOUNTING).write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-    return doc
+    return sorted(files)
 

@@ -139,7 +139,7 @@ def _inputs(cfg: NodeConfig, c: Concrete, x: dict[str, Any]) -> dict[str, Any]:
     return inputs
 
 
-def templates(cfg: NodeConfig, c: Concrete, refs: list[NodeRef]) -> list[dict[str, Any]]:
+def templates(cfg: NodeConfig, c: Concrete, refs: list[NodeRef]) -> list[dict[str, object]]:
     """The templates of one configuration (``cfg`` its first node, ``refs`` every node that has it)."""
     cid = config_id(cfg)
     src = source(refs, [*cfg.notes, *c.notes])
@@ -181,5 +181,5 @@ _ORDER = ("id", "description", "spec", "operator", "domain", "versions", "family
           "rule", "types", "zero_point", "shape", "granularity", "attributes", "inputs", "source")
 
 
-def _ordered(data: dict[str, Any]) -> dict[str, Any]:
+def _ordered(data: dict[str, Any]) -> dict[str, object]:
     return {k: data[k] for k in _ORDER if k in data}
