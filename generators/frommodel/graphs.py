@@ -29,7 +29,7 @@ from onnx import AttributeProto, numpy_helper
 
 from qdq_conformance import opspecs
 from qdq_conformance.checker.graph import Scope
-from qdq_conformance.reference.graph import CONSTANT_INPUTS, MIN_OPSET, QUANT_OPS
+from qdq_conformance.reference.graph import CONSTANTS, MIN_OPSET, QUANT_OPS
 
 from ..schema import schema_enum
 from .graph_templates import First, GraphData, GraphInput, Op, chain_data, params, qnode
@@ -222,7 +222,7 @@ def _around(g: _Graph, k: int, node: onnx.NodeProto, opset: int) -> Found | None
     for i, name in enumerate(node.input):
         if not name:
             continue
-        bound = i in CONSTANT_INPUTS.get(node.op_type, ()) or node.op_type in ("Max", "Min")
+        bound = i in CONSTANTS.get(node.op_type, ()) or node.op_type in ("Max", "Min")
         if name in g.constants and bound:
             consts[i] = g.constants[name]
             continue
