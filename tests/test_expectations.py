@@ -185,6 +185,36 @@ def test_entries_in_force_follow_their_measured_versions(tmp_path):
             == ("2.0.0", "exact", 2, 3, ("1.2.3", "2.0.0")))
 
 
+def test_an_entry_measured_on_a_range_holds_on_the_files_versions_within_it(tmp_path):
+    """``measured: ">=1.17,<1.20"`` (PEP 440): the entry holds on the recorded versions the range takes, and a
+    release between two recorded ones is judged as the older one is."""
+    p = _write(tmp_path, """
+  - cases: "q-fixed-in-1.20"
+    status: failed
+    reason: broken until 1.20
+    measured: "<1.20"
+  - cases: "q-broke-in-1.18"
+    status: error
+    reason: broken from 1.18 on
+    measured: ">=1.18.1"
+  - cases: "q-only-1.18-and-1.19"
+    status: error
+    reason: two releases
+    measured: ">=1.18,<1.20,!=1.18.0"
+""", head="measured: ['1.17.3', '1.18.1', '1.19.2', '1.20.1', '1.21.0']\n")
+
+    def reasons(version):
+        return [e.reason for e in load(p, version).entries]
+
+    assert reasons("1.17.3") == ["broken until 1.20"]
+    assert reasons("1.18.1") == ["broken until 1.20", "broken from 1.18 on", "two releases"]
+    assert reasons("1.19.2") == reasons("1.18.1")
+    assert reasons("1.20.1") == ["broken from 1.18 on"] == reasons("1.22.0")  # newer: the newest recorded
+    assert reasons("1.19.0") == reasons("1.18.1")  # between: the nearest older recorded release
+    e = load(p, "1.20.1")
+    assert [x.measured for x in e.entries] == [("1.18.1", "1.19.2", "1.20.1", "1.21.0")]
+
+
 @pytest.mark.parametrize(("features", "reasons", "other"), [
     (frozenset({"avx512f", "avx2"}), ["anywhere", "with avx512f"], 2),
     (frozenset({"avx2"}), ["anywhere", "without avx512f", "without avx512f and with avx2"], 1),
@@ -240,6 +270,11 @@ def test_a_file_without_versions_applies_whatever_the_version(tmp_path):
     ("measured: ['1.2.3']\n", "  - cases: a\n    status: failed\n    reason: r\n    measured: ['latest']\n",
      "measured must list backend versions"),
     ("measured: [soon]\n", "  - cases: a\n    status: failed\n    reason: r\n", "measured must list"),
+    ("measured: ['1.2.3']\n", "  - cases: a\n    status: failed\n    reason: r\n    measured: '>=2'\n",
+     "takes none of the file's measured versions"),
+    ("", "  - cases: a\n    status: failed\n    reason: r\n    measured: '<2'\n",
+     "a range needs the file to list them"),
+    ("measured: '>=1.2'\n", "  - cases: a\n    status: failed\n    reason: r\n", "measured must list"),
 ])
 def test_bad_versions_are_one_line_errors(tmp_path, head, body, message):
     with pytest.raises(ExpectationError, match=message) as info:

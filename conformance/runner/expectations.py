@@ -11,7 +11,8 @@ recorded on the backend versions it was measured on.
         reason: "x - x_zero_point is computed in int32 and wraps (spec: y = (x - x_zero_point) * x_scale)"
         link: https://github.com/microsoft/onnxruntime/issues/...
         forms: [initializer]     # optional: only these graph forms (default: both)
-        measured: ["1.31.1"]     # optional: the versions this entry holds on (default: the file's list)
+        measured: ["1.31.1"]     # optional: the versions this entry holds on (default: the file's list),
+                                 # or a PEP 440 range of them: ">=1.20,<1.30" (the file's versions it takes)
         cpu: {avx512f: true}     # optional: only on a processor with (true) / without (false) these features
 
 Which entries are in force for the running backend version V (versions compare as PEP 440 releases, with dev /
@@ -29,7 +30,9 @@ An entry with ``cpu`` is in force only on a processor whose features (``cpu.cpu_
 flags) are as it says, for a backend whose answers depend on the processor; the results file's header records
 the features the file's entries name.
 
-An entry without ``measured`` holds on every version the file records. A case ending in the expected status is
+An entry without ``measured`` holds on every version the file records; one whose ``measured`` is a range (a
+PEP 440 specifier set such as ``">=1.20.1,<1.30"``, read by ``packaging``) holds on the file's versions within
+it, and names at least one of them. A case ending in the expected status is
 an expected failure (listed, not a failure of the run). One ending better (passed) is an unexpected pass; one
 ending in another failing status is a surprise. Entries in force that match no case, or whose cases all pass,
 are stale and warned about; entries not in force are neither applied nor stale.
@@ -43,6 +46,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from ..cpu import FEATURE, cpu_features
 from ..domain import FAILING, HARNESS, RunStatus
@@ -271,9 +277,48 @@ def _versions(value: Any, where: str) -> tuple[str, ...]:
     out = tuple(str(v) for v in items)
     bad = [v for v in out if version_key(v) is None]
     if bad or not out:
-        raise ExpectationError(f"{where}: measured must list backend versions such as \"1.31.1\" (got "
-                               f"{bad or value})")
+        raise ExpectationError(f"{where}: measured must list backend versions such as \"1.31.1\" or be a "
+                               f"range such as \">=1.20,<1.30\" (got {bad or value})")
     return out
+
+
+def version_range(text: str) -> SpecifierSet | None:
+    """``">=1.20,<1.30"`` as a PEP 440 specifier set; None when ``text`` is not one (a plain version)."""
+    if version_key(text) is not None:
+        return None
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        return None
+
+
+def in_range(spec: SpecifierSet, version: str) -> bool:
+    """Whether ``version`` is within ``spec`` (pre-releases and local labels included)."""
+    try:
+        return spec.contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return False
+
+
+def _entry_versions(raw: Any, where: str, file_measured: tuple[str, ...]) -> tuple[str, ...]:
+    """An entry's ``measured``: the versions it holds on, of the file's (its list, or the file's within its
+    range); the file's list when it has none."""
+    if "measured" not in raw:
+        return file_measured
+    value = raw["measured"]
+    spec = version_range(value) if isinstance(value, str) else None
+    if spec is None:
+        measured = _versions(value, where)
+        known = {version_key(v) for v in file_measured}
+        if file_measured and not {version_key(v) for v in measured} <= known:
+            raise ExpectationError(f"{where}: measured {list(measured)} names a version the file's measured "
+                                   f"list ({list(file_measured)}) does not")
+        return measured
+    inside = tuple(v for v in file_measured if in_range(spec, v))
+    if not inside:
+        raise ExpectationError(f"{where}: measured {value!r} takes none of the file's measured versions "
+                               f"({list(file_measured) or 'none: a range needs the file to list them'})")
+    return inside
 
 
 def _entry(raw: Any, where: str, file_measured: tuple[str, ...]) -> Entry:
@@ -282,11 +327,7 @@ def _entry(raw: Any, where: str, file_measured: tuple[str, ...]) -> Entry:
     patterns = raw["cases"] if isinstance(raw["cases"], list) else [raw["cases"]]
     forms = raw.get("forms") or []
     forms = [forms] if isinstance(forms, str) else forms
-    measured = _versions(raw["measured"], where) if "measured" in raw else file_measured
-    known = {version_key(v) for v in file_measured}
-    if file_measured and not {version_key(v) for v in measured} <= known:
-        raise ExpectationError(f"{where}: measured {list(measured)} names a version the file's measured list "
-                               f"({list(file_measured)}) does not")
+    measured = _entry_versions(raw, where, file_measured)
     return Entry([str(p) for p in patterns], raw["status"], str(raw["reason"]).strip(), raw.get("link"),
                   line_of(raw) or 0, forms=tuple(forms), measured=measured, cpu=_cpu(raw.get("cpu"), where))
 
