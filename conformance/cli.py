@@ -27,6 +27,7 @@ from .generators.coverage import coverage, render
 from .generators.export import OutFolderError
 from .generators.graph_coverage import graph_coverage, render_graph
 from .generators.parallel import generate
+from .matrix import cli as matrix_cli
 from .mutants import cli as mutants_cli
 from .plugin.options import (
     RUN_FLAGS,
@@ -314,6 +315,14 @@ COMMANDS: tuple[Command, ...] = (
             "cannot be built: a source that is not one, no compiler, a failed compilation, a cache that "
             "cannot be written."),
     Command("compliance", _doc(compliancecmd.run), compliancecmd.add_arguments, compliancecmd.run),
+    Command("matrix", _doc(matrix_cli), matrix_cli.add_arguments, matrix_cli.run,
+            _doc(matrix_cli) + " Each release's environment is made with uv (wheels cached under the cache "
+            "folder), this tool installed into it from its source tree; the runs are sharded like any run "
+            "(--shard), one results file per release in --out; --keep keeps them small in "
+            "docs/results/history for the compliance page. Every release runs with the backend's "
+            "expectations: the table tells, per release, its exit status and its stale entries; "
+            "--write-expectations rewrites the file by version range from the runs.",
+            _exit_statuses(matrix_cli.EXIT)),
     Command("mutants", _doc(_cmd_mutants), mutants_cli.add_arguments, _cmd_mutants, _doc(_cmd_mutants)
             + " A mutant is killed by the first normative case a real run (--backend mutant:ID "
               "--expectations "

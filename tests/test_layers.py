@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("front ends", ("qdq_conformance.plugin", "qdq_conformance.fuzz", "qdq_conformance.mutants.cli",
                     "qdq_conformance.checker.cli", "qdq_conformance.cli",
                     "qdq_conformance.showcmd", "qdq_conformance.compliancecmd",
-                    "qdq_conformance.frommodelcmd")),
+                    "qdq_conformance.frommodelcmd", "qdq_conformance.matrix")),
 )
 
 def _imports(name: str, path: Path, is_package: bool, known: dict[str, tuple[Path, bool]]) -> set[str]:

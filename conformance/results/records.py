@@ -183,6 +183,7 @@ class Header(TypedDict, total=False):
     fuzz: dict[str, JSONValue]  # a fuzz run's seed, forms, operators and versions
     reconstructed: str  # a kept run rebuilt from other files: from what
     kept_results: str  # a run a report read from a kept results file: that file (reports.compliance.KEPT)
+    kept_subset: str  # a kept run of some case-forms (runner/archive.keep_subset): which (totals: summary)
     onnx: str  # (the onnx version, as the first results files named it)
     read: list[FileRead]  # (:data:`READ`)
     shards: Shards | None

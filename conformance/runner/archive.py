@@ -8,20 +8,31 @@ of its inputs, expected and actual values and readings, its spec citation, attri
 an unsupported case's reason (a third of what is left, and no table reads it). A full run of both graph forms
 is about 0.3-0.6 MB gzipped this way (40-100 MB as written by the run). The header keeps the
 run's ``started`` date and backend version; ``kept_from`` says which fields were left out.
+
+A release of a version matrix (``qdq-conformance matrix --keep``) is kept smaller still
+(``docs/results/history/<backend>-<version>.jsonl.gz``, :func:`keep_subset`): only the records of the
+case-forms that fail on some release of the matrix (what its history table reads), the header saying so
+(``kept_subset``) and the summary, whose counts give the run's totals.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
-from ..results import ResultsError
+from ..results import Results, ResultsError
 
 #: Case-record fields a kept results file leaves out (the compliance table and the scoreboard read none of
 #: them).
 DROPPED = ("inputs", "expected", "actual", "readings", "spec", "attributes", "repro", "comparison",
            "duration")
+
+#: Case-record fields a kept subset (:func:`keep_subset`) leaves out: it keeps the previews of expected and
+#: actual values and the comparison, which tell a finding's kind of mismatch (``reports/signature.py``)
+SUBSET_DROPPED = ("inputs", "readings", "spec", "attributes", "repro", "duration")
 
 SUFFIX = ".jsonl.gz"
 
@@ -53,6 +64,27 @@ def keep(results: Path, dest: Path) -> Path:
             rec["kept_from"] = (f"{results.name}, without the case fields {', '.join(DROPPED)} and "
                                 "unsupported cases' messages")
         lines.append(json.dumps(rec, separators=(",", ":"), ensure_ascii=False))
+    return _write(dest, lines)
+
+
+def keep_subset(run: Results, dest: Path, cases: Collection[tuple[str, str]], note: str) -> Path:
+    """Write the records of ``run`` (as ``results.read`` gave it) whose (id, form) is in ``cases`` as a kept
+    file ``dest``, with its header (``kept_subset``: ``note``) and summary."""
+    head, records, summary = run
+    top: dict[str, Any] = {k: v for k, v in head.items() if k not in ("read", "shards")}
+    top["kept_subset"] = note
+    top["kept_from"] = f"without the case fields {', '.join(SUBSET_DROPPED)}"
+    lines = [json.dumps(top, separators=(",", ":"), ensure_ascii=False)]
+    for rec in records:
+        if (rec["id"], rec.get("form") or "-") in cases:
+            kept = {k: v for k, v in rec.items() if k not in SUBSET_DROPPED}
+            lines.append(json.dumps(kept, separators=(",", ":"), ensure_ascii=False))
+    if summary is not None:
+        lines.append(json.dumps(summary, separators=(",", ":"), ensure_ascii=False))
+    return _write(dest, lines)
+
+
+def _write(dest: Path, lines: list[str]) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".tmp")
     with open(tmp, "wb") as fh, gzip.GzipFile(filename="", fileobj=fh, mode="wb", compresslevel=9,

@@ -271,7 +271,7 @@ class Tracker:
         return tally(self.cases, len(expectations.entries), stale)
 
 
-def _versions(value: Any, where: str) -> tuple[str, ...]:
+def parse_versions(value: Any, where: str) -> tuple[str, ...]:
     """A ``measured`` value: one version or a list of them, each a readable version."""
     items = value if isinstance(value, list) else [value]
     out = tuple(str(v) for v in items)
@@ -308,7 +308,7 @@ def _entry_versions(raw: Any, where: str, file_measured: tuple[str, ...]) -> tup
     value = raw["measured"]
     spec = version_range(value) if isinstance(value, str) else None
     if spec is None:
-        measured = _versions(value, where)
+        measured = parse_versions(value, where)
         known = {version_key(v) for v in file_measured}
         if file_measured and not {version_key(v) for v in measured} <= known:
             raise ExpectationError(f"{where}: measured {list(measured)} names a version the file's measured "
@@ -321,7 +321,7 @@ def _entry_versions(raw: Any, where: str, file_measured: tuple[str, ...]) -> tup
     return inside
 
 
-def _entry(raw: Any, where: str, file_measured: tuple[str, ...]) -> Entry:
+def parse_entry(raw: Any, where: str, file_measured: tuple[str, ...]) -> Entry:
     """One entry, already valid against the schema (keys, types, vocabularies); what the schema cannot say is
     checked here: versions that parse, and an entry's versions among the file's."""
     patterns = raw["cases"] if isinstance(raw["cases"], list) else [raw["cases"]]
@@ -373,8 +373,10 @@ def load(path: Path, backend_version: str | None = None, backend: str | None = N
         check_document(doc, expectation_schema(), path)
     except CaseFileError as e:
         raise ExpectationError(str(e)) from None
-    file_measured = _versions(doc["measured"], f"{path}:measured") if doc.get("measured") is not None else ()
-    every = [_entry(raw, f"{path}:{line_of(raw) or 0}", file_measured) for raw in doc.get("entries") or []]
+    file_measured = (parse_versions(doc["measured"], f"{path}:measured") if doc.get("measured") is not None
+                     else ())
+    every = [parse_entry(raw, f"{path}:{line_of(raw) or 0}", file_measured)
+             for raw in doc.get("entries") or []]
     recorded = {v for e in every for v in e.measured} | set(file_measured)
     applied, mode = resolve(recorded, backend_version)
     key = version_key(applied) if applied else None
