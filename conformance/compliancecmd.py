@@ -12,9 +12,10 @@ from .backends.names import BUILTIN_NAMES
 from .backends.registry import unavailable
 from .domain import BOTH, FORMS, Form
 from .plugin.options import RUN_FLAGS, cache_flags
-from .reports import compliance
+from .reports import compliance, history
 from .reports.render import render as render_page
 from .results import ResultsError
+from .results.merge import load_run
 from .runner import archive
 
 COMPLIANCE_BACKENDS = ",".join(n for n in BUILTIN_NAMES if n != "reference")
@@ -24,6 +25,10 @@ COMPLIANCE_COMMAND = "qdq-conformance compliance"
 #: frontend folds constants into its kernels (each form is a different path through it).
 COMPLIANCE_FORMS = {"tract": BOTH, "tinygrad": BOTH}
 KEPT_RESULTS = "docs/results"
+#: the folder under --kept where `qdq-conformance matrix --keep` keeps each release's run
+HISTORY = "history"
+#: what each backend's history section is called
+HISTORY_TITLES = {"ort": "ONNX Runtime across releases", "openvino": "OpenVINO across releases"}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,10 +79,29 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     board = render_page(runs, Path(args.scoreboard))
-    md = compliance.write(runs, Path(args.markdown), command=COMPLIANCE_COMMAND)
+    try:
+        appendix = histories(Path(args.kept) / HISTORY)
+    except ResultsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    md = compliance.write(runs, Path(args.markdown), command=COMPLIANCE_COMMAND, appendix=appendix)
     print(f"wrote {board}, {md} and {md.parent / compliance.FINDINGS_PAGE}")
     return 0
 
+
+def histories(folder: Path) -> str:
+    """The history table of each backend whose releases ``matrix --keep`` kept in ``folder`` (Markdown)."""
+    by_backend: dict[str, list[Path]] = {}
+    for path in sorted(folder.glob(f"*{archive.SUFFIX}")):
+        by_backend.setdefault(path.name.rpartition("-")[0], []).append(path)
+    parts = []
+    for backend, paths in by_backend.items():
+        table = history.history([load_run([p]) for p in paths])
+        title = HISTORY_TITLES.get(backend, f"{backend} across releases")
+        parts.append(history.markdown(table, title, level=2)
+                     + f"\nFrom the kept results of `qdq-conformance matrix --backend {backend} --keep` "
+                       f"({folder}/{backend}-*{archive.SUFFIX}).\n")
+    return "\n".join(parts)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -77,7 +77,7 @@ def _findings(cases: list[CaseRecord], top: int, per_entry: int = 3) -> list[str
 
 
 def render_markdown(results: list[Results], top: int = 6,
-                    command: str = "") -> str:
+                    command: str = "", appendix: str = "") -> str:
     out = ["# ONNX Q/DQ compliance table", ""]
     if command:
         out += [f"Regenerate with `{command}`.", ""]
@@ -135,6 +135,8 @@ def render_markdown(results: list[Results], top: int = 6,
     out.append("")
     out += ["## Findings", "",
             f"What each backend's run finds, grouped by signature: [{FINDINGS_PAGE}]({FINDINGS_PAGE}).", ""]
+    if appendix:
+        out += [appendix.rstrip("\n"), ""]
     return "\n".join(out)
 
 
@@ -224,10 +226,11 @@ COMPLIANCE_PAGE = "compliance.md"
 FINDINGS_PAGE = "findings.md"
 
 
-def write(results: list[Results], out: Path, command: str = "") -> Path:
-    """The compliance table at ``out`` and the findings page beside it (``findings.md``)."""
+def write(results: list[Results], out: Path, command: str = "", appendix: str = "") -> Path:
+    """The compliance table at ``out`` (``appendix``: Markdown after it, the history of a backend's releases)
+    and the findings page beside it (``findings.md``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_markdown(results, command=command) + "\n", encoding="utf-8")
+    out.write_text(render_markdown(results, command=command, appendix=appendix) + "\n", encoding="utf-8")
     (out.parent / FINDINGS_PAGE).write_text(render_findings(results, command=command) + "\n",
                                             encoding="utf-8")
     return out

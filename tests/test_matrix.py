@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from qdq_conformance import compliancecmd
 from qdq_conformance.cli import build_parser
 from qdq_conformance.matrix import cli as matrix_cli
 from qdq_conformance.matrix.environments import Environment
@@ -50,6 +51,9 @@ def test_a_range_is_the_newest_patch_of_each_minor_release_a_list_as_given():
     assert expand(">=1.0,<2", lambda: OFFERED) == ["1.0.2", "1.5.0"]
     assert expand("2.0.0, 1.0.1", lambda: OFFERED) == ["1.0.1", "2.0.0"]
     assert newest_of_each_minor(["1.16.3", "1.16.10", "1.17.0"]) == ["1.16.10", "1.17.0"]
+    # floor: the newest patch of the oldest minor release the tool's requirement allows; newest: the newest
+    assert expand("floor,newest", lambda: OFFERED, floor=">=1.0") == ["1.0.2", "2.0.1"]
+    assert expand("floor", lambda: OFFERED, floor=">=1.5") == ["1.5.0"]
     for bad, said in (("3.0.0", "not offered"), (">=5", "no release in that range"),
                       ("soon", "not a release"),
                       (">=1.0,,latest", "not a list of releases nor a PEP 440 range")):
@@ -89,6 +93,10 @@ def test_matrix_on_three_fake_releases_writes_first_bad_and_first_good(tmp_path,
     assert [r.counts for r in again.releases] == [r.counts for r in h.releases]
     assert sum(len(load_run([p])[1]) for p in kept) < sum(len(r[1]) for r in runs)
     assert "exit 1" in capsys.readouterr().err
+    # the compliance page's history section, from the kept files
+    section = compliancecmd.histories(tmp_path / "kept")
+    assert section.startswith("## python_tests.fake_backends_versioned across releases\n")
+    assert f"| {off.id}: " in section and "| &lt;= 1.0.2 | 2.0.1 | 2 | 2 | ok |" in section
 
 
 def test_matrix_writes_expectations_by_range_and_each_release_then_exits_0(tmp_path, capsys):

@@ -15,7 +15,7 @@ from ..results.merge import load_run
 from ..runner import archive
 from ..runner.expectations import ExpectationError
 from . import expectations_writer
-from .environments import EnvironmentMaker, UvEnvironments
+from .environments import EnvironmentMaker, UvEnvironments, requirement_of
 from .releases import Distribution, ReleaseError, distribution, expand, index_versions
 from .runs import ReleaseRun, results_name, run_release
 
@@ -33,8 +33,10 @@ HISTORY_DIR = "docs/results/history"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", required=True, metavar="NAME", help="ort or openvino")
     p.add_argument("--versions", required=True, metavar="SPEC",
-                   help="releases: 1.20.1,1.24.4,1.32.0, or a PEP 440 range ('>=1.24', '>=1.20,<1.30'): the "
-                        "newest patch of each minor release in it that the package index offers")
+                   help="releases: 1.20.1,1.24.4,1.32.0 (floor: the newest patch of the oldest minor release "
+                        "this tool supports; newest: the newest release), or a PEP 440 range ('>=1.24', "
+                        "'>=1.20,<1.30'): the newest patch of each minor release in it that the package index "
+                        "offers")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="where each release's results file and log, and the table (matrix.html, matrix.md) "
                         "go (default: out/matrix/BACKEND)")
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace, maker: EnvironmentMaker | None = None,
     try:
         dist = dist or distribution(args.backend)
         versions = expand(args.versions, lambda: available if available is not None
-                          else index_versions(dist.package))
+                          else index_versions(dist.package), floor=requirement_of(dist.package))
     except ReleaseError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -75,6 +75,16 @@ def tool_requirements(extra: str | None) -> list[Requirement]:
     return out
 
 
+def requirement_of(package: str) -> str | None:
+    """This tool's requirement on ``package`` (``>=1.20``), with its optional groups', or None."""
+    name = canonicalize_name(package)
+    for text in metadata.requires(DIST_NAME) or []:
+        req = Requirement(text)
+        if canonicalize_name(req.name) == name:
+            return str(req.specifier)
+    return None
+
+
 def requirements(dist: Distribution, version: str) -> list[str]:
     """What an environment for ``version`` installs: the release, what it needs, and the tool's dependencies
     but the release's package."""

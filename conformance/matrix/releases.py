@@ -93,10 +93,39 @@ def newest_of_each_minor(versions: list[str]) -> list[str]:
     return [str(best[k]) for k in sorted(best)]
 
 
-def expand(spec: str, available: Callable[[], list[str]]) -> list[str]:
+#: the words ``--versions`` takes besides releases: the floor (the newest patch of the oldest minor release
+#: this tool's own requirement on the package allows: ``onnxruntime>=1.20`` gives 1.20.1) and the newest
+#: release the index offers
+FLOOR, NEWEST = "floor", "newest"
+
+
+def _words(items: list[str], offered: list[str], floor: str | None) -> list[str]:
+    """``floor`` and ``newest`` among ``items`` as releases."""
+    finals = [v for v in offered if _parses(v) and not Version(v).is_prerelease]
+    out = []
+    for item in items:
+        if item == NEWEST:
+            if not finals:
+                raise ReleaseError("--versions newest: the package index offers no release")
+            out.append(max(finals, key=Version))
+        elif item == FLOOR:
+            allowed = [v for v in finals if SpecifierSet(floor or "").contains(Version(v))]
+            if not allowed:
+                raise ReleaseError(f"--versions floor: no release offered satisfies this tool's requirement "
+                                   f"({floor or 'none'})")
+            oldest = min(allowed, key=Version)
+            same_minor = [v for v in allowed if Version(v).release[:2] == Version(oldest).release[:2]]
+            out.append(max(same_minor, key=Version))
+        else:
+            out.append(item)
+    return out
+
+
+def expand(spec: str, available: Callable[[], list[str]], floor: str | None = None) -> list[str]:
     """The releases ``--versions`` names, oldest first: ``1.20.1,1.24.4`` as given (each offered by the
-    index), or a range (``>=1.24``, ``>=1.20,<1.30``) as the newest patch of each minor release in it.
-    ``available`` lists what the index offers (asked once, only when needed)."""
+    index; ``floor`` and ``newest`` as :data:`FLOOR` says, ``floor`` the specifier of this tool's requirement
+    on the package), or a range (``>=1.24``, ``>=1.20,<1.30``) as the newest patch of each minor release in
+    it. ``available`` lists what the index offers (asked once, only when needed)."""
     items = [s.strip() for s in spec.split(",") if s.strip()]
     if not items:
         raise ReleaseError("--versions: name releases (1.20.1,1.24.4) or a range ('>=1.24')")
@@ -113,10 +142,11 @@ def expand(spec: str, available: Callable[[], list[str]]) -> list[str]:
             raise ReleaseError(f"--versions {spec!r}: no release in that range (offered: "
                                f"{', '.join(offered[:12]) or 'none'}{' ...' if len(offered) > 12 else ''})")
         return newest_of_each_minor(inside)
-    bad = [s for s in items if not _parses(s)]
+    bad = [s for s in items if not _parses(s) and s not in (FLOOR, NEWEST)]
     if bad:
-        raise ReleaseError(f"--versions: {', '.join(bad)} is not a release (e.g. 1.20.1)")
+        raise ReleaseError(f"--versions: {', '.join(bad)} is not a release (e.g. 1.20.1, floor, newest)")
     offered = available()
+    items = _words(items, offered, floor)
     missing = [s for s in items if s not in offered]
     if missing:
         raise ReleaseError(f"--versions: {', '.join(missing)} not offered by the package index (offered: "
