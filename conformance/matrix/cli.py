@@ -35,8 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--versions", required=True, metavar="SPEC",
                    help="releases: 1.20.1,1.24.4,1.32.0 (floor: the newest patch of the oldest minor release "
                         "this tool supports; newest: the newest release), or a PEP 440 range ('>=1.24', "
-                        "'>=1.20,<1.30'): the newest patch of each minor release in it that the package index "
-                        "offers")
+                        "'>=1.20,<1.30'): the newest patch of each minor release in it that the package "
+                        "index offers")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="where each release's results file and log, and the table (matrix.html, matrix.md) "
                         "go (default: out/matrix/BACKEND)")
