@@ -72,6 +72,26 @@ def test_openvino_declines_types_it_has_no_element_type_for():
                                               "x_zero_point": np.zeros((), x.dtype)})
 
 
+def test_an_older_openvino_without_an_element_type_declines_it(monkeypatch):
+    """OpenVINO 2025.4 has no ``Type.u2``: the backend is still made (``matrix`` runs that release) and a
+    uint2 case is unsupported, naming the release."""
+    ov = pytest.importorskip("openvino")
+    real = ov.Type
+
+    class OlderType:  # openvino.Type as a release without u2 has it
+        def __getattr__(self, name):
+            if name == "u2":
+                raise AttributeError(name)
+            return getattr(real, name)
+
+    monkeypatch.setattr(ov, "Type", OlderType())
+    backend = create("openvino")
+    x = np.array([1, 2, 3], ml_dtypes.uint2)
+    with pytest.raises(Unsupported, match=f"OpenVINO {backend.version} has no element type for uint2"):
+        backend.run(_dq_model(x), {"x": x, "x_scale": np.array(1, np.float32),
+                                   "x_zero_point": np.zeros((), x.dtype)})
+
+
 def test_missing_packages_make_the_backend_unavailable_with_the_fix(monkeypatch):
     """Not a backend that declines every case (a run that tests nothing and exits 0): one that cannot be
     created, which the runner turns into a usage error before the first case (tests/test_backend_start.py)."""

@@ -54,13 +54,18 @@ class OpenVinoBackend:
         self.full_version = ov.__version__
         self.device = device
         self._core = ov.Core()
-        self._by_ov = {getattr(ov.Type, v).get_type_name(): k for k, v in OV_TYPES.items()}
+        # (an older release lacks some: OpenVINO 2025.4 has no u2, for one)
+        self._types = {k: getattr(ov.Type, v) for k, v in OV_TYPES.items() if hasattr(ov.Type, v)}
+        self._by_ov = {t.get_type_name(): k for k, t in self._types.items()}
 
     def _tensor(self, array: np.ndarray):  # noqa: ANN202 - openvino.Tensor
         t = by_dtype(array.dtype)
         if t.name not in OV_TYPES:
             raise NotApplicable(f"OpenVINO has no element type for {t.name}")
-        tensor = self._ov.Tensor(getattr(self._ov.Type, OV_TYPES[t.name]), list(array.shape))
+        if t.name not in self._types:
+            raise NotApplicable(f"OpenVINO {self.version} has no element type for {t.name} (openvino.Type."
+                                f"{OV_TYPES[t.name]} arrived in a later release)")
+        tensor = self._ov.Tensor(self._types[t.name], list(array.shape))
         raw = to_tensor_proto(np.asarray(array, order="C")).raw_data
         if raw:
             view = np.asarray(tensor.data).reshape(-1).view(np.uint8)

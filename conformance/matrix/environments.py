@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -136,32 +137,51 @@ class UvEnvironments:
                                "tree: run it from a checkout installed with pip install -e .")
         reqs = requirements(dist, version)
         pins = constraints(tree, [*dist.requirements(version)])
-        made = {"requirements": reqs, "constraints": pins, "python": sys.version.split()[0],
-                "tool": str(tree)}
+        wanted = {"requirements": reqs, "constraints": pins, "python": sys.version.split()[0],
+                  "tool": str(tree)}
         py = f"{sys.version_info[0]}.{sys.version_info[1]}"
         folder = self.root / f"{dist.package}-{version}-py{py}"
         python = folder / "bin" / "python"
-        description = f"{folder} ({', '.join(dist.requirements(version))})"
-        if _read_json(folder / MADE) == made and python.exists():
-            return Environment(str(python), _variables(folder), description)
+        made = _read_json(folder / MADE)
+        if isinstance(made, dict) and {k: made.get(k) for k in wanted} == wanted and python.exists():
+            return Environment(str(python), _variables(folder), _describe(folder, dist, version, made))
         shutil.rmtree(folder, ignore_errors=True)
         folder.parent.mkdir(parents=True, exist_ok=True)
         uv = uv_binary()
+        self._uv([uv, "venv", "--quiet", "--python", sys.executable, str(folder)], dist, version)
+        install = [uv, "pip", "install", "--quiet", "--python", str(python)]
+        # the constraints file's pins, unless the release needs other versions (openvino 2025.4 needs
+        # numpy < 2.4): then only the oracle's (onnx) stays pinned, the rest resolved for the release
+        oracle = [p for p in pins if canonicalize_name(Requirement(p).name) == "onnx"]
+        resolved = "constraints.txt"
+        if not self._uv([*install, "-c", self._pin_file(folder, pins), *reqs], dist, version, fail=False):
+            self._uv([*install, "-c", self._pin_file(folder, oracle), *reqs], dist, version)
+            resolved = "onnx pinned, the rest resolved for the release"
+        self._uv([*install, "--no-deps", "-e", str(tree)], dist, version)
+        made = {**wanted, "resolved": resolved}
+        (folder / MADE).write_text(json.dumps(made, indent=1), encoding="utf-8")
+        return Environment(str(python), _variables(folder), _describe(folder, dist, version, made))
+
+    def _pin_file(self, folder: Path, pins: list[str]) -> str:
+        path = folder / "constraints.txt"
+        path.write_text("".join(f"{p}\n" for p in pins), encoding="utf-8")
+        return str(path)
+
+    def _uv(self, cmd: list[str], dist: Distribution, version: str, fail: bool = True) -> bool:
+        """Run a uv step (its cache under the project's cache folder, never a Python download); a failure is a
+        :class:`ReleaseError` naming the release, unless ``fail`` is false."""
         env = {**os.environ, "UV_CACHE_DIR": str(self.uv_cache), "UV_PYTHON_DOWNLOADS": "never"}
         env.pop("VIRTUAL_ENV", None)
-        pin_file = folder.parent / f".{folder.name}.constraints.txt"
-        pin_file.write_text("".join(f"{p}\n" for p in pins), encoding="utf-8")
-        steps = [[uv, "venv", "--quiet", "--python", sys.executable, str(folder)],
-                 [uv, "pip", "install", "--quiet", "--python", str(python), "-c", str(pin_file), *reqs],
-                 [uv, "pip", "install", "--quiet", "--python", str(python), "--no-deps", "-e", str(tree)]]
-        for cmd in steps:
-            r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if r.returncode:
-                last = " ".join(r.stderr.split())[-400:] or "no output"
-                raise ReleaseError(f"{dist.package} {version}: cannot make its environment ("
-                                   f"{' '.join(cmd[1:3])}): {last}")
-        (folder / MADE).write_text(json.dumps(made, indent=1), encoding="utf-8")
-        return Environment(str(python), _variables(folder), description)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if r.returncode and fail:
+            last = " ".join(r.stderr.split())[-400:] or "no output"
+            step = " ".join(cmd[1:3])
+            raise ReleaseError(f"{dist.package} {version}: cannot make its environment ({step}): {last}")
+        return r.returncode == 0
+
+
+def _describe(folder: Path, dist: Distribution, version: str, made: Mapping[str, object]) -> str:
+    return f"{folder} ({', '.join(dist.requirements(version))}; {made.get('resolved', 'constraints.txt')})"
 
 
 def _variables(folder: Path) -> dict[str, str]:
