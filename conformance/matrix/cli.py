@@ -142,6 +142,9 @@ def run(args: argparse.Namespace, maker: EnvironmentMaker | None = None,
 def _load(path: Path, version: str) -> Results:
     run = load_run([path])
     ran = str(run[0].get("backend_version"))
+    error = (run[2] or {}).get("error")
+    if error:  # the backend could not be created there
+        raise ReleaseError(f"{path}: {error}")
     if ran != version:
         raise ReleaseError(f"{path}: ran version {ran}, not {version}: its environment does not hold the "
                            "release")
