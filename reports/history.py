@@ -142,7 +142,7 @@ def first_bad_text(row: Row) -> str:
     return f"<= {row.first_bad}" if row.since_first else str(row.first_bad)
 
 
-def first_good_text(row: Row, h: History) -> str:
+def first_good_text(row: Row) -> str:
     if row.first_good:
         return row.first_good
     return "(still fails)" if row.cells and row.cells[-1] == BAD else "(not judged since)"
@@ -188,7 +188,7 @@ def markdown(h: History, title: str | None = None, level: int = 1) -> str:
     for row in h.rows:
         cells = " | ".join(_cell(row, k, r) for k, r in enumerate(h.releases))
         out.append(f"| {md(row.id)}: {md(row.description)} | {md(first_bad_text(row))} | "
-                   f"{md(first_good_text(row, h))} | {cells} |")
+                   f"{md(first_good_text(row))} | {cells} |")
     if not h.rows:
         out.append("| no failing case on any release | | |" + " |" * len(h.releases))
     stale = [(r.version, s) for r in h.releases for s in r.stale]
@@ -203,7 +203,7 @@ def html(h: History, title: str | None = None) -> str:
     """The same as a self-contained HTML page."""
     template = environment().get_template("history.html.j2")
     rows = [{"id": r.id, "description": r.description, "first_bad": first_bad_text(r),
-             "first_good": first_good_text(r, h),
+             "first_good": first_good_text(r),
              "cells": [(c, _cell(r, k, h.releases[k])) for k, c in enumerate(r.cells)]} for r in h.rows]
     return template.render(title=title or f"{h.backend}: findings across releases", history=h, rows=rows,
                            time=_time, passed=RunStatus.PASSED.value, unsupported=RunStatus.UNSUPPORTED.value)

@@ -119,3 +119,32 @@ def test_matrix_writes_expectations_by_range_and_each_release_then_exits_0(tmp_p
     assert 'measured: ">=1.5.0"' in text
     # checked: every release's run with the written file exits 0
     assert _matrix(tmp_path, "--expectations", str(exp)) == 0
+
+
+def _rec(case_id, status, message=""):
+    return {"type": "case", "id": case_id, "form": "runtime", "status": status, "message": message,
+            "operator": "QuantizeLinear", "domain": "ai.onnx", "version": 21, "family": "f",
+            "granularity": "per-tensor", "types": {"x": "float", "y_scale": "float", "y": "int8"}}
+
+
+def _run(version, *records):
+    head = {"type": "header", "backend": "b", "backend_version": version, "started": "2026-11-28T00:00:00"}
+    return head, list(records), {"type": "summary", "counts": {}, "exitstatus": 0}
+
+
+def test_a_finding_gone_because_its_cases_are_unsupported_or_fail_otherwise_is_not_fixed():
+    """First good is a release on which the finding's cases pass: not one that declines them, nor one on
+    which they fail under another signature."""
+    h = history.history([
+        _run("1.0", _rec("a", "crashed"), _rec("b", "crashed"), _rec("c", "passed")),
+        _run("2.0", _rec("a", "unsupported"), _rec("b", "timeout"), _rec("c", "passed")),
+        _run("3.0", _rec("a", "unsupported"), _rec("b", "passed"), _rec("c", "timeout")),
+    ])
+    crash, timeout = (next(r for r in h.rows if r.key[4] == s) for s in ("crashed", "timeout"))
+    assert crash.cells == [history.BAD, history.OTHER, history.GOOD]  # b passes on 3.0
+    assert (crash.first_bad, crash.first_good) == ("1.0", "3.0")
+    assert timeout.cells == [history.GOOD, history.BAD, history.BAD]
+    assert (timeout.first_bad, timeout.first_good) == ("2.0", None)
+    only_a = history.history([_run("1.0", _rec("a", "crashed")), _run("2.0", _rec("a", "unsupported"))])
+    assert only_a.rows[0].cells == [history.BAD, history.UNSUPPORTED] and only_a.rows[0].first_good is None
+    assert history.first_good_text(only_a.rows[0]) == "(not judged since)"
