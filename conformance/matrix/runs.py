@@ -14,6 +14,9 @@ from pathlib import Path
 from ..plugin.options import RUN_FLAGS, cache_flags
 from .environments import Environment
 
+#: how a run's progress lines start (``plugin/terminal.py``: a line a minute when not on a terminal)
+PROGRESS = "qdq-conformance: "
+
 
 @dataclass(frozen=True)
 class ReleaseRun:
@@ -48,11 +51,18 @@ def run_release(backend: str, version: str, env: Environment, out: Path, run_arg
     with open(log, "w", encoding="utf-8") as fh:
         fh.write(f"# {env.description}\n# {' '.join(cmd)}\n")
         fh.flush()
-        r = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, **env.env})
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env={**os.environ, **env.env}) as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:  # the log has every line; the terminal the run's progress lines
+                fh.write(line)
+                if line.startswith(PROGRESS):
+                    print(f"  {backend} {version}: {line[len(PROGRESS):].strip()}", flush=True)
+        returncode = proc.returncode
     seconds = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return ReleaseRun(version, results, log, r.returncode, round(seconds, 1), round(cpu, 1), env.description,
+    return ReleaseRun(version, results, log, returncode, round(seconds, 1), round(cpu, 1), env.description,
                       _problem(results, log))
 
 
