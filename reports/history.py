@@ -22,8 +22,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from qdq_conformance.domain import FAILING, RunStatus
-from qdq_conformance.results import Results, StaleEntry, Tally
+from qdq_conformance.domain import BOTH, FAILING, RunStatus
+from qdq_conformance.results import Header, Results, StaleEntry, Tally
 
 from .compliance import md
 from .findings import group, known_versions
@@ -50,6 +50,7 @@ class Release:
     stale: list[StaleEntry] = field(default_factory=list)
     new_failures: int | None = None
     seconds: float | None = None
+    scope: str = ""  # the graph forms run, and the shard: what the counts are of
 
     @property
     def failing(self) -> int:
@@ -106,7 +107,7 @@ def history(runs: Sequence[Results]) -> History:
         releases.append(Release(version, str(head.get("started") or "?")[:10], counts, len(found),
                                 (summary or {}).get("exitstatus"), list((summary or {}).get(
                                     "stale_expectations") or []),
-                                tally.get("new_failures"), (summary or {}).get("duration_s")))
+                                tally.get("new_failures"), (summary or {}).get("duration_s"), _scope(head)))
         statuses.append({(c["id"], c.get("form") or "-"): c["status"] for c in cases})
         for f in found:
             row = rows.setdefault(f.key, Row(f.key, f.id))
@@ -120,6 +121,17 @@ def history(runs: Sequence[Results]) -> History:
                                                    r.id))
     backend = str(runs[0][0].get("backend")) if runs else "?"
     return History(backend, releases, ordered)
+
+
+def _scope(head: Header) -> str:
+    """``both forms``, ``runtime form, shard 1/8``: what a run's counts are of."""
+    forms = head.get("forms")
+    names = forms if isinstance(forms, list) else [forms] if forms else []
+    text = "both forms" if len(names) > 1 or names == [BOTH] else f"{names[0]} form" if names else "?"
+    selection = head.get("selection") or {}
+    shard = selection.get("--shard") or head.get("shard")
+    picked = [f"{k} {v}" for k, v in selection.items() if k in ("-k", "-m")]
+    return ", ".join([text, *([f"shard {shard}"] if shard else []), *picked])
 
 
 def _judge(row: Row, releases: list[Release], statuses: list[dict[tuple[str, str], str]]) -> None:
@@ -161,10 +173,11 @@ def _time(seconds: float | None) -> str:
 def releases_table(h: History) -> list[str]:
     """Per release: the exit status with the expectations in force, counts, findings, harness errors, stale
     entries, time."""
-    out = ["| release | run of | exit | passed | failing case-forms | unsupported | findings | harness "
-           "errors | stale entries | time |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = ["| release | run of | cases | exit | passed | failing case-forms | unsupported | findings | "
+           "harness errors | stale entries | time |", "|---|---|---|" + "---:|" * 8]
     for r in h.releases:
-        out.append(f"| {md(r.version)} | {md(r.date)} | {'-' if r.exitstatus is None else r.exitstatus} | "
+        exit_text = "-" if r.exitstatus is None else r.exitstatus
+        out.append(f"| {md(r.version)} | {md(r.date)} | {md(r.scope)} | {exit_text} | "
                    f"{r.counts[RunStatus.PASSED.value]} | {r.failing} | "
                    f"{r.counts[RunStatus.UNSUPPORTED.value]} | {r.findings} | "
                    f"{r.harness_errors} | {len(r.stale)} | {_time(r.seconds)} |")
