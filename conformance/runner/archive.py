@@ -11,7 +11,8 @@ run's ``started`` date and backend version; ``kept_from`` says which fields were
 
 A release of a version matrix (``qdq-conformance matrix --keep``) is kept smaller still
 (``docs/results/history/<backend>-<version>.jsonl.gz``, :func:`keep_subset`): only the records of the
-case-forms that fail on some release of the matrix (what its history table reads), the header saying so
+case-forms that fail on some release of the matrix (what its history table reads; of a case-form that did not
+fail on that release, only how it ended), the header saying so
 (``kept_subset``) and the summary, whose counts give the run's totals.
 """
 
@@ -23,6 +24,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from ..domain import FAILING
 from ..results import Results, ResultsError
 
 #: Case-record fields a kept results file leaves out (the compliance table and the scoreboard read none of
@@ -77,7 +79,10 @@ def keep_subset(run: Results, dest: Path, cases: Collection[tuple[str, str]], no
     lines = [json.dumps(top, separators=(",", ":"), ensure_ascii=False)]
     for rec in records:
         if (rec["id"], rec.get("form") or "-") in cases:
-            kept = {k: v for k, v in rec.items() if k not in SUBSET_DROPPED}
+            if rec["status"] in FAILING:
+                kept = {k: v for k, v in rec.items() if k not in SUBSET_DROPPED}
+            else:  # (what the table asks of a case that did not fail here: how it ended)
+                kept = {k: v for k, v in rec.items() if k in ("type", "id", "form", "status")}
             lines.append(json.dumps(kept, separators=(",", ":"), ensure_ascii=False))
     if summary is not None:
         lines.append(json.dumps(summary, separators=(",", ":"), ensure_ascii=False))
