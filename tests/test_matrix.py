@@ -148,3 +148,19 @@ def test_a_finding_gone_because_its_cases_are_unsupported_or_fail_otherwise_is_n
     only_a = history.history([_run("1.0", _rec("a", "crashed")), _run("2.0", _rec("a", "unsupported"))])
     assert only_a.rows[0].cells == [history.BAD, history.UNSUPPORTED] and only_a.rows[0].first_good is None
     assert history.first_good_text(only_a.rows[0]) == "(not judged since)"
+
+
+def test_written_entries_name_cases_by_globs_that_take_only_theirs():
+    from qdq_conformance.matrix.expectations_writer import compress
+
+    universe = {"q-21-a-x", "q-21-a-y", "q-21-b-x", "q-21-b-y-z", "q-22-a-x", "q-21-c-f16-f", "q-21-d-f16-f",
+                "q-21-d-f32-f"}
+    assert compress({"q-21-a-x", "q-21-a-y", "q-21-b-y-z"}, universe) == ["q-21-a-*", "q-21-b-y-z"]
+    assert compress({"q-21-a-x", "q-21-a-y"} | {"q-21-c-f16-f", "q-21-d-f16-f"}, universe) == \
+        ["q-21-*-f16-f", "q-21-a-*"]  # first and last parts kept
+    assert compress({"q-21-a-x", "q-21-a-y", "q-21-b-x"}, universe) in (["q-21-*-x", "q-21-a-y"],
+                                                                         ["q-21-a-*", "q-21-b-x"])
+    assert compress({"q-21-a-x", "q-21-b-x"}, universe) == ["q-21-*-x"]
+    # (every glob of these takes another id too)
+    assert compress({"q-21-a-y", "q-21-d-f16-f"}, universe) == ["q-21-a-y", "q-21-d-f16-f"]
+    assert compress({"q-21-a-x", "q-22-a-x"}, universe) == ["q-21-a-x", "q-22-a-x"]  # never q-*

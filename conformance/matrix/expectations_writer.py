@@ -16,9 +16,10 @@ every release: each must load, and on each the entries in force explain every fa
 
 from __future__ import annotations
 
+import heapq
 import re
 import textwrap
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,8 +132,8 @@ def _matching(every: Expectations, case_id: str, form: str) -> list[Entry]:
 
 def _new_entries(unexplained: dict[Failure, list[str]], runs: Sequence[Results],
                  ran: list[str]) -> list[NewEntry]:
-    """One entry per (finding, status, releases, form): the finding's words (from the newest release it shows
-    on) as its reason."""
+    """One entry per (status, releases, form): as its reason, the words of its findings (from the newest
+    release each shows on), the three with the most case-forms."""
     words: dict[tuple[str, str], str] = {}
     for _, cases, _ in runs:
         mine = [c for c in cases if (c["id"], c.get("form") or "-", c["status"]) in unexplained]
@@ -140,19 +141,63 @@ def _new_entries(unexplained: dict[Failure, list[str]], runs: Sequence[Results],
         for f in group(mine):
             for case in f.cases:
                 words[case] = f.description(known)
-    groups: dict[tuple[str, tuple[str, ...], str], dict[str, set[str]]] = defaultdict(
-        lambda: defaultdict(set))
+    groups: dict[tuple[str, tuple[str, ...]], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for (case_id, form, status), seen_on in unexplained.items():
-        groups[(status, tuple(seen_on), words.get((case_id, form), status))][case_id].add(form)
+        groups[(status, tuple(seen_on))][case_id].add(form)
+    universe = {c["id"] for _, cases, _ in runs for c in cases}
     out = []
-    for (status, releases, reason), ids in sorted(groups.items()):
+    for (status, releases), ids in sorted(groups.items()):
         by_forms: dict[tuple[str, ...], list[str]] = defaultdict(list)
         for case_id, case_forms in ids.items():
             by_forms[tuple(sorted(case_forms))].append(case_id)
         for forms, case_ids in sorted(by_forms.items()):
+            found = Counter(words.get((i, f), status) for i in case_ids for f in forms)
+            reason = "; ".join(w for w, _ in found.most_common(3)) + (
+                f"; and {len(found) - 3} more finding(s)" if len(found) > 3 else "")
             out.append(NewEntry(status, releases, reason, forms if len(forms) == 1 else (),
-                                tuple(sorted(case_ids))))
+                                tuple(compress(set(case_ids), universe))))
     return out
+
+
+def _globs(name: str) -> list[tuple[str, str]]:
+    """The (first parts, last parts) a glob of ``name`` may keep: ``quantizelinear-23-*`` and
+    ``quantizelinear-23-*-float16-float`` (the first two to four parts, the last none to four, one part at
+    least in between; three first parts at least when no last one)."""
+    parts = name.split("-")
+    out = []
+    for a in range(2, 5):
+        for b in range(0, 5):
+            if a + b < len(parts) and (b or a >= 3):
+                out.append(("-".join(parts[:a]), "-".join(parts[len(parts) - b:]) if b else ""))
+    return out
+
+
+def compress(ids: set[str], universe: set[str]) -> list[str]:
+    """``ids`` as few patterns: globs (:func:`_globs`) that take none of ``universe``'s other case ids, the
+    one that takes the most of the ids not yet taken first (greedy set cover), then the ids no glob takes."""
+    under: dict[tuple[str, str], int] = defaultdict(int)
+    covers: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for name in universe | ids:
+        for key in _globs(name):
+            under[key] += 1
+    for name in ids:
+        for key in _globs(name):
+            covers[key].add(name)
+    heap = [(-len(names), key) for key, names in covers.items() if 1 < len(names) == under[key]]
+    heapq.heapify(heap)
+    left, out = set(ids), []
+    while heap:
+        gain, key = heapq.heappop(heap)
+        now = len(covers[key] & left)
+        if now < 2:
+            continue
+        if now < -gain:  # (taken in part already: back with what it takes now)
+            heapq.heappush(heap, (-now, key))
+            continue
+        first, last = key
+        out.append(f"{first}-*-{last}" if last else f"{first}-*")
+        left -= covers[key]
+    return sorted(out) + sorted(left)
 
 
 def measured_text(releases: list[str], recorded: list[str]) -> str | None:
