@@ -36,6 +36,10 @@ DROPPED = ("inputs", "expected", "actual", "readings", "spec", "attributes", "re
 #: actual values and the comparison, which tell a finding's kind of mismatch (``reports/signature.py``)
 SUBSET_DROPPED = ("inputs", "readings", "spec", "attributes", "repro", "duration")
 
+#: the characters of a failing case's message a kept subset keeps (a finding's class is told by the message's
+#: first words, and its description shows its first line)
+MESSAGE_KEPT = 400
+
 SUFFIX = ".jsonl.gz"
 
 
@@ -81,6 +85,7 @@ def keep_subset(run: Results, dest: Path, cases: Collection[tuple[str, str]], no
         if (rec["id"], rec.get("form") or "-") in cases:
             if rec["status"] in FAILING:
                 kept = {k: v for k, v in rec.items() if k not in SUBSET_DROPPED}
+                kept["message"] = str(rec.get("message") or "")[:MESSAGE_KEPT]
             else:  # (what the table asks of a case that did not fail here: how it ended)
                 kept = {k: v for k, v in rec.items() if k in ("type", "id", "form", "status")}
             lines.append(json.dumps(kept, separators=(",", ":"), ensure_ascii=False))
