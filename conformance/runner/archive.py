@@ -35,6 +35,8 @@ DROPPED = ("inputs", "expected", "actual", "readings", "spec", "attributes", "re
 #: Case-record fields a kept subset (:func:`keep_subset`) leaves out: it keeps the previews of expected and
 #: actual values and the comparison, which tell a finding's kind of mismatch (``reports/signature.py``)
 SUBSET_DROPPED = ("inputs", "readings", "spec", "attributes", "repro", "duration")
+#: the previews a kept subset drops from a case that failed otherwise than with wrong values
+PREVIEWS = ("expected", "actual", "mismatches")
 
 #: the characters of a failing case's message a kept subset keeps (a finding's class is told by the message's
 #: first words, and its description shows its first line)
@@ -83,8 +85,9 @@ def keep_subset(run: Results, dest: Path, cases: Collection[tuple[str, str]], no
     lines = [json.dumps(top, separators=(",", ":"), ensure_ascii=False)]
     for rec in records:
         if (rec["id"], rec.get("form") or "-") in cases:
-            if rec["status"] in FAILING:
-                kept = {k: v for k, v in rec.items() if k not in SUBSET_DROPPED}
+            if rec["status"] in FAILING:  # (the previews tell only a wrong value's kind of mismatch)
+                dropped = SUBSET_DROPPED if rec["status"] == "failed" else SUBSET_DROPPED + PREVIEWS
+                kept = {k: v for k, v in rec.items() if k not in dropped}
                 kept["message"] = str(rec.get("message") or "")[:MESSAGE_KEPT]
             else:  # (what the table asks of a case that did not fail here: how it ended)
                 kept = {k: v for k, v in rec.items() if k in ("type", "id", "form", "status")}
