@@ -42,10 +42,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -271,7 +271,7 @@ class Tracker:
         return tally(self.cases, len(expectations.entries), stale)
 
 
-def parse_versions(value: Any, where: str) -> tuple[str, ...]:
+def parse_versions(value: object, where: str) -> tuple[str, ...]:
     """A ``measured`` value: one version or a list of them, each a readable version."""
     items = value if isinstance(value, list) else [value]
     out = tuple(str(v) for v in items)
@@ -321,9 +321,10 @@ def _entry_versions(raw: Any, where: str, file_measured: tuple[str, ...]) -> tup
     return inside
 
 
-def parse_entry(raw: Any, where: str, file_measured: tuple[str, ...]) -> Entry:
+def parse_entry(entry: Mapping[str, object], where: str, file_measured: tuple[str, ...]) -> Entry:
     """One entry, already valid against the schema (keys, types, vocabularies); what the schema cannot say is
     checked here: versions that parse, and an entry's versions among the file's."""
+    raw = cast(dict[str, Any], entry)  # (its keys and types are the schema's)
     patterns = raw["cases"] if isinstance(raw["cases"], list) else [raw["cases"]]
     forms = raw.get("forms") or []
     forms = [forms] if isinstance(forms, str) else forms
