@@ -95,7 +95,9 @@ def histories(folder: Path) -> str:
     for path in sorted(folder.glob(f"*{archive.SUFFIX}")):
         by_backend.setdefault(path.name.rpartition("-")[0], []).append(path)
     parts = []
-    for backend, paths in by_backend.items():
+    order = list(HISTORY_TITLES)  # (the backends named there first, in that order)
+    rank = {name: order.index(name) if name in order else len(order) for name in by_backend}
+    for backend, paths in sorted(by_backend.items(), key=lambda kv: (rank[kv[0]], kv[0])):
         table = history.history([load_run([p]) for p in paths])
         title = HISTORY_TITLES.get(backend, f"{backend} across releases")
         parts.append(history.markdown(table, title, level=2)
