@@ -324,9 +324,10 @@ COMMANDS: tuple[Command, ...] = (
             "--write-expectations rewrites the file by version range from the runs.",
             _exit_statuses(matrix_cli.EXIT)),
     Command("mutants", _doc(_cmd_mutants), mutants_cli.add_arguments, _cmd_mutants, _doc(_cmd_mutants)
-            + " A mutant is killed by the first normative case a real run (--backend mutant:ID "
-              "--expectations "
-            "none) fails.", _exit_statuses(mutants_cli.EXIT)),
+            + " A mutant is killed by the first normative case on which a real run (--backend mutant:ID "
+              "--expectations none) gives a wrong value (failed); a refusal of a valid model (error) is no "
+              "kill. A mutant that accepts what it must refuse is killed by an invalid case it runs "
+              "(invalid-accepted).", _exit_statuses(mutants_cli.EXIT)),
     Command("fuzz", _doc(_cmd_fuzz), fuzz_cli.add_arguments, _cmd_fuzz, _doc(_cmd_fuzz)
             + " Examples run in the backend's worker process and are judged as corpus cases are (oracle, "
               "readings, "
