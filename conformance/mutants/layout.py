@@ -44,7 +44,8 @@ def _planners(edit: Callable[[OpSpec, dict[str, int]], dict[str, int]]) -> Steps
 
 @mutant("axis-default-0", "takes the default axis as 0 instead of 1 when the node has no axis attribute",
         AXIS, witness=W("QuantizeLinear", 21,
-                        "a square (3, 3) x, no axis attribute: the scales apply along the columns, not the rows",
+                        "a square (3, 3) x, no axis attribute: the scales apply along the columns, not "
+                        "the rows",
                         a(np.ones((3, 3)), F32), a([1, 0.5, 0.25], F32)))
 def _axis_default_0() -> Steps:
     def edit(spec: OpSpec, attrs: dict[str, int]) -> dict[str, int]:

@@ -1,15 +1,16 @@
-"""The mutation score: every mutant run over the corpus's normative cases until one fails it.
+"""The mutation score: every mutant run over the corpus's normative cases until one gives a wrong value.
 
 A case kills a mutant when a real run (``qdq-conformance run --backend mutant:ID --expectations none``) gives
 a wrong value on it: the verdict comes from the runner's own
 :func:`~qdq_conformance.runner.execute.call_backend` and :func:`~qdq_conformance.runner.outcome.classify`,
 with the case's status, expected outputs and comparison rule, and no expectations. A kill is the outcome
-``failed`` on a normative case, and nothing else: a mutant that refuses a valid model (``error``) has shown no
-wrong value (a backend taking the same shortcut without the kernel's shape checks would compute one), so the
-scan notes the first such refusal and goes on. An implementation-defined case is never a failure. Invalid cases
-are scanned only for a mutant whose shortcut is to accept what the spec refuses (``Mutant.accepts_invalid``): for
-it, ``invalid-accepted`` is the kill. The scan stops at the first kill (the corpus order: case files by name,
-cases in file order); a surviving mutant has been run on every case it is judged on.
+``failed`` on a normative case, and nothing else: a mutant that refuses a valid model (``error``) has shown
+no wrong value (a backend taking the same shortcut without the kernel's shape checks would compute one), so
+the scan notes the first such refusal and goes on. An implementation-defined case is never a failure.
+Invalid cases are scanned only for a mutant whose shortcut is to accept what the spec refuses
+(``Mutant.accepts_invalid``): for it, ``invalid-accepted`` is the kill. The scan stops at the first kill
+(the corpus order: case files by name, cases in file order); a surviving mutant has been run on every case it
+is judged on.
 
 Graph forms: the mutants change the kernel's arithmetic, which reads initializers and fed inputs alike
 (:func:`qdq_conformance.reference.model.bind`), so the runtime form decides; ``forms`` can add the other.
@@ -94,7 +95,8 @@ def judge(m: Mutant, forms: Sequence[str] = (Form.RUNTIME.value,)) -> Verdict:
             v.cases_run += 1
             if outcome.status in kills:
                 message = outcome.message.splitlines()[0][:300] if outcome.message else ""
-                v.status, v.case, v.form, v.outcome, v.message = "killed", case.id, form, outcome.status, message
+                v.status, v.case, v.form, v.outcome = "killed", case.id, form, outcome.status
+                v.message = message
                 break
             if outcome.status == RunStatus.ERROR and case.status == CaseStatus.NORMATIVE:
                 v.refused += 1
