@@ -58,8 +58,8 @@ def _cmd_ambiguities(args: argparse.Namespace) -> int:
         print(ambiguities_markdown(), end="")
         return 0
     for a in catalogue().values():
-        readings = "".join(f"\n    {'*' if n == a.kernel_reading else '-'} {n}: {text}"
-                           for n, text in a.readings.items())
+        readings = "".join(f"\n    {'*' if n == a.kernel_reading else '-'} {n}: {text}\n        "
+                           f"permitted by: \"{a.quotes[n]}\"" for n, text in a.readings.items())
         print(f"{a.id}\n  spec:     {a.spec}\n  question: {a.question}\n  readings (* the "
               f"kernel's):{readings}\n  kernel:   {a.kernel}\n")
     return 0
