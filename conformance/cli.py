@@ -23,7 +23,7 @@ from .errors import SpecViolation
 from .fuzz import cli as fuzz_cli
 from .generators.cache import load_file_cached
 from .generators.corpus import CASES_DIR, case_files, load
-from .generators.coverage import coverage, render
+from .generators.coverage import coverage, render, render_layouts
 from .generators.export import OutFolderError
 from .generators.graph_coverage import graph_coverage, render_graph
 from .generators.parallel import generate
@@ -153,6 +153,8 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     corpus = _load_corpus(args)
     result = coverage(corpus.cases)
     print(render(result))
+    if args.layouts:
+        print(render_layouts(result))
     graphs = graph_coverage(corpus.cases)
     print(render_graph(graphs))
     gaps = sum(len(c.gaps()) for c in result) + len(graphs.gaps())
@@ -259,6 +261,9 @@ def _add_build_quark_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_coverage_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true", help="exit 1 when any gap remains")
+    p.add_argument("--layouts", action="store_true",
+                   help="also print, per operator version, the rank x axis x axis spelling x types crossing "
+                        "of per-axis and blocked nodes (+ covered, - a required gap, . neither)")
     _add_corpus_options(p)
 
 

@@ -94,6 +94,8 @@ def variants(tpl: Template, spec: opspecs.OpSpec, kind: str) -> Iterator[GVar]:
     for rank in ranks:
         if sign == "omitted":  # no axis attribute: the default axis, 1
             axes: list[int | None] = [None] if rank >= 2 else []
+        elif sign == "all":  # written positive, written negative, and left out
+            axes = [*_axes(g.get("axes"), rank, "both"), *([None] if rank >= 2 else [])]
         else:
             axes = list(_axes(g.get("axes"), rank, sign))
         for axis in axes:

@@ -178,6 +178,33 @@ def _per_axis_lanes() -> Steps:
     return _params(_lanes)
 
 
+def _along_last_axis(param: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
+    """A per-axis parameter spread over x by each element's coordinate along the last axis (modulo its
+    length): what a kernel written for [K, N] weights with per-output-channel scales computes."""
+    index = np.arange(x_shape[-1]) % param.shape[0]
+    return np.broadcast_to(param[index].reshape((1,) * (len(x_shape) - 1) + (-1,)), x_shape).copy()
+
+
+@mutant("dq-float8-per-axis-along-last-axis",
+        "DequantizeLinear of float8 x, a kernel written for [K, N] weights: per-axis scales and zero points "
+        "always run along the last axis (the channel index taken modulo the scale's length), whatever the "
+        "axis attribute", PER_AXIS,
+        witness=W("DequantizeLinear", 21,
+                  "float8e4m3fn x (2, 3) per axis 0: rows scaled 1 and 2, not columns",
+                  a(np.ones((2, 3)), ml_dtypes.float8_e4m3fn), a([1, 2], F32), axis=0))
+def _dq_float8_last_axis() -> Steps:
+    def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
+                   granularity: Granularity, steps: Steps) -> np.ndarray:
+        t = by_dtype(x.dtype)
+        if t.is_float8 and granularity.kind == gran.PER_AXIS and granularity.axis != x.ndim - 1:
+            scale = _along_last_axis(scale, x.shape)
+            zero_point = None if zero_point is None else _along_last_axis(zero_point, x.shape)
+            granularity = gran.Granularity(gran.BLOCKED, x.ndim - 1, 1)  # one element a block: as given
+        return SPEC.dequantize(x, scale, zero_point, out=out, granularity=granularity, steps=steps)
+
+    return replace(SPEC, dequantize=dequantize)
+
+
 def _blocks(g: Granularity) -> tuple[int, int]:
     """A blocked granularity's axis and block size."""
     assert g.axis is not None and g.block_size is not None
