@@ -256,8 +256,9 @@ def test_a_kill_is_a_failure_of_the_real_worker_path(small_corpus):
                             Expectations()).status == "passed"
 
 
-#: The mutants the negative-scale and toolchain case files were added to kill (issue 28), and the case of each
-#: file that kills it first; the corpus before them let every one through (docs/mutants.md).
+#: The mutants the negative-scale and toolchain case files were added to kill (issue 28), and issue 37's
+#: equal-dimension, layouts and graph-history files, and the case of each file that kills it first; the corpus
+#: before them let every one through (docs/mutants.md).
 NEW_FAMILY_KILLS = {
     "dequantize_negative_scales.yaml": {"scale-abs": "dequantizelinear-10-neg-scale-golden-int8-float"},
     "quantize_negative_scales.yaml": {"scale-abs": "quantizelinear-10-neg-scale-golden-float-int8",
@@ -278,6 +279,12 @@ NEW_FAMILY_KILLS = {
     "dequantize_equal_dims.yaml": {
         "dq-axis-default-last":
             "dequantizelinear-13-per-axis-equal-dims-default-int8-float-axisdefault-r3-eqdims"},
+    "dequantize_layouts.yaml": {
+        "dq-float8-per-axis-along-last-axis": "dequantizelinear-19-layouts-float8e4m3fn-float-axis0-r2"},
+    "graph_history.yaml": {
+        "relu-q-16bit-zero-point-as-lowest": "graph-relu-q-16bit-int16-o21",
+        "remove-dq-q-pair": "graph-requant-chain-mixed-float-scales-int16-o23",
+        "qdq-pair-shares-q-scale": "graph-qdq-mixed-float-scales-uint8-o19"},
 }
 
 

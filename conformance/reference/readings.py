@@ -130,7 +130,9 @@ def _dq_precision(n: Node) -> dict[str, Outputs] | None:
     if "Dequantize" not in n.spec.name:
         return None
     _, z = n.broadcast()
-    products = _dq_products(n, arith.to_float64(n.x) - (0 if z is None else arith.to_float64(z)))
+    with np.errstate(invalid="ignore"):  # float8 x inf minus a zero point inf is NaN, as in the kernel
+        d = arith.to_float64(n.x) - (0 if z is None else arith.to_float64(z))
+    products = _dq_products(n, d)
     return None if products is None else {"literal": n.outputs, **products}
 
 
