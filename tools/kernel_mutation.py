@@ -1,22 +1,23 @@
 """Mutation testing of the reference kernel (``conformance/reference/``) with mutmut, judged by the corpus.
 
-The mutation zoo (``qdq-conformance mutants``) holds shortcuts a backend engineer might take; this is the other
-direction: a standard tool mutates the kernel's own code (every comparison, constant, operator, argument it can
-flip) and the corpus must notice. The corpus's expected values come from the kernel, so they are frozen first,
-from the unmutated kernel; the mutated kernel is then judged against them.
+The mutation zoo (``qdq-conformance mutants``) holds shortcuts a backend engineer might take; this is the
+other direction: a standard tool mutates the kernel's own code (every comparison, constant, operator,
+argument it can flip) and the corpus must notice. The corpus's expected values come from the kernel, so they
+are frozen first, from the unmutated kernel; the mutated kernel is then judged against them.
 
-    python tools/kernel_mutation.py prepare --out /tmp/km           # freeze a sample, lay out mutmut's project
-    cd /tmp/km && mutmut run --max-children 2 && mutmut results     # mutate the kernel, judge, list survivors
-    QDQ_KM_FROZEN=full mutmut run <mutant name> ...                 # a survivor against the whole corpus
+    python tools/kernel_mutation.py prepare --out /tmp/km       # freeze the answers, lay out mutmut's project
+    cd /tmp/km && mutmut run --max-children 2 && mutmut results # mutate the kernel, judge, list survivors
+    QDQ_KM_FROZEN=full mutmut run NAME ...                      # survivors against the whole corpus
 
-``prepare`` writes, under ``--out``: ``qdq_conformance/`` (a copy of ``conformance/`` and ``generators/``, the
-package as mutmut sees it: module names follow file paths), ``frozen-sample.pkl`` and ``frozen-full.pkl`` (per
-case: the node and its inputs, or the graph model and feeds, and what the unmutated kernel answers: outputs, the
-rule of a refusal, every catalogued reading's outputs), ``tests/test_frozen.py`` (one test per frozen case) and
-``pyproject.toml`` (mutmut's settings: mutate ``qdq_conformance/reference/``). The sample takes up to
-``--per-template`` cases of every template, spread over its variants (the first and last included), and every
-graph template's cases likewise. The kernel's readings (``reference/readings.py``) are judged too: a case's
-catalogued readings are part of its frozen answer.
+``prepare`` writes, under ``--out``: ``qdq_conformance/`` (a copy of ``conformance/`` and ``generators/``:
+the package as mutmut sees it, module names following file paths), ``frozen-sample.pkl`` and
+``frozen-full.pkl`` (per case: the model and its feeds, and what the unmutated kernel answers: the outputs,
+the rule of a refusal, every catalogued reading's outputs), ``tests/test_frozen.py`` (one test per frozen
+case) and ``pyproject.toml`` (mutmut's settings: mutate ``qdq_conformance/reference/``). The sample takes up
+to ``--per-template`` cases of every template, spread over its variants (the first and last included), and
+every invalid case. A node case is judged through its model in the initializer form (the kernel's model
+binding included), a graph case in the runtime form; the kernel's readings (``reference/readings.py``) are
+judged too: a case's catalogued readings are part of its frozen answer.
 
 docs/mutants.md ("The kernel under a standard mutation tool") has the command, the figures and the triage.
 """
@@ -55,7 +56,7 @@ import pytest
 
 from qdq_conformance.compare import compare
 from qdq_conformance.errors import SpecViolation
-from qdq_conformance.reference import evaluate, run_any
+from qdq_conformance.reference import run_any
 from qdq_conformance.reference.readings import readings
 
 FROZEN = pickle.loads((Path(__file__).parents[1] / f"frozen-{os.environ.get('QDQ_KM_FROZEN', 'sample')}.pkl")
@@ -73,11 +74,12 @@ def _same_masks(a, b):
 
 
 def _answer(c):
+    import onnx
+
     try:
+        outputs = run_any(onnx.load_model_from_string(c["model"]), c["feeds"])
         if c["kind"] == "graph":
-            import onnx
-            return {"outputs": run_any(onnx.load_model_from_string(c["model"]), c["feeds"])}
-        outputs = evaluate(c["domain"], c["op"], c["version"], c["inputs"], c["attrs"])
+            return {"outputs": outputs}
     except SpecViolation as e:
         return {"rule": e.rule}
     found = readings(c["domain"], c["op"], c["version"], c["inputs"], c["attrs"], outputs, c["asked"])
@@ -98,14 +100,19 @@ def test_case(k):
 
 
 def _freeze_node(c: Any) -> dict[str, Any]:
+    from qdq_conformance.domain import Form
     from qdq_conformance.errors import SpecViolation
     from qdq_conformance.reference import evaluate
     from qdq_conformance.reference.readings import readings
 
     inputs = [v for _, v in c.inputs]
+    # judged through the model in the initializer form, as a backend receives it (the kernel's model binding
+    # included); the readings from the node's inputs
     entry: dict[str, Any] = {"id": c.id, "kind": "node", "domain": c.domain, "op": c.op, "version": c.version,
                              "inputs": inputs, "attrs": dict(c.attrs),
-                             "asked": (c.ambiguity,) if c.ambiguity else ()}
+                             "asked": (c.ambiguity,) if c.ambiguity else (),
+                             "model": c.model(Form.INITIALIZER.value).SerializeToString(),
+                             "feeds": c.feeds(Form.INITIALIZER.value)}
     try:
         outputs = evaluate(c.domain, c.op, c.version, inputs, dict(c.attrs))
     except SpecViolation as e:
@@ -147,7 +154,10 @@ def prepare(out: Path, per_template: int) -> None:
     for cases in by_template.values():
         frozen = {c.id: _freeze_graph(c) if isinstance(c, GraphCase) else _freeze_node(c) for c in cases}
         full += frozen.values()
-        sample += [frozen[c.id] for c in _spread(cases, per_template)]
+        # every invalid case (the refusals are cheap, and each names the rule it breaks), and a spread of the
+        # others
+        picked = {c.id for c in _spread(cases, per_template)} | {c.id for c in cases if c.status == "invalid"}
+        sample += [frozen[c.id] for c in cases if c.id in picked]
     out.mkdir(parents=True, exist_ok=True)
     pkg = out / "qdq_conformance"
     if pkg.exists():
