@@ -118,7 +118,7 @@ def _dq_products(n: Node, d: np.ndarray) -> dict[str, Outputs] | None:
     with np.errstate(all="ignore"):
         widened = arith.round_to(d * arith.to_float64(s), n.out)
         f32 = arith.to_float64(arith.to_precision(d, F32) * arith.to_precision(s, F32))
-    found = {"widened": (arith.cast_float(widened, n.out).reshape(n.x.shape),)}
+    found: dict[str, Outputs] = {"widened": (arith.cast_float(widened, n.out).reshape(n.x.shape),)}
     if n.spec.domain == MS or n.spec.version == 19:
         # Only where the text names no precision for the product: from version 21 "The output type also
         # determines the precision of the multiplication operation", which a float32 product is not.
