@@ -18,7 +18,7 @@ import onnx
 from onnx import helper
 
 from .base import F16, F32, I16, GraphWitness, a, rewrite_mutant
-from .rewrites import DQ_SENTENCE, GRAPH, Q_SENTENCE, Feeds, _fed, _identity, _model, _prune, _value
+from .rewrites import DQ_SENTENCE, GRAPH, Q_SENTENCE, Feeds, _equal, _fed, _identity, _model, _prune, _value
 
 RELU = "Relu: y = max(0, x)."
 SIXTEEN_BIT = ("int16", "uint16")
@@ -86,11 +86,7 @@ def _remove_dq_q(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto,
 
 
 def _same_value(model: onnx.ModelProto, feeds: Feeds, left: str, right: str) -> bool:
-    if left == right:
-        return True
-    lv, rv = _value(model, feeds, left), _value(model, feeds, right)
-    return (lv is not None and rv is not None and lv.dtype == rv.dtype and lv.shape == rv.shape
-            and lv.tobytes() == rv.tobytes())
+    return left == right or _equal(_value(model, feeds, left), _value(model, feeds, right))
 
 
 def _mixed_pair() -> GraphWitness:
@@ -114,6 +110,6 @@ def _share_scale(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto,
         qs, ds = _value(model, feeds, q.input[1]), _value(model, feeds, dq.input[1])
         if qs is None or ds is None or qs.dtype == ds.dtype or qs.shape != ds.shape:
             continue
-        if qs.astype(ds.dtype).tobytes() == ds.tobytes():
+        if _equal(qs.astype(ds.dtype), ds):
             dq.input[1] = q.input[1]
     return model, feeds
