@@ -66,12 +66,15 @@ class Ambiguity:
     operators: tuple[str, ...]
     spec: str
     question: str
-    readings: dict[str, str]  # reading name -> text, in catalogue order
+    readings: dict[str, str]  # reading name -> what it does, in catalogue order
     kernel_reading: str  # the name of the reading the reference kernel follows
     kernel: str
+    #: reading name -> the words of the operator's text that permit it, quoted as they stand
+    quotes: dict[str, str]
 
 
 _FIELDS = {"id", "operators", "spec", "question", "readings", "kernel_reading", "kernel"}
+_READING_FIELDS = {"does", "text"}
 
 
 @cache
@@ -88,12 +91,15 @@ def catalogue() -> dict[str, Ambiguity]:
         if SEPARATOR in str(e["id"]):
             raise ValueError(f"ambiguities.yaml entry {e['id']}: an id holds no {SEPARATOR!r} (a reading's "
                              f"key is entry{SEPARATOR}reading)")
-        if not isinstance(e["readings"], dict) or e["kernel_reading"] not in e["readings"]:
-            raise ValueError(f"ambiguities.yaml entry {e['id']}: readings must map names to texts, and "
-                             f"kernel_reading must name one of them")
-        out[e["id"]] = Ambiguity(e["id"], tuple(e["operators"]), e["spec"], e["question"],
-                                 {str(k): str(v) for k, v in e["readings"].items()}, str(e["kernel_reading"]),
-                                 e["kernel"])
+        if not isinstance(e["readings"], dict) or e["kernel_reading"] not in e["readings"] or not all(
+                isinstance(r, dict) and set(r) == _READING_FIELDS for r in e["readings"].values()):
+            raise ValueError(f"ambiguities.yaml entry {e['id']}: readings must map names to {{does, text}} "
+                             "(what the reading does, the words of the text that permit it), and "
+                             "kernel_reading must name one of them")
+        readings = {str(k): str(v["does"]) for k, v in e["readings"].items()}
+        quotes = {str(k): str(v["text"]) for k, v in e["readings"].items()}
+        out[e["id"]] = Ambiguity(e["id"], tuple(e["operators"]), e["spec"], e["question"], readings,
+                                 str(e["kernel_reading"]), e["kernel"], quotes)
     return out
 
 
@@ -121,6 +127,9 @@ def markdown() -> str:
         "record",
         "names which). The reference kernel's own reading is marked **kernel**; it is a choice, not the "
         "truth.",
+        "Each reading quotes the words of the operator's text that permit it; a behaviour no words permit is "
+        "no reading",
+        "(a backend that follows it fails the case), however many backends show it.",
         "",
         "| entry | operators | question |",
         "| --- | --- | --- |",
@@ -129,8 +138,9 @@ def markdown() -> str:
     lines += [f"| [`{a.id}`](#{a.id}) | {', '.join(a.operators)} | {_cell(a.question)} |" for a in entries]
     for a in entries:
         lines += ["", f"## {a.id}", "", f"Operators: {', '.join(a.operators)}.", "", f"> {a.spec}", "",
-                  f"**Question.** {a.question}", "", "| reading | what it does |", "| --- | --- |"]
+                  f"**Question.** {a.question}", "", "| reading | what it does | the words that permit it |",
+                  "| --- | --- | --- |"]
         lines += [f"| `{reading_key(a.id, name)}`{' (**kernel**)' if name == a.kernel_reading else ''} | "
-                  f"{_cell(text)} |" for name, text in a.readings.items()]
+                  f"{_cell(text)} | {_cell(a.quotes[name])} |" for name, text in a.readings.items()]
         lines += ["", f"The kernel: {a.kernel}."]
     return "\n".join(lines) + "\n"

@@ -23,7 +23,7 @@ from .errors import SpecViolation
 from .fuzz import cli as fuzz_cli
 from .generators.cache import load_file_cached
 from .generators.corpus import CASES_DIR, case_files, load
-from .generators.coverage import coverage, render
+from .generators.coverage import coverage, render, render_layouts
 from .generators.export import OutFolderError
 from .generators.graph_coverage import graph_coverage, render_graph
 from .generators.parallel import generate
@@ -58,8 +58,8 @@ def _cmd_ambiguities(args: argparse.Namespace) -> int:
         print(ambiguities_markdown(), end="")
         return 0
     for a in catalogue().values():
-        readings = "".join(f"\n    {'*' if n == a.kernel_reading else '-'} {n}: {text}"
-                           for n, text in a.readings.items())
+        readings = "".join(f"\n    {'*' if n == a.kernel_reading else '-'} {n}: {text}\n        "
+                           f"permitted by: \"{a.quotes[n]}\"" for n, text in a.readings.items())
         print(f"{a.id}\n  spec:     {a.spec}\n  question: {a.question}\n  readings (* the "
               f"kernel's):{readings}\n  kernel:   {a.kernel}\n")
     return 0
@@ -153,6 +153,8 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     corpus = _load_corpus(args)
     result = coverage(corpus.cases)
     print(render(result))
+    if args.layouts:
+        print(render_layouts(result))
     graphs = graph_coverage(corpus.cases)
     print(render_graph(graphs))
     gaps = sum(len(c.gaps()) for c in result) + len(graphs.gaps())
@@ -259,6 +261,9 @@ def _add_build_quark_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_coverage_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true", help="exit 1 when any gap remains")
+    p.add_argument("--layouts", action="store_true",
+                   help="also print, per operator version, the rank x axis x axis spelling x types crossing "
+                        "of per-axis and blocked nodes (+ covered, - a required gap, . neither)")
     _add_corpus_options(p)
 
 
@@ -324,9 +329,10 @@ COMMANDS: tuple[Command, ...] = (
             "--write-expectations rewrites the file by version range from the runs.",
             _exit_statuses(matrix_cli.EXIT)),
     Command("mutants", _doc(_cmd_mutants), mutants_cli.add_arguments, _cmd_mutants, _doc(_cmd_mutants)
-            + " A mutant is killed by the first normative case a real run (--backend mutant:ID "
-              "--expectations "
-            "none) fails.", _exit_statuses(mutants_cli.EXIT)),
+            + " A mutant is killed by the first normative case on which a real run (--backend mutant:ID "
+              "--expectations none) gives a wrong value (failed); a refusal of a valid model (error) is no "
+              "kill. A mutant that accepts what it must refuse is killed by an invalid case it runs "
+              "(invalid-accepted).", _exit_statuses(mutants_cli.EXIT)),
     Command("fuzz", _doc(_cmd_fuzz), fuzz_cli.add_arguments, _cmd_fuzz, _doc(_cmd_fuzz)
             + " Examples run in the backend's worker process and are judged as corpus cases are (oracle, "
               "readings, "

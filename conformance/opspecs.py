@@ -122,11 +122,19 @@ _MS_DOC_Q = (
     "The quantization formula is y = saturate ((x / y_scale) + y_zero_point). For saturation, it saturates "
     "to [0, 255] if it's uint8, [-128, 127] if it's int8, [0, 65,535] if it's uint16, and [-32,768, 32,767] "
     "if it's int16. For (x / y_scale), it's rounding to nearest ties to even. Scale and zero point must have "
-    "same shape. They must be either scalar (per tensor) or 1-D tensor (per 'axis')."
+    "same shape. They must be either scalar (per tensor) or 1-D tensor (per 'axis'). "
+    "axis: The axis along which same quantization parameters are applied. It's optional. If it's not "
+    "specified, it means per-tensor quantization and input 'x_scale' and 'x_zero_point' must be scalars. If "
+    "it's specified, it means per 'axis' quantization and input 'x_scale' and 'x_zero_point' must be 1-D "
+    "tensors. Inputs: x - T1; y_scale - T1; y_zero_point (optional) - T2. Outputs: y - T2."
 )
 _MS_DOC_DQ = (
     "The dequantization formula is y = (x - x_zero_point) * x_scale. Scale and zero point must have same "
-    "shape. They must be either scalar (per tensor) or 1-D tensor (per 'axis')."
+    "shape. They must be either scalar (per tensor) or 1-D tensor (per 'axis'). "
+    "axis: The axis along which same quantization parameters are applied. It's optional. If it's not "
+    "specified, it means per-tensor quantization and input 'x_scale' and 'x_zero_point' must be scalars. If "
+    "it's specified, it means per 'axis' quantization and input 'x_scale' and 'x_zero_point' must be 1-D "
+    "tensors."
 )
 # AMD Quark custom ops (quark.onnx operator pages "ExtendedQuantizeLinear" / "ExtendedDequantizeLinear").
 _QUARK_TYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float16", "bfloat16")
@@ -135,7 +143,8 @@ _QUARK_DOC_DQ = (
     "same shape, determining the quantization's granularity: a scalar for per-tensor/per-layer quantization, "
     "a 1-D tensor for per-axis/per-channel quantization. x_zero_point and x must have the same type. In the "
     "case of dequantizing int32, there's no zero point (zero point is supposed to be 0). The output type is "
-    "the same as x_scale, it also determines the precision of the multiplication operation."
+    "the same as x_scale, it also determines the precision of the multiplication operation. Inputs: x - T1; "
+    "x_scale - T2; x_zero_point (optional, heterogeneous) - T3. T3 in ( tensor(float) )."
 )
 _QUARK_DOC_Q = (
     "The quantization formula is y = saturate((x / y_scale) + y_zero_point). For (x / y_scale), it rounds to "

@@ -9,6 +9,17 @@ per-axis and blocked (written positive, written negative, or left out where the 
 and a negative scale (the spec puts no sign condition on a scale; symmetric weight compression emits them).
 Toolchains emit these node configurations (per-axis weights without a zero point, a ``[1]`` bias scale, ...),
 so a corpus without one shows a gap instead of "0 gaps".
+
+Layouts (``layouts``): the rank x normalized axis x axis spelling x types crossing of per-axis and blocked
+nodes. A layout is the granularity, the rank, the axis it normalizes to and how the node writes it (positive,
+negative, or left out for the default axis 1); the types are the quantized type (y of QuantizeLinear, x of
+DequantizeLinear) and the scale's type. Every layout toolchains emit (:data:`LAYOUTS`: per axis, biases of
+rank 1 along axis 0, MatMul / Gemm weights of rank 2 along either axis, Conv / ConvTranspose weights of rank
+4 along axis 0 or 1; blocked, rank-2 weights along either axis) is required for every quantized type with a
+float scale, every 8-bit one (integer or float8: what float16 models deploy) with a float16 scale too, and
+every scale type with an 8-bit integer, wherever the version allows them:
+each type meets each layout (a kernel's per-axis loop is written per type and scale type), so a backend whose
+int4 or float8 path reads an axis wrongly shows it. Every other crossing a case reaches is counted as covered.
 """
 
 from __future__ import annotations
@@ -28,6 +39,14 @@ from .case import ConcreteCase
 
 BLOCK_VARIANTS = ("low", "high", "exact", "partial", "single")
 ZERO_POINTS = ("with zero point", "without zero point")
+#: the (granularity, rank, normalized axis) toolchains emit: biases, MatMul / Gemm, Conv / ConvTranspose
+#: weights per axis; MatMul weights blocked
+LAYOUTS = ((opspecs.PER_AXIS, 1, 0), (opspecs.PER_AXIS, 2, 0), (opspecs.PER_AXIS, 2, 1),
+           (opspecs.PER_AXIS, 4, 0), (opspecs.PER_AXIS, 4, 1),
+           (opspecs.BLOCKED, 2, 0), (opspecs.BLOCKED, 2, 1))
+#: every quantized type meets each layout with a float scale, the 8-bit ones (integer and float8: what float16
+#: models deploy) with a float16 scale too, and every scale type meets it with an 8-bit integer target
+LAYOUT_TARGETS = ("int8", "uint8")
 
 
 @dataclass
@@ -67,6 +86,7 @@ def _required(spec: opspecs.OpSpec, cov: VersionCoverage) -> None:
     combos = list(opspecs.type_combinations(spec))
     gran.update(_required_granularities(spec))
     _required_parameters(spec, cov.required["parameters"])
+    _required_layouts(spec, kind, combos, cov.required["layouts"])
     for combo in combos:
         fam.update(_required_type_families(spec, kind, TYPES[combo[0]], TYPES[combo[-1]]))
     if spec.domain == opspecs.AI_ONNX:
@@ -119,6 +139,35 @@ def _axis_forms(spec: opspecs.OpSpec) -> tuple[str, ...]:
     return ("positive", "negative") + (() if spec.axis_optional_per_tensor else ("default",))
 
 
+def _layout(kind: str, rank: int, axis: int, spelling: str, types: str) -> str:
+    return f"{kind} rank {rank} axis {axis} {spelling} {types}"
+
+
+def _layout_types(kind: str, combo: tuple[str, ...]) -> str:
+    """A node's types in the layouts crossing: the quantized type and the scale's type."""
+    return f"{combo[0] if kind == 'DQ' else combo[-1]}/{combo[1]}"
+
+
+def _layout_required(quantized: str, scale: str) -> bool:
+    return (scale == "float" or quantized in LAYOUT_TARGETS
+            or (scale == "float16" and TYPES[quantized].bits == 8))
+
+
+def _required_layouts(spec: opspecs.OpSpec, kind: str, combos: list[tuple[str, ...]], req: set[str]) -> None:
+    """Each of :data:`LAYOUTS` the version allows, in each spelling, for every quantized type with a float
+    scale (an 8-bit one with a float16 scale too) and every scale type with the targets of
+    :data:`LAYOUT_TARGETS`."""
+    pairs = {_layout_types(kind, c) for c in combos}
+    wanted = {p for p in pairs if _layout_required(*p.split("/"))}
+    for g, rank, axis in LAYOUTS:
+        if g not in spec.granularities:
+            continue
+        spellings = ["positive", "negative"]
+        if axis == 1 and "default" in _axis_forms(spec):
+            spellings.append("default")
+        req.update(_layout(g, rank, axis, sp, t) for sp in spellings for t in wanted)
+
+
 def _required_parameters(spec: opspecs.OpSpec, req: set[str]) -> None:
     req.update(f"per-tensor scalar scale {z}" for z in ZERO_POINTS)
     req.update(f"per-tensor [1] scale {z}" for z in ZERO_POINTS)
@@ -145,9 +194,22 @@ def _covered_parameters(case: ConcreteCase, params: set[str]) -> None:
             params.add(f"{case.granularity} negative scale")
 
 
+def _covered_layout(case: ConcreteCase, layouts: set[str]) -> None:
+    if case.granularity not in (opspecs.PER_AXIS, opspecs.BLOCKED) or "rank" not in case.detail:
+        return
+    rank = case.detail["rank"]
+    axis = case.attrs.get("axis")
+    spelling = "default" if axis is None else "negative" if axis < 0 else "positive"
+    kind = "DQ" if "Dequantize" in case.op else "Q"
+    combo = tuple(v for v in (case.types.get("x"), case.types.get("scale"), case.types.get("y")) if v)
+    layouts.add(_layout(case.granularity, rank, 1 if axis is None else axis % rank, spelling,
+                        _layout_types(kind, combo)))
+
+
 def _covered(case: ConcreteCase, cov: VersionCoverage) -> None:
     if case.op != "DynamicQuantizeLinear":
         _covered_parameters(case, cov.covered["parameters"])
+        _covered_layout(case, cov.covered["layouts"])
     gran = cov.covered["granularity"]
     fam = cov.covered["families"]
     d = case.detail
@@ -201,7 +263,7 @@ def coverage(cases: Sequence[ConcreteCase]) -> list[VersionCoverage]:
 
 def render(result: Sequence[VersionCoverage]) -> str:
     lines = [f"{'operator version':46} {'types':>11} {'granularity':>12} {'parameters':>11} "
-             f"{'families':>10}  gaps"]
+             f"{'layouts':>11} {'families':>10}  gaps"]
     total_gaps = 0
     ai_allowed = ai_covered = 0
     for cov in result:
@@ -213,8 +275,43 @@ def render(result: Sequence[VersionCoverage]) -> str:
         if cov.key.startswith("ai.onnx"):
             ai_allowed += cov.types_allowed
             ai_covered += cov.types_covered
+        lay = cov.counts("layouts")
         lines.append(f"{cov.key:46} {cov.types_covered:>5}/{cov.types_allowed:<5} {g[0]:>5}/{g[1]:<6} "
-                     f"{p[0]:>5}/{p[1]:<5} {f[0]:>4}/{f[1]:<5}  {len(gaps)}")
+                     f"{p[0]:>5}/{p[1]:<5} {lay[0]:>5}/{lay[1]:<5} {f[0]:>4}/{f[1]:<5}  {len(gaps)}")
         lines += [f"    gap: {gap}" for gap in gaps]
     lines.append(f"ai.onnx type combinations: {ai_covered}/{ai_allowed}; gaps: {total_gaps}")
     return "\n".join(lines)
+
+
+def render_layouts(result: Sequence[VersionCoverage]) -> str:
+    """The layouts crossing of each version with per-axis or blocked nodes: a row per types (quantized /
+    scale), a column per layout (granularity, rank, normalized axis, spelling: ``p1``, ``n1``, ``d1``);
+    ``+`` covered, ``-`` a required gap, ``.`` neither."""
+    lines: list[str] = []
+    for cov in result:
+        seen = cov.required["layouts"] | cov.covered["layouts"]
+        if not seen:
+            continue
+        cells = {tuple(k.rsplit(" ", 1)) for k in seen}  # (layout, types)
+        columns = sorted({c for c, _ in cells}, key=_column_order)
+        rows = sorted({t for _, t in cells})
+        lines += ["", f"{cov.key}: {', '.join(f'{i}={_column_label(c)}' for i, c in enumerate(columns))}",
+                  f"{'':24} " + " ".join(f"{i:>2}" for i in range(len(columns)))]
+        for t in rows:
+            marks = []
+            for c in columns:
+                key = f"{c} {t}"
+                marks.append("+" if key in cov.covered["layouts"]
+                             else "-" if key in cov.required["layouts"] else ".")
+            lines.append(f"{t:24} " + " ".join(f"{m:>2}" for m in marks))
+    return "\n".join(lines)
+
+
+def _column_order(layout: str) -> tuple[str, int, int, str]:
+    kind, _, rank, _, axis, spelling = layout.rsplit(" ", 5)
+    return (kind, int(rank), int(axis), spelling)
+
+
+def _column_label(layout: str) -> str:
+    kind, _, rank, _, axis, spelling = layout.rsplit(" ", 5)
+    return f"{'pa' if kind == opspecs.PER_AXIS else 'bl'}r{rank}{spelling[0]}{axis}"

@@ -11,8 +11,12 @@ from qdq_conformance.domain import PER_TENSOR_1D
 
 from .template import Template
 
-#: x dimensions by position, for per-axis and blocked shapes (distinct, so a wrong axis shows).
+#: x dimensions by position, for per-axis and blocked shapes (distinct, so a wrong axis shows as a refused
+#: scale shape).
 DIMS = (2, 3, 4, 5, 6)
+#: the length of every dimension with ``dims: equal``: a wrong axis is as long as the right one, so an
+#: implementation that reads it computes wrong values instead of refusing the scale's shape
+EQUAL = 3
 
 #: Blocked variants: (Di, Si, block_size). Valid range is [ceil(Di/Si), ceil(Di/(Si-1)) - 1].
 BLOCKS = {
@@ -86,42 +90,16 @@ def variants(tpl: Template, spec: opspecs.OpSpec, kind: str) -> Iterator[GVar]:
         yield from _explicit(tpl, gk, g, tuple(shape), sign)
         return
     ranks = g.get("ranks", [2])
-    if sign == "omitted":  # no axis attribute: the default axis, 1
-        yield from _default_axis(gk, ranks, g.get("blocks", ["low", "high"]))
-        return
+    equal = g.get("dims") == "equal"
     for rank in ranks:
-        for axis in _axes(g.get("axes"), rank, sign):
-            a = axis % rank
-            ax_label = f"axis{axis}" if axis >= 0 else f"axism{-axis}"
-            if gk == opspecs.PER_AXIS:
-                dims = DIMS[:rank]
-                yield GVar(opspecs.PER_AXIS, dims, (dims[a],), {"axis": axis}, (f"{ax_label}-r{rank}",),
-                           (("rank", rank), ("axis", axis)))
-                continue
-            for block in g.get("blocks", ["low", "high"]):
-                di, si, bs = BLOCKS[block]
-                dims = tuple(di if i == a else d for i, d in enumerate(DIMS[:rank]))
-                sshape = tuple(si if i == a else d for i, d in enumerate(dims))
-                yield GVar(opspecs.BLOCKED, dims, sshape, {"axis": axis, "block_size": bs},
-                           (f"blocked-{block}-{ax_label}-r{rank}",),
-                           (("rank", rank), ("axis", axis), ("block", block)))
-
-
-def _default_axis(gk: str, ranks: list[int], blocks: list[str]) -> Iterator[GVar]:
-    """Variants without an axis attribute: the operator's default axis 1 (rank >= 2)."""
-    for rank in (r for r in ranks if r >= 2):
-        if gk == opspecs.PER_AXIS:
-            dims = DIMS[:rank]
-            yield GVar(opspecs.PER_AXIS, dims, (dims[1],), {}, (f"axisdefault-r{rank}",),
-                       (("rank", rank), ("axis", 1)))
-            continue
-        for block in blocks:
-            di, si, bs = BLOCKS[block]
-            dims = tuple(di if i == 1 else d for i, d in enumerate(DIMS[:rank]))
-            sshape = tuple(si if i == 1 else d for i, d in enumerate(dims))
-            yield GVar(opspecs.BLOCKED, dims, sshape, {"block_size": bs},
-                       (f"blocked-{block}-axisdefault-r{rank}",),
-                       (("rank", rank), ("axis", 1), ("block", block)))
+        if sign == "omitted":  # no axis attribute: the default axis, 1
+            axes: list[int | None] = [None] if rank >= 2 else []
+        elif sign == "all":  # written positive, written negative, and left out
+            axes = [*_axes(g.get("axes"), rank, "both"), *([None] if rank >= 2 else [])]
+        else:
+            axes = list(_axes(g.get("axes"), rank, sign))
+        for axis in axes:
+            yield from _layout(gk, rank, axis, equal, g.get("blocks", ["low", "high"]))
 
 
 def _explicit(tpl: Template, gk: str, g: dict[str, object], dims: tuple[int, ...],
@@ -156,3 +134,24 @@ def _explicit(tpl: Template, gk: str, g: dict[str, object], dims: tuple[int, ...
         yield GVar(opspecs.BLOCKED, dims, sshape, {**attrs, "block_size": block},
                    (f"blocked-bs{block}-{ax_label}-r{rank}", shape_label),
                    (("rank", rank), ("axis", axis if not omitted else 1), ("block", f"bs{block}")))
+
+
+def _layout(gk: str, rank: int, axis: int | None, equal: bool, blocks: list[str]) -> Iterator[GVar]:
+    """The per-axis variant, or the blocked variants, of one rank and axis attribute (None: left out, the
+    default axis 1); ``equal``: every dimension as long (:data:`EQUAL`, or the block variant's Di)."""
+    a = 1 if axis is None else axis % rank
+    attrs = {} if axis is None else {"axis": axis}
+    ax_label = "axisdefault" if axis is None else f"axis{axis}" if axis >= 0 else f"axism{-axis}"
+    eq_label, eq_detail = ("-eqdims", (("dims", "equal"),)) if equal else ("", ())
+    if gk == opspecs.PER_AXIS:
+        dims = (EQUAL,) * rank if equal else DIMS[:rank]
+        yield GVar(opspecs.PER_AXIS, dims, (dims[a],), attrs, (f"{ax_label}-r{rank}{eq_label}",),
+                   (("rank", rank), ("axis", 1 if axis is None else axis), *eq_detail))
+        return
+    for block in blocks:
+        di, si, bs = BLOCKS[block]
+        dims = (di,) * rank if equal else tuple(di if i == a else d for i, d in enumerate(DIMS[:rank]))
+        sshape = tuple(si if i == a else d for i, d in enumerate(dims))
+        yield GVar(opspecs.BLOCKED, dims, sshape, {**attrs, "block_size": bs},
+                   (f"blocked-{block}-{ax_label}-r{rank}{eq_label}",),
+                   (("rank", rank), ("axis", 1 if axis is None else axis), ("block", block), *eq_detail))

@@ -45,6 +45,68 @@ def test_spec_notes_page_is_the_rendered_catalogue():
     assert all(f"\n## {entry}\n" in page.read_text(encoding="utf-8") for entry in catalogue())
 
 
+def _normal(text: str) -> str:
+    """Text compared for quoting: no whitespace, backticks or quote marks, lower case (the versions' pages
+    differ in those only)."""
+    return re.sub(r"[\s`'\"‘’]", "", text).lower()
+
+
+def _operator_texts(operators: tuple[str, ...]) -> str:
+    """The text of every operator version an entry names ("QuantizeLinear 10-28", "com.microsoft
+    QuantizeLinear 1"): for ai.onnx the schema's description, attributes, inputs, outputs and type
+    constraints (onnx.defs); for com.microsoft and com.amd.quark the text opspecs transcribes from their
+    pages. ONNX's Cast text is added: QuantizeLinear's conversions to float8 are Cast's."""
+    import onnx.defs
+
+    from qdq_conformance import opspecs
+
+    parts = [onnx.defs.get_schema("Cast", 25).doc]
+    for ref in operators:
+        *domain, name, versions = ref.split()
+        lo, _, hi = versions.partition("-")
+        wanted = range(int(lo), int(hi or lo) + 1)
+        if not domain and not any(s.name == name for s in opspecs.all_specs()):
+            # an ai.onnx operator around the quantization nodes (Sigmoid, Softmax): its schema's text
+            parts += [onnx.defs.get_schema(name, v).doc for v in wanted
+                      if onnx.defs.has(name) and onnx.defs.get_schema(name, v).since_version == v]
+            continue
+        for spec in opspecs.all_specs():
+            if spec.name == name and spec.domain == (domain[0] if domain else opspecs.AI_ONNX) \
+                    and spec.version in wanted:
+                parts.append(spec.doc)
+                if spec.domain == opspecs.AI_ONNX:
+                    schema = onnx.defs.get_schema(name, spec.version)
+                    parts += [a.description for a in schema.attributes.values()]
+                    parts += [f.description for f in (*schema.inputs, *schema.outputs)]
+                    parts += [t.description for t in schema.type_constraints]
+    return _normal(" ".join(parts))
+
+
+#: readings whose words are in an ONNX document other than the operators' pages (quoted with its name)
+OUTSIDE_THE_OPERATOR_PAGES = {"nan-to-nanless-float:max-finite", "nan-to-nanless-float:negative-zero",
+                              "nan-to-nanless-float:any"}
+
+
+def test_every_reading_quotes_the_words_that_permit_it():
+    """Issue 37's audit: a reading is what the text's words permit, never what some backend does. Each reading
+    quotes the words, and they are found in the text of one of its entry's operator versions."""
+    for a in catalogue().values():
+        text = _operator_texts(a.operators)
+        for name, quote in a.quotes.items():
+            key = reading_key(a.id, name)
+            assert len(quote) > 10, key
+            if key in OUTSIDE_THE_OPERATOR_PAGES:
+                assert quote.startswith("ONNX docs/technical/"), key
+                continue
+            assert _normal(quote) in text, f"{key}: {quote!r} is not in the text of {', '.join(a.operators)}"
+
+
+def test_readings_no_text_permits_are_gone():
+    """float-zero-point:ignored is no reading: "the quantization formula remains the same for consistency"."""
+    assert "ignored" not in catalogue()["float-zero-point"].readings
+    assert REGISTRY["float8-zero-point-ignored"].kind == "defect"
+
+
 def test_a_reading_key_is_formatted_and_read_back_in_one_place():
     """``entry:reading``; a combined reading's name holds another entry's key, so a key splits at its first
     ``:`` (no entry id holds one)."""

@@ -85,10 +85,11 @@ def test_coverage_crosses_parameter_forms_so_a_removed_family_is_a_gap(corpus):
     gaps = gaps_without("dequantize_toolchain.yaml")
     assert "parameters: per-axis axis default without zero point" in gaps["ai.onnx::DequantizeLinear-13"]
     assert "parameters: per-axis axis negative without zero point" in gaps["ai.onnx::DequantizeLinear-21"]
-    assert "parameters: blocked axis default with zero point" in gaps["ai.onnx::DequantizeLinear-28"]
+    assert "parameters: blocked axis default without zero point" in gaps["ai.onnx::DequantizeLinear-28"]
     assert "parameters: per-tensor [1] scale without zero point" in gaps["ai.onnx::DequantizeLinear-10"]
-    assert ("parameters: per-axis axis default without zero "
-            "point") in gaps["com.amd.quark::ExtendedDequantizeLinear-1"]
+    # (quark's per-axis default without zero point is now also in dequantize_layouts.yaml's uint32 template)
+    quark = gaps["com.amd.quark::ExtendedDequantizeLinear-1"]
+    assert "parameters: per-tensor [1] scale without zero point" in quark
     assert all(g.startswith("parameters: ") for found in gaps.values() for g in found)
     assert all(not k.startswith("ai.onnx::QuantizeLinear") for k in gaps)
     negative = gaps_without("quantize_negative_scales.yaml", "dequantize_negative_scales.yaml")
@@ -101,6 +102,63 @@ def test_coverage_crosses_parameter_forms_so_a_removed_family_is_a_gap(corpus):
     assert ("per-axis axis default with zero "
             "point") in cov["ai.onnx::DequantizeLinear-13"].required["parameters"]
     assert not cov["ai.onnx::DynamicQuantizeLinear-11"].required["parameters"]
+
+
+def test_coverage_crosses_layouts_with_types_so_a_toolchain_configuration_is_a_gap(corpus):
+    """Issue 37: rank x normalized axis x axis spelling x types of per-axis and blocked nodes. The issue's
+    named configurations are covered; without the layouts files, those the corpus lacked show as gaps."""
+    kept = [c for c in corpus.cases
+            if Path(c.file).name not in ("quantize_layouts.yaml", "dequantize_layouts.yaml")]
+    gaps = {c.key: set(c.gaps()) for c in coverage(kept)}
+    named = {
+        "ai.onnx::DequantizeLinear-21": ["per-axis rank 2 axis 0 positive int4/float",
+                                         "per-axis rank 2 axis 1 default int4/float",
+                                         "per-axis rank 4 axis 0 negative int4/float",
+                                         "per-axis rank 2 axis 1 positive float8e4m3fn/float",
+                                         "per-axis rank 4 axis 0 positive float8e5m2/float"],
+        "ai.onnx::DequantizeLinear-19": ["per-axis rank 2 axis 1 negative float8e4m3fn/float",
+                                         "per-axis rank 2 axis 0 positive int8/float16",
+                                         "per-axis rank 4 axis 1 default int8/float16"],
+        "ai.onnx::QuantizeLinear-19": ["per-axis rank 2 axis 1 positive int8/float16",
+                                       "per-axis rank 4 axis 0 positive float8e4m3fn/float16"],
+        "com.microsoft::DequantizeLinear-1": ["per-axis rank 2 axis 0 positive int8/float",
+                                              "per-axis rank 4 axis 1 negative uint8/float",
+                                              "per-axis rank 1 axis 0 positive int32/float"],
+    }
+    # without the layouts files (what the toolchain files alone leave open)
+    missing = {"ai.onnx::DequantizeLinear-21": ["blocked rank 2 axis 0 negative float8e4m3fn/float",
+                                                "blocked rank 2 axis 0 negative int8/float16"],
+               "ai.onnx::DequantizeLinear-19": ["per-axis rank 1 axis 0 positive float8e4m3fn/float",
+                                                "per-axis rank 1 axis 0 negative int8/float16"],
+               "ai.onnx::QuantizeLinear-19": ["per-axis rank 1 axis 0 positive float8e4m3fn/float16"],
+               "com.microsoft::DequantizeLinear-1": ["per-axis rank 1 axis 0 positive int8/float16"]}
+    for key, layouts in missing.items():
+        for layout in layouts:
+            assert f"layouts: {layout}" in gaps[key], (key, layout)
+    full = {c.key: c for c in coverage(corpus.cases)}
+    for key, layouts in missing.items():
+        assert set(layouts) <= full[key].covered["layouts"], key
+    for key, layouts in named.items():
+        assert {f"per-axis {lay[len('per-axis '):]}" for lay in layouts} <= full[key].covered["layouts"]
+    # com.microsoft reads a missing axis as per-tensor: no default spelling is asked of it.
+    assert not any(" default " in r for r in full["com.microsoft::DequantizeLinear-1"].required["layouts"])
+    required = full["ai.onnx::DequantizeLinear-21"].required["layouts"]
+    assert "blocked rank 2 axis 1 default int4/float" in required
+
+
+def test_equal_dimensions_and_every_axis_spelling():
+    """``dims: equal`` gives every dimension the quantization axis's length (so a wrong axis fits the scale);
+    ``axis_attribute: all`` writes the axis positive, negative and leaves it out."""
+    cases = load([CASES_DIR / "quantize_equal_dims.yaml"]).cases
+    per_axis = [c for c in cases if c.granularity == "per-axis"]
+    assert per_axis and all(len(set(c.inputs[0][1].shape)) == 1 for c in per_axis)
+    assert {c.detail.get("dims") for c in cases} == {"equal"}
+    assert any("axis" not in c.attrs for c in per_axis) and any(c.attrs.get("axis", 0) < 0 for c in per_axis)
+    layouts = [c for c in load([CASES_DIR / "dequantize_layouts.yaml"]).cases
+               if c.template == "layouts" and c.version == 21 and c.types["x"] == "int4"]
+    spelled = {(c.detail["rank"], c.attrs.get("axis")) for c in layouts}
+    assert spelled == {(1, 0), (1, -1), (2, 0), (2, -2), (2, 1), (2, -1), (2, None), (4, 0), (4, -4), (4, 1),
+                       (4, -3), (4, None)}
 
 
 def test_every_operator_version_is_tested_directly(corpus):

@@ -37,7 +37,7 @@ WITNESSED = [m for m in MUTANTS if m.witness is not None]
 def _outcome(fn):
     try:
         return fn()
-    except SpecViolation as e:
+    except (SpecViolation, Rejected) as e:
         return f"rejected: {e}"
 
 
@@ -45,6 +45,42 @@ def _differ(a, b) -> bool:
     if isinstance(a, str) or isinstance(b, str):
         return not (isinstance(a, str) and isinstance(b, str))
     return len(a) != len(b) or any(compare(x, y) is not None for x, y in zip(a, b, strict=True))
+
+
+def _witness_problem(m) -> str | None:
+    """Why mutant ``m``'s witness proves nothing (None when it proves the shortcut). A kill is a wrong value:
+    the mutant must compute outputs on its witness that differ from the kernel's, and a refusal of a valid
+    model is not one. A mutant that accepts what it must refuse has a witness the kernel refuses and it runs.
+    For a shortcut that should be killed, the witness is normative (no catalogued reading changes its
+    answer), so a case holding it kills the mutant; for a catalogued reading, the mutant gives exactly that
+    reading's answer."""
+    w = m.witness()
+    kernel = _outcome(w.evaluate)
+    if isinstance(w, GraphWitness):  # a graph-rewrite mutant: the rewritten graph on the kernel
+        mutated = _outcome(lambda: create(f"mutant:{m.id}").run(w.model(), dict(w.feeds)))
+    else:
+        with using(m.steps()):
+            mutated = _outcome(w.evaluate)
+    if m.accepts_invalid:
+        if not isinstance(kernel, str):
+            return f"the kernel runs its witness ({w.note}): it must be a model the spec refuses"
+        return f"it refuses its witness as the kernel does ({mutated})" if isinstance(mutated, str) else None
+    if isinstance(kernel, str):
+        return f"the kernel refuses its witness ({kernel})"
+    if isinstance(mutated, str):
+        return f"it only refuses its witness, a refusal is no wrong value ({mutated})"
+    if not _differ(kernel, mutated):
+        return f"no effect on its witness ({w.note})"
+    if isinstance(w, GraphWitness):
+        return None
+    found = readings(w.domain, w.op, w.version, list(w.inputs), dict(w.attrs), kernel)
+    changing = {r.key: r for r in found if changes_answer(r, kernel)}
+    if m.kind == "defect" and changing:
+        return f"its witness is implementation-defined ({sorted(changing)})"
+    if m.kind == "reading" and not (m.reading in changing
+                                    and not _differ(list(changing[m.reading].outputs), mutated)):
+        return f"it does not give the outputs of {m.reading} on its witness"
+    return None
 
 
 def test_the_zoo():
@@ -60,26 +96,28 @@ def test_the_zoo():
 
 @pytest.mark.parametrize("m", WITNESSED, ids=lambda m: m.id)
 def test_witness(m):
-    """The shortcut takes effect: the mutant and the kernel disagree on the witness. For a shortcut that
-    should be killed, the witness is normative (no catalogued reading changes its answer), so a case holding
-    it kills the mutant; for a catalogued reading, the mutant gives exactly that reading's answer."""
-    w = m.witness()
-    kernel = _outcome(w.evaluate)
-    if isinstance(w, GraphWitness):  # a graph-rewrite mutant: the rewritten graph on the kernel
-        mutated = _outcome(lambda: create(f"mutant:{m.id}").run(w.model(), dict(w.feeds)))
-        assert _differ(kernel, mutated), f"{m.id}: no effect on its witness ({w.note})"
-        assert not isinstance(kernel, str), kernel
-        return
-    with using(m.steps()):
-        mutated = _outcome(w.evaluate)
-    assert _differ(kernel, mutated), f"{m.id}: no effect on its witness ({w.note})"
-    assert not isinstance(kernel, str), kernel
-    found = readings(w.domain, w.op, w.version, list(w.inputs), dict(w.attrs), kernel)
-    changing = {r.key: r for r in found if changes_answer(r, kernel)}
-    if m.kind == "defect":
-        assert not changing, f"{m.id}: its witness is implementation-defined ({sorted(changing)})"
-    else:
-        assert m.reading in changing and not _differ(list(changing[m.reading].outputs), mutated)
+    """The shortcut takes effect as a wrong value on its witness (see :func:`_witness_problem`)."""
+    problem = _witness_problem(m)
+    assert problem is None, f"{m.id}: {problem}"
+
+
+def test_a_witness_that_only_makes_the_mutant_refuse_is_no_witness():
+    """A witness on which the mutant refuses a valid model (here axis-default-0 on a (2, 3) x: the scale of
+    length 3 does not fit axis 0) shows no wrong value: the witness test fails on it. The same for a
+    witness the mutant computes right, and for a mutant that accepts what it must refuse whose witness the
+    kernel runs."""
+    from dataclasses import replace
+
+    from qdq_conformance.mutants.base import Witness
+
+    refusing = replace(REGISTRY["axis-default-0"], witness=lambda: Witness(
+        "QuantizeLinear", 21, [np.ones((2, 3), np.float32), np.array([1, 2, 4], np.float32)], {}, "(2, 3)"))
+    assert "only refuses its witness" in (_witness_problem(refusing) or "")
+    harmless = replace(REGISTRY["axis-default-0"], witness=lambda: Witness(
+        "QuantizeLinear", 21, [np.ones((3, 3), np.float32), np.ones(3, np.float32)], {}, "equal scales"))
+    assert "no effect" in (_witness_problem(harmless) or "")
+    valid = replace(REGISTRY["block-size-range-unchecked"], witness=harmless.witness)
+    assert "the kernel runs its witness" in (_witness_problem(valid) or "")
 
 
 def _state():
@@ -218,8 +256,9 @@ def test_a_kill_is_a_failure_of_the_real_worker_path(small_corpus):
                             Expectations()).status == "passed"
 
 
-#: The mutants the negative-scale and toolchain case files were added to kill (issue 28), and the case of each
-#: file that kills it first; the corpus before them let every one through (docs/mutants.md).
+#: The mutants the negative-scale and toolchain case files were added to kill (issue 28), and issue 37's
+#: equal-dimension, layouts and graph-history files, and the case of each file that kills it first; the corpus
+#: before them let every one through (docs/mutants.md).
 NEW_FAMILY_KILLS = {
     "dequantize_negative_scales.yaml": {"scale-abs": "dequantizelinear-10-neg-scale-golden-int8-float"},
     "quantize_negative_scales.yaml": {"scale-abs": "quantizelinear-10-neg-scale-golden-float-int8",
@@ -227,12 +266,25 @@ NEW_FAMILY_KILLS = {
                                           "quantizelinear-10-neg-scale-golden-float-int8",
                                       "inf-sign-from-x": "quantizelinear-10-neg-scale-golden-float-int8"},
     "dequantize_toolchain.yaml": {
-        "dq-axis-default-last": "dequantizelinear-13-tc-weights-per-axis-default-int8-float-axisdefault-r4",
         "block-size-capped-16": "dequantizelinear-21-tc-weights-blocked-int4-float-blocked-b32-axis0-r2",
         "per-axis-channels-capped-16":
             "dequantizelinear-13-tc-weights-per-axis-wide-int8-float-axis0-r2-x64x3",
         "dq-32-bit-operands-in-float32":
             "quark-extendeddequantizelinear-1-tc-quark-uint32-zero-point-uint32-float-x6"},
+    # issue 37: a kill is a wrong value; these four only refused the corpus's distinct-dimension shapes
+    "quantize_equal_dims.yaml": {
+        "axis-default-0": "quantizelinear-13-per-axis-equal-dims-default-float-int8-axisdefault-r2-eqdims",
+        "negative-axis-ignored": "quantizelinear-13-per-axis-equal-dims-float-int8-axism2-r2-eqdims",
+        "negative-axis-off-by-one": "quantizelinear-13-per-axis-equal-dims-float-int8-axism1-r2-eqdims"},
+    "dequantize_equal_dims.yaml": {
+        "dq-axis-default-last":
+            "dequantizelinear-13-per-axis-equal-dims-default-int8-float-axisdefault-r3-eqdims"},
+    "dequantize_layouts.yaml": {
+        "dq-float8-per-axis-along-last-axis": "dequantizelinear-19-layouts-float8e4m3fn-float-axis0-r2"},
+    "graph_history.yaml": {
+        "relu-q-16bit-zero-point-as-lowest": "graph-relu-q-16bit-int16-o21",
+        "remove-dq-q-pair": "graph-requant-chain-mixed-float-scales-int16-o23",
+        "qdq-pair-shares-q-scale": "graph-qdq-mixed-float-scales-uint8-o19"},
 }
 
 
@@ -244,6 +296,7 @@ def test_each_new_family_kills_its_mutants(name, tmp_path, capsys):
     code = main(["mutants", "--cases", str(tmp_path), "--only", *kills, "--json", "--jobs", "1"])
     verdicts = {v["mutant"]: v for v in json.loads(capsys.readouterr().out)["verdicts"]}
     assert {m: v["case"] for m, v in verdicts.items()} == kills
+    assert {v["outcome"] for v in verdicts.values()} == {"failed"}  # wrong values, never a refusal
     assert code == 0
 
 

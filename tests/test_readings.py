@@ -72,6 +72,11 @@ def test_int32_precision_truncation_exact_and_float32():
     got = _readings("", "QuantizeLinear", 19, [np.array([16908289], I32), np.array(2**18, I32),
                                                np.array(0, np.int8)])
     assert got["int32-precision"] == {"exact": [65], "float32": [64], "truncation": [64]}
+    # From version 23 "The type of `y_scale` determines the precision of the division operation" (int32): a
+    # float32 division is no reading there (issue 37's audit).
+    got = _readings("", "QuantizeLinear", 23, [np.array([16908289], I32), np.array(2**18, I32),
+                                               np.array(0, np.int8)])
+    assert got["int32-precision"] == {"exact": [65], "truncation": [64]}
 
 
 def test_int32_input_division_at_versions_10_and_13():
@@ -102,11 +107,15 @@ def test_dq_precision_literal_widened_and_float32():
     # int32 x = 16785409 = 16392 * 1024 + 1, scale 2**-10 (float16), output float16.
     # literal: x to float16 overflows (> 65504) -> inf. widened: 16392.0009765625 -> 16400 (ulp 16). float32:
     # x to float32 is 16785408 (tie to even), * 2**-10 = 16392, a float16 tie -> 16384 (even).
-    got = _readings("", "DequantizeLinear", 21, [np.array([16785409], I32), np.array(2**-10, F16)])
+    got = _readings("", "DequantizeLinear", 19, [np.array([16785409], I32), np.array(2**-10, F16)])
     assert got["dq-precision"] == {"literal": [math.inf], "widened": [16400.0], "float32": [16384.0]}
     # int16 x = 2049: float16 holds 2048 (tie to even); literal 2048 * 0.75 = 1536; widened 1536.75 -> 1537.
-    got = _readings("", "DequantizeLinear", 21, [np.array([2049], np.int16), np.array(0.75, F16)])
+    got = _readings("com.microsoft", "DequantizeLinear", 1, [np.array([2049], np.int16), np.array(0.75, F16)])
     assert got["dq-precision"] == {"literal": [1536.0], "widened": [1537.0], "float32": [1537.0]}
+    # From version 21 "The output type also determines the precision of the multiplication operation": a
+    # float32 product is no reading there (issue 37's audit), literal and widened remain.
+    got = _readings("", "DequantizeLinear", 21, [np.array([16785409], I32), np.array(2**-10, F16)])
+    assert got["dq-precision"] == {"literal": [math.inf], "widened": [16400.0]}
 
 
 def test_nan_to_integer_readings_and_the_free_element():
@@ -121,18 +130,19 @@ def test_nan_to_integer_readings_and_the_free_element():
 
 def test_float_zero_point_readings():
     zero, one = np.array(0.0, E4M3), np.array(1.0, E4M3)
-    # -0 + 0 = +0 (IEEE); a zero zero point not used, or ignored, keeps -0.
+    # -0 + 0 = +0 (IEEE); a zero zero point not used keeps -0. (Ignoring a zero point is no reading: "the
+    # quantization formula remains the same for consistency".)
     got = _readings("", "QuantizeLinear", 19, [np.array([-0.0], F32), np.array(1.0, F32), zero])
     assert all(_same(got["float-zero-point"][k], v) for k, v in
-               {"exact": [0.0], "zero-unused": [-0.0], "two-roundings": [0.0], "ignored": [-0.0]}.items())
+               {"exact": [0.0], "zero-unused": [-0.0], "two-roundings": [0.0]}.items())
+    assert set(got["float-zero-point"]) == {"exact", "zero-unused", "two-roundings"}
     # x = 0.32 (float32 0.3199999..), zero point 1: exactly 1.32 -> 1.375 (e4m3 ulp 1/8 on [1, 2)); rounded
-    # first, 0.32 -> 0.3125 (ulp 1/32), + 1 = 1.3125, a tie -> 1.25; ignored: 0.3125.
+    # first, 0.32 -> 0.3125 (ulp 1/32), + 1 = 1.3125, a tie -> 1.25.
     got = _readings("", "QuantizeLinear", 19, [np.array([0.32], F32), np.array(1.0, F32), one])
-    assert got["float-zero-point"] == {"exact": [1.375], "zero-unused": [1.375], "two-roundings": [1.25],
-                                       "ignored": [0.3125]}
-    # DequantizeLinear: (2 - 1) * 1 = 1; ignored: 2.
+    assert got["float-zero-point"] == {"exact": [1.375], "zero-unused": [1.375], "two-roundings": [1.25]}
+    # DequantizeLinear: (2 - 1) * 1 = 1, under every reading the text allows (a non-zero zero point is used).
     got = _readings("", "DequantizeLinear", 19, [np.array([2.0], E4M3), np.array(1.0, F32), one])
-    assert got["float-zero-point"] == {"exact": [1.0], "zero-unused": [1.0], "ignored": [2.0]}
+    assert got["float-zero-point"] == {"exact": [1.0], "zero-unused": [1.0]}
 
 
 def test_int32_zero_point_readings():

@@ -5,14 +5,24 @@ them the corpus catches (``qdq-conformance mutants``).
 
 from __future__ import annotations
 
-from . import dequant, division, dynamic, floats, integer, layout, rewrites, scales  # noqa: F401  (each registers its mutants)
+from . import (  # noqa: F401  (each registers its mutants)
+    dequant,
+    division,
+    dynamic,
+    floats,
+    history,
+    integer,
+    layout,
+    rewrites,
+    scales,
+)
 from .base import REGISTRY, Mutant, MutantBackend
 
 __all__ = ["REGISTRY", "Mutant", "MutantBackend", "backend", "names"]
 
 
 #: The zoo's order: the modules in the order of the computation.
-ORDER = ("integer", "division", "floats", "dequant", "scales", "layout", "dynamic", "rewrites")
+ORDER = ("integer", "division", "floats", "dequant", "scales", "layout", "dynamic", "rewrites", "history")
 
 
 def names() -> list[str]:

@@ -69,6 +69,9 @@ class Mutant:
     #: a graph-rewrite mutant: the optimization it performs on the model (and its feeds) before the kernel
     #: runs it
     rewrite: Rewrite | None = None
+    #: the shortcut is to accept models the spec makes invalid (a check left out): an invalid case it runs
+    #: (invalid-accepted) kills it, and its witness is a model the kernel refuses and the mutant runs
+    accepts_invalid: bool = False
 
     @property
     def kind(self) -> str:
@@ -81,14 +84,15 @@ REGISTRY: dict[str, Mutant] = {}
 
 
 def mutant(id: str, shortcut: str, violates: str, witness: Callable[[], Witness] | None = None,
-           equivalent: str | None = None, reading: str | None = None
+           equivalent: str | None = None, reading: str | None = None, accepts_invalid: bool = False
            ) -> Callable[[Callable[[], Steps]], Callable[[], Steps]]:
     """Decorator registering the steps builder it decorates as mutant ``id``."""
     if (witness is None) == (equivalent is None):
         raise ValueError(f"mutant {id!r}: give a witness, or the proof that it is equivalent (not both)")
 
     def register(build: Callable[[], Steps]) -> Callable[[], Steps]:
-        _register(Mutant(id, shortcut, violates, build, witness, equivalent, reading))
+        _register(Mutant(id, shortcut, violates, build, witness, equivalent, reading,
+                         accepts_invalid=accepts_invalid))
         return build
     return register
 

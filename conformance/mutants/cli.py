@@ -98,7 +98,9 @@ def _line(v: Verdict, m: Mutant) -> str:
         tag = "KILLED?!" if m.kind != "defect" else "killed"
         return f"{tag:10} {m.id:36} by {v.case} ({v.form}: {v.outcome})"
     tag = {"equivalent": "equivalent", "reading": "reading"}.get(m.kind, "SURVIVING")
-    why = m.reading if m.kind == "reading" else ("" if m.kind == "equivalent" else m.shortcut)
+    why = (m.reading or "") if m.kind == "reading" else ("" if m.kind == "equivalent" else m.shortcut)
+    if v.refused:  # refusals are no kill (no wrong value), but say them
+        why += f" (refused {v.refused} valid case(s), first {v.first_refused}: not a kill)"
     return f"{tag:10} {m.id:36} {why}"
 
 

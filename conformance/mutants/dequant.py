@@ -100,7 +100,7 @@ def _narrow() -> Steps:
         "computes (x - x_zero_point) * x_scale in float32 (the exact difference rounded "
         "to float32, the scale as given) and rounds the float32 result to a float16 / bfloat16 output",
         OUTPUT, reading=reading_key("dq-precision", "float32"),
-        witness=W("DequantizeLinear", 21,
+        witness=W("DequantizeLinear", 19,
                   "int32 x 2**24 + 2**16 + 1 to bfloat16: float32 rounds it to 2**24 + 2**16, "
                   "a bfloat16 tie (-> 2**24); rounded once it goes up to 2**24 + 2**17",
                   a([2**24 + 2**16 + 1], I32), a(1, ml_dtypes.bfloat16)))

@@ -16,7 +16,6 @@ import ml_dtypes
 import numpy as np
 from onnx import TensorProto
 
-from ..ambiguities import reading_key
 from ..reference import arith
 from ..reference.granularity import Granularity
 from ..reference.ops import SPEC
@@ -232,7 +231,7 @@ def _inf_kept() -> Steps:
 @mutant("float8-zero-point-ignored",
         "ignores a float8 / float4 zero point (QuantizeLinear and DequantizeLinear)",
         "`y_zero_point` is usually not used for quantization to float8 and 4bit types, but the quantization "
-        "formula remains the same for consistency", reading=reading_key("float-zero-point", "ignored"),
+        "formula remains the same for consistency",
         witness=W("QuantizeLinear", 21, "float8e4m3fn zero point 0.5: 1 + 0.5 = 1.5", a([1], F32), a(1, F32),
                   a(0.5, ml_dtypes.float8_e4m3fn)))
 def _float_zp_ignored() -> Steps:

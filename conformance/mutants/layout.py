@@ -14,6 +14,7 @@ from dataclasses import replace
 import ml_dtypes
 import numpy as np
 
+from ..errors import SpecViolation
 from ..opspecs import AI_ONNX, OpSpec
 from ..reference import granularity as gran
 from ..reference.granularity import Granularity
@@ -43,8 +44,9 @@ def _planners(edit: Callable[[OpSpec, dict[str, int]], dict[str, int]]) -> Steps
 
 @mutant("axis-default-0", "takes the default axis as 0 instead of 1 when the node has no axis attribute",
         AXIS, witness=W("QuantizeLinear", 21,
-                        "rank 2, no axis attribute, scale along axis 1 (length 3, axis 0 has 2)",
-                        a(np.ones((2, 3)), F32), a([1, 2, 4], F32)))
+                        "a square (3, 3) x, no axis attribute: the scales apply along the columns, not "
+                        "the rows",
+                        a(np.ones((3, 3)), F32), a([1, 0.5, 0.25], F32)))
 def _axis_default_0() -> Steps:
     def edit(spec: OpSpec, attrs: dict[str, int]) -> dict[str, int]:
         if spec.domain == AI_ONNX and "axis" in spec.attributes and "axis" not in attrs:
@@ -57,8 +59,8 @@ def _axis_default_0() -> Steps:
         "DequantizeLinear takes a missing axis as the last one (a [K, N] MatMul weight's "
         "output channels) instead of 1: right for rank 2 only", AXIS,
         witness=W("DequantizeLinear", 21,
-                  "rank 3, no axis attribute, scale along axis 1 (length 3, the last has 4)",
-                  a(np.ones((2, 3, 4)), U8), a([1, 2, 4], F32)))
+                  "a (3, 3, 3) x, no axis attribute: the scales apply along axis 1, not the last (as long)",
+                  a(np.ones((3, 3, 3)), U8), a([1, 2, 4], F32)))
 def _dq_axis_default_last() -> Steps:
     def attributes(spec: OpSpec, attrs: Mapping[str, int]) -> Mapping[str, int]:
         if ("Dequantize" in spec.name and spec.domain == AI_ONNX and "axis" in spec.attributes
@@ -69,8 +71,8 @@ def _dq_axis_default_last() -> Steps:
 
 
 @mutant("negative-axis-ignored", "ignores a negative axis attribute (falls back to the default axis)", AXIS,
-        witness=W("QuantizeLinear", 21, "axis=-1 on rank 3 is axis 2, not the default 1",
-                  a(np.ones((2, 3, 4)), F32), a([1, 2, 4, 8], F32), axis=-1))
+        witness=W("QuantizeLinear", 21, "axis=-1 on a (3, 3, 3) x is axis 2, not the default 1 (as long)",
+                  a(np.ones((3, 3, 3)), F32), a([1, 0.5, 0.25], F32), axis=-1))
 def _negative_axis() -> Steps:
     def edit(spec: OpSpec, attrs: dict[str, int]) -> dict[str, int]:
         if attrs.get("axis", 0) < 0:
@@ -82,8 +84,8 @@ def _negative_axis() -> Steps:
 @mutant("negative-axis-off-by-one",
         "normalizes a negative axis as rank - 1 + axis (counting from the back one "
         "too far)", AXIS,
-        witness=W("QuantizeLinear", 21, "axis=-1 on rank 3 is axis 2, not 1", a(np.ones((2, 3, 4)), F32),
-                  a([1, 2, 4, 8], F32), axis=-1))
+        witness=W("QuantizeLinear", 21, "axis=-1 on a (3, 3, 3) x is axis 2, not 1 (as long)",
+                  a(np.ones((3, 3, 3)), F32), a([1, 0.5, 0.25], F32), axis=-1))
 def _negative_axis_off() -> Steps:
     def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...],
                 zp_shape: tuple[int, ...] | None, attrs: Mapping[str, int | None],
@@ -176,6 +178,33 @@ def _per_axis_lanes() -> Steps:
     return _params(_lanes)
 
 
+def _along_last_axis(param: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
+    """A per-axis parameter spread over x by each element's coordinate along the last axis (modulo its
+    length): what a kernel written for [K, N] weights with per-output-channel scales computes."""
+    index = np.arange(x_shape[-1]) % param.shape[0]
+    return np.broadcast_to(param[index].reshape((1,) * (len(x_shape) - 1) + (-1,)), x_shape).copy()
+
+
+@mutant("dq-float8-per-axis-along-last-axis",
+        "DequantizeLinear of float8 x, a kernel written for [K, N] weights: per-axis scales and zero points "
+        "always run along the last axis (the channel index taken modulo the scale's length), whatever the "
+        "axis attribute", PER_AXIS,
+        witness=W("DequantizeLinear", 21,
+                  "float8e4m3fn x (2, 3) per axis 0: rows scaled 1 and 2, not columns",
+                  a(np.ones((2, 3)), ml_dtypes.float8_e4m3fn), a([1, 2], F32), axis=0))
+def _dq_float8_last_axis() -> Steps:
+    def dequantize(x: np.ndarray, scale: np.ndarray, zero_point: np.ndarray | None, *, out: ElementType,
+                   granularity: Granularity, steps: Steps) -> np.ndarray:
+        t = by_dtype(x.dtype)
+        if t.is_float8 and granularity.kind == gran.PER_AXIS and granularity.axis != x.ndim - 1:
+            scale = _along_last_axis(scale, x.shape)
+            zero_point = None if zero_point is None else _along_last_axis(zero_point, x.shape)
+            granularity = gran.Granularity(gran.BLOCKED, x.ndim - 1, 1)  # one element a block: as given
+        return SPEC.dequantize(x, scale, zero_point, out=out, granularity=granularity, steps=steps)
+
+    return replace(SPEC, dequantize=dequantize)
+
+
 def _blocks(g: Granularity) -> tuple[int, int]:
     """A blocked granularity's axis and block size."""
     assert g.axis is not None and g.block_size is not None
@@ -257,6 +286,37 @@ def _dq_block_size() -> Steps:
             g = gran.Granularity(gran.BLOCKED, g.axis, -(-x_shape[g.axis] // param.shape[g.axis]))
         return SPEC.broadcast_dequantize(param, x_shape, g)
     return replace(SPEC, broadcast_dequantize=broadcast)
+
+
+@mutant("block-size-range-unchecked",
+        "accepts a block_size outside [ceil(Di/Si), ceil(Di/(Si-1))-1] and blocks with it anyway (the block "
+        "index clamped to the last scale)",
+        "block_size: the accepted range is `[ceil(Di/Si), ceil(Di/(Si-1))-1]`",
+        witness=W("DequantizeLinear", 21,
+                  "Di=9, Si=2, block_size 9 (above the range [5, 8]): a model the spec refuses",
+                  a(np.ones((1, 9)), U8), a([[1, 2]], F32), axis=1, block_size=9),
+        accepts_invalid=True)
+def _block_size_unchecked() -> Steps:
+    def resolve(spec: OpSpec, x_shape: tuple[int, ...], scale_shape: tuple[int, ...],
+                zp_shape: tuple[int, ...] | None, attrs: Mapping[str, int | None],
+                scale_name: str) -> Granularity:
+        try:
+            return SPEC.resolve(spec, x_shape, scale_shape, zp_shape, attrs, scale_name)
+        except SpecViolation as e:
+            if e.rule != "QDQ008":
+                raise
+            axis = attrs.get("axis")
+            axis = 1 if axis is None else int(axis)
+            return gran.Granularity(gran.BLOCKED, axis % len(x_shape), int(attrs.get("block_size") or 0))
+
+    def make(original: Broadcast) -> Broadcast:
+        def broadcast(param: np.ndarray, x_shape: tuple[int, ...], g: Granularity) -> np.ndarray:
+            if g.kind != gran.BLOCKED:
+                return original(param, x_shape, g)
+            axis, size = _blocks(g)
+            return param.take(np.minimum(np.arange(x_shape[axis]) // size, param.shape[axis] - 1), axis=axis)
+        return broadcast
+    return replace(_broadcasts(make), resolve=resolve)
 
 
 def _tail(x_or_y: np.ndarray) -> np.ndarray:

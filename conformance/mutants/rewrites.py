@@ -214,16 +214,18 @@ def _skip_first(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto, 
     return _rewrite(step, "QuantizeLinear")(model, feeds)
 
 
+def _equal(lv: np.ndarray | None, rv: np.ndarray | None) -> bool:
+    """Two parameters the same by value: type, shape and bits."""
+    return (lv is not None and rv is not None and lv.dtype == rv.dtype and lv.shape == rv.shape
+            and lv.tobytes() == rv.tobytes())
+
+
 def _same(model: onnx.ModelProto, feeds: Feeds, left: list[str], right: list[str]) -> bool:
     """The same parameters (scale, zero point) by name or by value."""
     for k in (1, 2):
         ln = left[k] if k < len(left) else ""
         rn = right[k] if k < len(right) else ""
-        if ln == rn:
-            continue
-        lv, rv = (_value(model, feeds, n) if n else None for n in (ln, rn))
-        if lv is None or rv is None or lv.dtype != rv.dtype or lv.shape != rv.shape or \
-                lv.tobytes() != rv.tobytes():
+        if ln != rn and not _equal(*(_value(model, feeds, n) if n else None for n in (ln, rn))):
             return False
     return True
 

@@ -1,12 +1,16 @@
-"""The mutation score: every mutant run over the corpus's normative cases until one fails it.
+"""The mutation score: every mutant run over the corpus's normative cases until one gives a wrong value.
 
-A case kills a mutant when a real run (``qdq-conformance run --backend mutant:ID --expectations none``) fails
-it: the verdict comes from the runner's own :func:`~qdq_conformance.runner.execute.call_backend` and
-:func:`~qdq_conformance.runner.outcome.classify`, with the case's status, expected outputs and comparison
-rule, and no expectations. Only normative cases count: an implementation-defined case is never a failure, and
-an invalid case accepted says nothing about the shortcut's arithmetic. The scan stops at the first kill (the
-corpus order: case files by name, cases in file order); a surviving mutant has been run on every normative
-case.
+A case kills a mutant when a real run (``qdq-conformance run --backend mutant:ID --expectations none``) gives
+a wrong value on it: the verdict comes from the runner's own
+:func:`~qdq_conformance.runner.execute.call_backend` and :func:`~qdq_conformance.runner.outcome.classify`,
+with the case's status, expected outputs and comparison rule, and no expectations. A kill is the outcome
+``failed`` on a normative case, and nothing else: a mutant that refuses a valid model (``error``) has shown
+no wrong value (a backend taking the same shortcut without the kernel's shape checks would compute one), so
+the scan notes the first such refusal and goes on. An implementation-defined case is never a failure.
+Invalid cases are scanned only for a mutant whose shortcut is to accept what the spec refuses
+(``Mutant.accepts_invalid``): for it, ``invalid-accepted`` is the kill. The scan stops at the first kill
+(the corpus order: case files by name, cases in file order); a surviving mutant has been run on every case it
+is judged on.
 
 Graph forms: the mutants change the kernel's arithmetic, which reads initializers and fed inputs alike
 (:func:`qdq_conformance.reference.model.bind`), so the runtime form decides; ``forms`` can add the other.
@@ -24,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..cpu import usable_cores
-from ..domain import FAILING, Case, CaseStatus, Form
+from ..domain import Case, CaseStatus, Form, RunStatus
 from ..runner.execute import call_backend
 from ..runner.outcome import classify
 from .base import Mutant, MutantBackend
@@ -36,10 +40,13 @@ class Verdict:
     status: str  # killed | surviving | equivalent | reading (not killed, as expected) | broken (cannot patch)
     case: str | None = None  # the first normative case that failed the mutant
     form: str | None = None
-    outcome: str | None = None  # the failed case's status (failed, error, ...)
+    outcome: str | None = None  # the killing case's status: failed (invalid-accepted for accepts_invalid)
     message: str = ""
     cases_run: int = 0
     seconds: float = 0.0
+    #: valid cases the mutant refused (outcome error: no wrong value, so no kill), and the first of them
+    refused: int = 0
+    first_refused: str | None = None
 
     @property
     def killed(self) -> bool:
@@ -49,7 +56,12 @@ class Verdict:
         return dict(self.__dict__)
 
 
-#: The normative cases of the run, set once per process (inherited by forked workers).
+#: The outcomes that kill: a wrong value on a valid model; for a mutant that accepts what it must refuse, a
+#: model the spec makes invalid run without complaint.
+KILLS = frozenset({RunStatus.FAILED.value})
+KILLS_ACCEPTING = frozenset({RunStatus.FAILED.value, RunStatus.INVALID_ACCEPTED.value})
+
+#: The normative and invalid cases of the run, set once per process (inherited by forked workers).
 _CASES: list[Any] = []
 _MODELS: dict[tuple[int, str], Any] = {}
 _MUTANTS: dict[str, Mutant] = {}
@@ -63,25 +75,36 @@ def _model(k: int, form: str) -> Any:
 
 
 def judge(m: Mutant, forms: Sequence[str] = (Form.RUNTIME.value,)) -> Verdict:
-    """Run mutant ``m`` over the normative cases (in ``forms``) until one fails it."""
+    """Run mutant ``m`` over the normative cases (and the invalid ones, for a mutant that accepts what it must
+    refuse) in ``forms`` until one kills it (:data:`KILLS`)."""
     t0 = time.perf_counter()
     try:
         backend = MutantBackend(m)
     except (AttributeError, KeyError, TypeError) as e:  # e.g. a step the kernel's Steps no longer has
         return Verdict(m.id, "broken", message=f"cannot build the mutant's steps: {type(e).__name__}: {e}")
-    run = 0
+    kills = KILLS_ACCEPTING if m.accepts_invalid else KILLS
+    judged = (CaseStatus.NORMATIVE, CaseStatus.INVALID) if m.accepts_invalid else (CaseStatus.NORMATIVE,)
+    v = Verdict(m.id, {"defect": "surviving"}.get(m.kind, m.kind))
     for form in forms:
         for k, case in enumerate(_CASES):
+            if case.status not in judged:
+                continue
             raw = call_backend(backend, _model(k, form), case.feeds(form))
             outcome = classify(raw, case_status=case.status, expected=case.expected, ulp=case.ulp,
                                bounds=case.output_bounds())
-            run += 1
-            if outcome.status in FAILING:
+            v.cases_run += 1
+            if outcome.status in kills:
                 message = outcome.message.splitlines()[0][:300] if outcome.message else ""
-                return Verdict(m.id, "killed", case.id, form, outcome.status, message, run,
-                               time.perf_counter() - t0)
-    status = {"defect": "surviving"}.get(m.kind, m.kind)
-    return Verdict(m.id, status, cases_run=run, seconds=time.perf_counter() - t0)
+                v.status, v.case, v.form, v.outcome = "killed", case.id, form, outcome.status
+                v.message = message
+                break
+            if outcome.status == RunStatus.ERROR and case.status == CaseStatus.NORMATIVE:
+                v.refused += 1
+                v.first_refused = v.first_refused or case.id
+        if v.killed:
+            break
+    v.seconds = time.perf_counter() - t0
+    return v
 
 
 def _judge_by_id(args: tuple[str, tuple[str, ...]]) -> Verdict:
@@ -92,12 +115,13 @@ def _judge_by_id(args: tuple[str, tuple[str, ...]]) -> Verdict:
 
 def score(cases: Iterable[Case], mutants: Sequence[Mutant], *, forms: Sequence[str] = (Form.RUNTIME.value,),
           jobs: int | None = None, progress: Callable[[Verdict], None] | None = None) -> list[Verdict]:
-    """Verdicts for ``mutants`` (in their order) over the normative ones of ``cases``.
+    """Verdicts for ``mutants`` (in their order) over the normative ones of ``cases`` (and the invalid ones,
+    for a mutant that accepts what it must refuse).
 
     ``jobs`` processes judge mutants side by side (default: the usable cores, at most 4; forked, so they share
     the loaded corpus); ``progress`` is called with each verdict as it arrives.
     """
-    _CASES[:] = [c for c in cases if c.status == CaseStatus.NORMATIVE]
+    _CASES[:] = [c for c in cases if c.status in (CaseStatus.NORMATIVE, CaseStatus.INVALID)]
     _MODELS.clear()
     _MUTANTS.clear()
     _MUTANTS.update((m.id, m) for m in mutants)

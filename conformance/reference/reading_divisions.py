@@ -136,7 +136,11 @@ def _int32_precision(n: Node) -> dict[str, Division] | None:
     assert n.plan is not None
     if n.plan.precision is not INT32:
         return None
-    found: dict[str, Division] = {"float32": (F32, _float32_operands)}
+    found: dict[str, Division] = {}
+    if n.spec.version in (19, 21):
+        # Only where the text names no precision: from version 23 "The type of `y_scale` determines the
+        # precision of the division operation", int32 here, which a float32 division is not.
+        found["float32"] = (F32, _float32_operands)
     # integer division needs integers
     if by_dtype(n.x.dtype).is_integer and by_dtype(n.scale.dtype).is_integer:
         found["truncation"] = (INT32, _truncation)

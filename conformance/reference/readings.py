@@ -75,7 +75,7 @@ def _float_zero_point_q(n: Node, q: np.ndarray, base: Outputs) -> dict[str, Outp
 
     with np.errstate(invalid="ignore"):
         return {"exact": base, "zero-unused": enc(np.where(z64 == 0, q, q + z64)),
-                "two-roundings": enc(arith.round_to(q, out) + z64), "ignored": enc(q)}
+                "two-roundings": enc(arith.round_to(q, out) + z64)}
 
 
 def _fzp_differences(n: Node) -> dict[str, np.ndarray] | None:
@@ -86,7 +86,7 @@ def _fzp_differences(n: Node) -> dict[str, np.ndarray] | None:
     assert z is not None
     x64, z64 = arith.to_float64(n.x), arith.to_float64(z)
     with np.errstate(invalid="ignore"):
-        return {"zero-unused": np.where(z64 == 0, x64, x64 - z64), "ignored": x64}
+        return {"zero-unused": np.where(z64 == 0, x64, x64 - z64)}
 
 
 def _int32_differences(n: Node) -> dict[str, np.ndarray] | None:
@@ -118,15 +118,21 @@ def _dq_products(n: Node, d: np.ndarray) -> dict[str, Outputs] | None:
     with np.errstate(all="ignore"):
         widened = arith.round_to(d * arith.to_float64(s), n.out)
         f32 = arith.to_float64(arith.to_precision(d, F32) * arith.to_precision(s, F32))
-    return {"widened": (arith.cast_float(widened, n.out).reshape(n.x.shape),),
-            "float32": (arith.cast_float(arith.round_to(f32, n.out), n.out).reshape(n.x.shape),)}
+    found: dict[str, Outputs] = {"widened": (arith.cast_float(widened, n.out).reshape(n.x.shape),)}
+    if n.spec.domain == MS or n.spec.version == 19:
+        # Only where the text names no precision for the product: from version 21 "The output type also
+        # determines the precision of the multiplication operation", which a float32 product is not.
+        found["float32"] = (arith.cast_float(arith.round_to(f32, n.out), n.out).reshape(n.x.shape),)
+    return found
 
 
 def _dq_precision(n: Node) -> dict[str, Outputs] | None:
     if "Dequantize" not in n.spec.name:
         return None
     _, z = n.broadcast()
-    products = _dq_products(n, arith.to_float64(n.x) - (0 if z is None else arith.to_float64(z)))
+    with np.errstate(invalid="ignore"):  # float8 x inf minus a zero point inf is NaN, as in the kernel
+        d = arith.to_float64(n.x) - (0 if z is None else arith.to_float64(z))
+    products = _dq_products(n, d)
     return None if products is None else {"literal": n.outputs, **products}
 
 
