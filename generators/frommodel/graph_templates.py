@@ -269,7 +269,8 @@ def _spec(data: GraphData) -> list[dict[str, str]]:
             f = _front(cfg).spec
             seen.setdefault((f.domain, f.name, f.version, "per-tensor"),
                             clause(f.domain, f.name, f.version, "Q", "random", "per-tensor"))
-    return list(seen.values()) + [_op_clause(op, data.opset) for op in dict.fromkeys(data.ops)]
+    quoted = [*seen.values(), *(_op_clause(op, data.opset) for op in dict.fromkeys(data.ops))]
+    return list({repr(c): c for c in quoted}.values())  # (one sentence once, whichever node quotes it)
 
 
 def template(p_id: str, family: str, text: str, data: GraphData, refs: list[NodeRef],
