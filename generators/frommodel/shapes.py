@@ -56,10 +56,14 @@ def capped(dims: list[int], budget: int) -> list[int]:
     """Every dimension capped at the largest common size whose product stays within ``budget``."""
     if math.prod(dims) <= budget:
         return dims
-    cap = max(dims)
-    while cap > 1 and math.prod(min(d, cap) for d in dims) > budget:
-        cap -= 1
-    return [min(d, cap) for d in dims]
+    lo, hi = 1, max(dims)  # (the product grows with the cap: the largest cap within the budget, or 1)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if math.prod(min(d, mid) for d in dims) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return [min(d, lo) for d in dims]
 
 
 def _known(dims: tuple[int | None, ...], notes: list[str]) -> list[int]:

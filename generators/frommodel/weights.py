@@ -73,9 +73,10 @@ def read_slice(t: TensorProto, base_dir: Path, picks: Sequence[Sequence[int]]) -
         raw = t.raw_data
         chunks = [raw[a:b] for a, b in ranges]
     starts = np.array([a // size * per for a, _ in ranges], np.int64)  # first element of each range
-    parts = [decode(TensorProto(name=t.name, data_type=t.data_type, dims=[len(c) // size * per], raw_data=c))
-             .astype(np.float64) for c in chunks]
-    offsets = np.cumsum([0] + [len(p) for p in parts[:-1]])
-    values = np.concatenate(parts)
+    # each range is whole elements (whole bytes of a packed type): their bytes together decode as one tensor
+    joined = b"".join(chunks)
+    values = decode(TensorProto(name=t.name, data_type=t.data_type, dims=[len(joined) // size * per],
+                                raw_data=joined)).astype(np.float64)
+    offsets = np.cumsum([0] + [len(c) // size * per for c in chunks[:-1]])
     k = np.searchsorted(starts, flat, side="right") - 1
     return values[offsets[k] + flat - starts[k]].reshape(shape)
