@@ -190,3 +190,16 @@ def compute_model(path: Path) -> Path:
     m.ir_version = 10
     onnx.save(m, path)
     return path
+
+
+def save_external(src: Path, dst: Path) -> Path:
+    """The model at ``src`` saved at ``dst`` with every initializer as raw data in one external file (only raw
+    data is stored externally), ``ext.bin`` beside it."""
+    from onnx import numpy_helper
+
+    m = onnx.load(src)
+    for t in m.graph.initializer:
+        t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t), t.name))
+    onnx.save(m, dst, save_as_external_data=True, all_tensors_to_one_file=True, location="ext.bin",
+              size_threshold=0)
+    return dst

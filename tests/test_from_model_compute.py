@@ -24,7 +24,7 @@ from qdq_conformance.generators.corpus import case_files, load
 
 pytest.importorskip("onnxruntime.quantization")
 
-from .frommodel_models import COMPUTE, compute_model  # noqa: E402 - after the skip
+from .frommodel_models import COMPUTE, compute_model, save_external  # noqa: E402 - after the skip
 
 #: the models whose compute patterns are checked here
 ORT = ("u8", "s8-per-channel", "s4-per-channel", "dynamic", "blocked-int4-b16")
@@ -182,11 +182,7 @@ def models_external(quantized_models, tmp_path, monkeypatch) -> tuple[Path, Path
     from qdq_conformance.checker import tensors
     from qdq_conformance.generators.frommodel import weights
 
-    m = onnx.load(quantized_models["s8-per-channel"])
-    for t in m.graph.initializer:  # (as raw data: only that is stored externally)
-        t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t), t.name))
-    onnx.save(m, tmp_path / "ext.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
-              location="ext.bin", size_threshold=0)
+    save_external(quantized_models["s8-per-channel"], tmp_path / "ext.onnx")
     read: list[str] = []
     ranges: dict[str, list[tuple[int, int]]] = {}
     whole, some = tensors.read_external, tensors.read_external_ranges
