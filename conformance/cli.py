@@ -301,7 +301,9 @@ COMMANDS: tuple[Command, ...] = (
             + " granularity, axis and its spelling, block size, attributes; nodes and models deduplicated),"
             + " with the node's own scale and zero point (large ones sliced, keeping their per-axis and"
             + " blocked structure) and concrete small shapes, x from the corpus's boundary recipes; graph"
-            + " cases for the small graphs around the nodes the corpus judges; from-model.json accounts for"
+            + " cases for the small graphs around the nodes the corpus judges (round trips, requantization,"
+            + " data movement, activations, and compute ops with the model's own weights, sliced, judged by"
+            + " the interval oracle); from-model.json accounts for"
             + " every node. Run them with `qdq-conformance run --backend NAME --cases DIR`, or in one step"
             + " with `run --model MODEL`.", _exit_statuses(frommodelcmd.EXIT)),
     Command("check", _doc(_cmd_check), checker_cli.add_arguments, _cmd_check, _doc(_cmd_check)

@@ -29,7 +29,8 @@ EXIT = {2: "an input could not be read (or a folder holds no *.onnx file), or --
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from-model", nargs="+", required=True, metavar="MODEL", dest="models",
                    help="ONNX model file(s), or folders searched recursively for *.onnx files (external data "
-                        "is read only for the scales and zero points)")
+                        "is read only for the scales and zero points, and the slices of weights the graph "
+                        "cases keep)")
     p.add_argument("--out", required=True, metavar="DIR",
                    help=f"output folder: new, empty, or written by an earlier cases --from-model (its "
                         f"{ACCOUNTING} lists the files replaced); anything else is refused")

@@ -106,3 +106,100 @@ def hand_model(path: Path) -> Path:
     m.ir_version = 10
     onnx.save(m, path)
     return path
+
+
+#: the compute model's nodes between quantization nodes by name, and the family (or the reason) each must get
+COMPUTE = {"conv_dw": "graph-compute-conv", "gemm": "graph-compute-matmul",
+           "add": "graph-compute-elementwise", "mul": "graph-compute-elementwise",
+           "leaky": "graph-compute-elementwise",
+           "pool": "graph-compute-pool", "gap": "graph-compute-pool", "sigmoid": "graph-compute-exp",
+           "softmax": "graph-compute-exp", "resize": "graph-compute-resize", "concat": "graph-data-movement",
+           "matmul_w4": "graph-compute-float-output",
+           "pool_ceil": "AveragePool: AveragePool ceil_mode 1: the oracle computes floor mode only",
+           "tanh": "Tanh: an op the oracle does not compute (not a graph op of the case schema)"}
+
+
+def compute_model(path: Path) -> Path:
+    """A QDQ model with each compute op of the graph cases between quantization nodes, as toolchains write
+    them: a depthwise Conv (8 groups, int8 per-channel weights, int32 bias), Gemm with transB and a bias,
+    Add and Mul (a per-tensor int8 constant), LeakyRelu, AveragePool, GlobalAveragePool, Sigmoid, Softmax,
+    Resize, Concat, weight-only int4 MatMul in blocks of 16 (a partial last block); an AveragePool the oracle
+    does not compute (ceil_mode 1) and a Tanh, which no graph case holds."""
+    rng = np.random.default_rng(7)
+    u8 = TensorProto.UINT8
+    inits = [_t("w_dw", TensorProto.INT8, [8, 1, 3, 3], rng.integers(-127, 128, 72)),
+             _t("ws_dw", F, [8], rng.uniform(0.002, 0.02, 8)), _t("wz_dw", TensorProto.INT8, [8], [0] * 8),
+             _t("b_dw", TensorProto.INT32, [8], rng.integers(-2000, 2000, 8)),
+             _t("bs_dw", F, [8], rng.uniform(1e-5, 1e-4, 8)),
+             _t("w_g", TensorProto.INT8, [16, 20], rng.integers(-127, 128, 320)),
+             _t("ws_g", F, [16], rng.uniform(0.002, 0.02, 16)), _t("wz_g", TensorProto.INT8, [16], [0] * 16),
+             _t("b_g", TensorProto.INT32, [16], rng.integers(-2000, 2000, 16)),
+             _t("bs_g", F, [16], rng.uniform(1e-5, 1e-4, 16)),
+             _t("w_m", TensorProto.INT8, [8, 1, 1], rng.integers(-127, 128, 8)), _t("ws_m", F, [], [0.01]),
+             _t("w4", TensorProto.INT4, [40, 12], rng.integers(-8, 8, 480)),
+             _t("ws4", F, [3, 12], rng.uniform(0.01, 0.1, 36)),
+             _t("roi", F, [0], []), _t("scales", F, [4], [1, 1, 2, 2])]
+    nodes: list[onnx.NodeProto] = []
+    k = 0
+
+    def quant(x: str, what: str) -> str:
+        """x -> Q -> DQ with this tensor's own scale and zero point; the DQ's output."""
+        nonlocal k
+        k += 1
+        inits.extend([_t(f"s{k}", F, [], [0.01 + 0.0037 * k]), _t(f"z{k}", u8, [], [100 + 3 * k])])
+        nodes.append(helper.make_node("QuantizeLinear", [x, f"s{k}", f"z{k}"], [f"q{k}"], name=f"q_{what}"))
+        nodes.append(helper.make_node("DequantizeLinear", [f"q{k}", f"s{k}", f"z{k}"], [f"d{k}"],
+                                      name=f"dq_{what}"))
+        return f"d{k}"
+
+    def dq(w: str, s: str, z: str | None = None, **attrs: int) -> str:
+        nodes.append(helper.make_node("DequantizeLinear", [w, s, *([z] if z else [])], [f"{w}_d"],
+                                      name=f"dq_{w}", **attrs))
+        return f"{w}_d"
+
+    def op(name: str, op_type: str, inputs: list[str], **attrs: object) -> str:
+        nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attrs))
+        return quant(name, name)
+
+    a = quant("x", "x")
+    c = op("conv_dw", "Conv", [a, dq("w_dw", "ws_dw", "wz_dw", axis=0), dq("b_dw", "bs_dw", axis=0)],
+           group=8, kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    op("add", "Add", [a, c])
+    op("mul", "Mul", [c, dq("w_m", "ws_m")])
+    op("leaky", "LeakyRelu", [c], alpha=0.1)
+    op("pool", "AveragePool", [c], kernel_shape=[2, 2], strides=[2, 2])
+    op("pool_ceil", "AveragePool", [c], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    op("gap", "GlobalAveragePool", [c])
+    op("sigmoid", "Sigmoid", [c])
+    op("softmax", "Softmax", [c], axis=-1)
+    op("resize", "Resize", [c, "roi", "scales"], mode="nearest")
+    op("concat", "Concat", [a, c], axis=1)
+    op("tanh", "Tanh", [c])
+    op("gemm", "Gemm", [quant("x2", "x2"), dq("w_g", "ws_g", "wz_g", axis=0), dq("b_g", "bs_g", axis=0)],
+       transB=1)
+    nodes.append(helper.make_node("MatMul", ["x3", dq("w4", "ws4", axis=0, block_size=16)], ["y4"],
+                                  name="matmul_w4"))
+    inputs = [helper.make_tensor_value_info("x", F, [1, 8, 6, 6]),
+              helper.make_tensor_value_info("x2", F, [3, 20]),
+              helper.make_tensor_value_info("x3", F, ["N", 40])]
+    ends = [n.output[0] for n in nodes if n.op_type == "DequantizeLinear" and n.name.startswith("dq_")
+            and n.name[3:] in COMPUTE] + ["y4"]
+    m = helper.make_model(helper.make_graph(nodes, "compute", inputs,
+                                            [helper.make_tensor_value_info(n, F, None) for n in ends], inits),
+                          opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    onnx.save(m, path)
+    return path
+
+
+def save_external(src: Path, dst: Path) -> Path:
+    """The model at ``src`` saved at ``dst`` with every initializer as raw data in one external file (only raw
+    data is stored externally), ``ext.bin`` beside it."""
+    from onnx import numpy_helper
+
+    m = onnx.load(src)
+    for t in m.graph.initializer:
+        t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t), t.name))
+    onnx.save(m, dst, save_as_external_data=True, all_tensors_to_one_file=True, location="ext.bin",
+              size_threshold=0)
+    return dst

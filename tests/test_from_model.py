@@ -25,7 +25,7 @@ from qdq_conformance.generators.template import Template
 
 pytest.importorskip("onnxruntime.quantization")
 
-from .frommodel_models import HAND  # noqa: E402 - after the skip
+from .frommodel_models import HAND, save_external  # noqa: E402 - after the skip
 
 QUANTIZATION = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
 
@@ -186,11 +186,7 @@ def test_bad_input_is_one_line_with_the_checks_exit_statuses(models, tmp_path):
 def test_external_data_reads_only_the_parameters(models, tmp_path, monkeypatch):
     from qdq_conformance.checker import tensors
 
-    m = onnx.load(models["hand"])
-    for t in m.graph.initializer:  # (as raw data: only that is stored externally)
-        t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t), t.name))
-    onnx.save(m, tmp_path / "ext.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
-              location="ext.bin", size_threshold=0)
+    save_external(models["hand"], tmp_path / "ext.onnx")
     read: list[str] = []
     original = tensors.read_external
 

@@ -80,6 +80,16 @@ def storage_bytes(data_type: int, n: int) -> tuple[int, int] | None:
     return None
 
 
+def element_layout(data_type: int) -> tuple[int, int] | None:
+    """(bytes per element, elements per byte) of raw data: (4, 1) for float, (1, 2) for the 4-bit types; None
+    for types whose elements do not sit on byte boundaries this way (strings, the 6-bit types)."""
+    if data_type in _PACKED:
+        return 1, _PACKED[data_type]
+    if data_type in _ITEMSIZE:
+        return _ITEMSIZE[data_type], 1
+    return None
+
+
 def _typed_count(data_type: int, n: int) -> tuple[str, int]:
     """The typed field a tensor without raw data stores its values in, and how many entries it needs."""
     for name, types in _FIELDS.items():
@@ -196,12 +206,32 @@ def check_external(t: TensorProto, base_dir: Path, span: tuple[int, int] | None,
 
 def read_external(t: TensorProto, base_dir: Path) -> Iterator[bytes]:
     """The bytes of one externally stored tensor, in chunks of at most :data:`CHUNK` bytes."""
+    for _, chunk in _read_external(t, base_dir, None):
+        yield chunk
+
+
+def read_external_ranges(t: TensorProto, base_dir: Path, ranges: list[tuple[int, int]]) -> list[bytes]:
+    """Bytes ``[start, end)`` of one externally stored tensor's data, one ``bytes`` per range: only those
+    bytes are read, never the rest of the tensor or the file."""
+    out = [bytearray() for _ in ranges]
+    for k, chunk in _read_external(t, base_dir, ranges):
+        out[k] += chunk
+    return [bytes(b) for b in out]
+
+
+def _read_external(t: TensorProto, base_dir: Path,
+                   ranges: list[tuple[int, int]] | None) -> Iterator[tuple[int, bytes]]:
+    """(range index, chunk) for each range of the tensor's data (None: all of it), in chunks of at most
+    :data:`CHUNK` bytes."""
     n = element_count(tuple(t.dims), f"tensor {t.name!r}")
     span = storage_bytes(t.data_type, n)
     if span is None:
         raise Unreadable(f"tensor {t.name!r}: a {type_label(t.data_type)} tensor cannot be stored externally")
     path, offset, length = external_location(t, base_dir)
     size = span[0] if length is None else length
+    for start, end in ranges or ():
+        if not 0 <= start <= end <= size:
+            raise Unreadable(f"tensor {t.name!r}: bytes {start}..{end} are outside its {size} bytes")
     regular_file(path, f"tensor {t.name!r}: external data file")
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -210,19 +240,21 @@ def read_external(t: TensorProto, base_dir: Path) -> Iterator[bytes]:
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             raise Unreadable(f"tensor {t.name!r}: external data file is not a regular file")
-        while size > 0:
-            try:
-                fh.seek(offset)
-                chunk = fh.read(min(size, CHUNK))
-            except OSError as e:
-                raise Unreadable(f"tensor {t.name!r}: external data file cannot be read "
-                                 f"({e.strerror})") from None
-            if not chunk:
-                raise Unreadable(f"tensor {t.name!r}: external data file ends {size} bytes before the tensor "
-                                 "does")
-            size -= len(chunk)
-            offset += len(chunk)
-            yield chunk
+        for k, (start, end) in enumerate([(0, size)] if ranges is None else ranges):
+            at, left = offset + start, end - start
+            while left > 0:
+                try:
+                    fh.seek(at)
+                    chunk = fh.read(min(left, CHUNK))
+                except OSError as e:
+                    raise Unreadable(f"tensor {t.name!r}: external data file cannot be read "
+                                     f"({e.strerror})") from None
+                if not chunk:
+                    raise Unreadable(f"tensor {t.name!r}: external data file ends {left} bytes before the "
+                                     "tensor does")
+                left -= len(chunk)
+                at += len(chunk)
+                yield k, chunk
 
 
 def decode_chunks(t: TensorProto, chunks: Iterator[bytes]) -> Iterator[np.ndarray]:

@@ -150,7 +150,7 @@ def _finish(conf: Configuration) -> None:
             conf.cases += n
 
 
-def _patterns(report: ModelReport, main: dict[int, tuple[NodeConfig, Configuration]], name: str,
+def _patterns(report: ModelReport, main: dict[int, tuple[NodeConfig, Configuration]], path: Path, name: str,
               patterns: dict[tuple[object, ...], Pattern]) -> None:
     """The model's graph patterns around nodes whose configurations made cases, deduplicated into
     ``patterns``."""
@@ -163,14 +163,14 @@ def _patterns(report: ModelReport, main: dict[int, tuple[NodeConfig, Configurati
             in_cases[k] = cfg
     scope = next(c.site.scope for c in report.nodes if c.site.graph == "main")
     try:
-        found = graphs.find(report.model, in_cases, scope, name)
+        found = graphs.find(report.model, in_cases, scope, name, path.parent)
     except Exception as e:  # noqa: BLE001 - graph cases are extra: their defect costs them only
         patterns.setdefault(("failed", name), Pattern(("failed", name), "", "graph patterns",
                                                       problem=internal(e)))
         return
-    for key, family, text, data, ref in found:
-        pattern = patterns.setdefault(key, Pattern(key, family, text, data=data))
-        pattern.refs.append(ref)
+    for f in found:
+        pattern = patterns.setdefault(f.key, Pattern(f.key, f.family, f.text, data=f.data, problem=f.problem))
+        pattern.refs.append(f.ref)
 
 
 def internal(e: Exception) -> str:
@@ -183,7 +183,8 @@ def _graph_templates(p: Pattern) -> None:
     ones (a graph case is normative), else the reason it has none."""
     if not p.data:
         return
-    for plain in range(3):
+    placed = any(i.first is not None for i in p.data.inputs.values())
+    for plain in range(3 if placed else 1):
         tpl = graph_templates.template(p.id, p.family, p.text, p.data, p.refs, plain)
         if tpl is None:
             continue
@@ -230,7 +231,7 @@ def convert(paths: list[Path]) -> Conversion:
             if checked.site.graph == "main":
                 main[checked.site.index] = (got, conf)
         out.models.append(count)
-        _patterns(report, main, names[path], patterns)
+        _patterns(report, main, path, names[path], patterns)
     for conf in by_key.values():
         _finish(conf)
         out.configurations.append(conf)

@@ -22,21 +22,24 @@ import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, numpy_helper
 
 from qdq_conformance import opspecs
 from qdq_conformance.checker.graph import Scope
-from qdq_conformance.reference.graph import CONSTANTS, MIN_OPSET, QUANT_OPS
+from qdq_conformance.reference.graph import COMPUTE_OPS, CONSTANTS, MIN_OPSET, QUANT_OPS
 
 from ..schema import schema_enum
-from .graph_templates import First, GraphData, GraphInput, Op, chain_data, params, qnode
+from . import compute
+from .compute_shapes import pooled
+from .graph_templates import First, Found, GraphData, GraphInput, Input, op_data, params, qnode
+from .modelgraph import Attrs, ModelGraph, attributes, int_list
 from .nodes import NodeConfig, NodeRef
 from .shapes import PER_TENSOR_BUDGET, SYMBOLIC, capped
 
-#: the family of a graph case by the op between the quantization nodes
+#: the family of a graph case by the exact op between the quantization nodes (compute ops: compute.FAMILIES)
 FAMILIES: dict[str, str] = {
     **{op: "graph-data-movement" for op in ("Identity", "Reshape", "Transpose", "Flatten", "Squeeze",
                                             "Unsqueeze", "Slice", "Concat", "Gather")},
@@ -52,7 +55,8 @@ def judged_ops() -> list[str]:
 
 @dataclass
 class Pattern:
-    """One distinct graph around a model's nodes: its template, the nodes it stands for, its file."""
+    """One distinct graph around a model's nodes: its template, the nodes it stands for, its file; or why it
+    has none."""
 
     key: tuple[object, ...]
     family: str
@@ -72,17 +76,9 @@ class Pattern:
         return f"graph_{self.id}.yaml"
 
     def row(self) -> dict[str, object]:
-        return {"id": self.id, "family": self.family, "graph": self.text, "file": self.file if self.templates
-                else None, "nodes": [r.text() for r in self.refs], "cases": self.cases,
-                "problem": self.problem or None}
-
-
-def _ints(a: AttributeProto) -> int | list[int] | None:
-    if a.type == AttributeProto.INT:
-        return int(a.i)
-    if a.type == AttributeProto.INTS:
-        return [int(v) for v in a.ints]
-    return None
+        return {"id": self.id, "family": self.family or None, "graph": self.text,
+                "file": self.file if self.templates else None, "nodes": [r.text() for r in self.refs],
+                "cases": self.cases, "problem": self.problem or None}
 
 
 # -- shapes: how small an op lets its input be ---------------------------------------------------------------
@@ -95,17 +91,6 @@ def _known(scope: Scope, name: str) -> tuple[int, ...] | None:
     return tuple(SYMBOLIC if d is None else d for d in f.shape)
 
 
-#: an op's int attributes (ints or lists of ints)
-Attrs = dict[str, "int | list[int]"]
-#: what a pattern found is: its key, family, text, graph, and the node it is around
-Found = tuple[tuple[object, ...], str, str, GraphData, NodeRef]
-
-
-def _int_list(attrs: Attrs, key: str, default: list[int]) -> list[int]:
-    v = attrs.get(key, default)
-    return [v] if isinstance(v, int) else list(v)
-
-
 def _elementwise(dims: tuple[int, ...], attrs: Attrs,
                  consts: dict[int, np.ndarray]) -> tuple[int, ...]:
     return tuple(capped(list(dims), PER_TENSOR_BUDGET))
@@ -113,13 +98,7 @@ def _elementwise(dims: tuple[int, ...], attrs: Attrs,
 
 def _maxpool(dims: tuple[int, ...], attrs: Attrs, consts: dict[int, np.ndarray]) -> tuple[int, ...]:
     """N and C small, each spatial dimension a few windows long (at most the model's)."""
-    kernel = _int_list(attrs, "kernel_shape", [])
-    n = len(kernel)
-    strides = _int_list(attrs, "strides", [1] * n)
-    dil = _int_list(attrs, "dilations", [1] * n)
-    spatial = [min(d, (k - 1) * dl + 1 + 2 * s) for d, k, s, dl in zip(dims[2:], kernel, strides, dil,
-                                                                         strict=False)]
-    return (1, min(dims[1], 3), *spatial)
+    return pooled(dims, attrs)
 
 
 def _reshape(dims: tuple[int, ...], attrs: Attrs, consts: dict[int, np.ndarray]) -> tuple[int, ...]:
@@ -145,51 +124,15 @@ SHRINK: dict[str, Callable[[tuple[int, ...], Attrs, dict[int, np.ndarray]], tupl
 # -- finding the patterns ------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Graph:
-    model: onnx.ModelProto
-    configs: dict[int, NodeConfig]  # main-graph node index -> its configuration (those in cases)
-    scope: Scope
-    model_name: str
-    producer: dict[str, int] = field(default_factory=dict)
-    consumers: dict[str, list[int]] = field(default_factory=dict)
-    constants: dict[str, np.ndarray] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for k, n in enumerate(self.model.graph.node):
-            for o in n.output:
-                self.producer[o] = k
-            for i in n.input:
-                self.consumers.setdefault(i, []).append(k)
-        for t in self.model.graph.initializer:
-            if t.data_location != onnx.TensorProto.EXTERNAL and math.prod(t.dims) <= 64:
-                self.constants[t.name] = numpy_helper.to_array(t)
-        for n in self.model.graph.node:
-            value = n.attribute[0] if n.op_type == "Constant" and n.output and n.attribute else None
-            if value is not None and value.type == AttributeProto.TENSOR and math.prod(value.t.dims) <= 64:
-                self.constants[n.output[0]] = numpy_helper.to_array(value.t)
-
-    def per_tensor(self, k: int) -> NodeConfig | None:
-        cfg = self.configs.get(k)
-        return cfg if cfg is not None and cfg.granularity in ("per-tensor", "per-tensor-1d") else None
-
-    def next_q(self, tensor: str) -> NodeConfig | None:
-        for k in self.consumers.get(tensor, []):
-            cfg = self.per_tensor(k)
-            if cfg is not None and cfg.kind == "Q":
-                return cfg
-        return None
-
-
-def find(model: onnx.ModelProto, configs: dict[int, NodeConfig], scope: Scope,
-         model_name: str) -> list[Found]:
-    """Every pattern of the main graph: (key, family, text, the template's data, the node it is around)."""
+def find(model: onnx.ModelProto, configs: dict[int, NodeConfig], scope: Scope, model_name: str,
+         base_dir: Path) -> list[Found]:
+    """Every pattern of the main graph (with its template's data, or why it has none)."""
     opset = opspecs.import_version(opspecs.import_table(model.opset_import), "")
     if opset is None or not MIN_OPSET <= opset <= onnx.defs.onnx_opset_version():
         return []
-    g = _Graph(model, configs, scope, model_name)
+    g = ModelGraph(model, configs, scope, model_name, base_dir)
     ops = set(judged_ops())
-    found = []
+    found: list[Found | None] = []
     for k, node in enumerate(model.graph.node):
         cfg = g.per_tensor(k)
         if cfg is not None and cfg.kind == "Q":
@@ -201,10 +144,14 @@ def find(model: onnx.ModelProto, configs: dict[int, NodeConfig], scope: Scope,
             q = g.next_q(node.output[0])
             if q is not None:
                 found.append(_chain(g, [cfg], None, q, opset))
+        elif cfg is not None and cfg.kind == "DQL":
+            found += compute.dynamic(g, k, opset)
+        elif normalize(node) in COMPUTE_OPS and node.output:
+            found.append(compute.around(g, k, opset))
         elif normalize(node) in ops and node.output:
-            got = _around(g, k, node, opset)
-            if got is not None:
-                found.append(got)
+            found.append(_around(g, k, node, opset))
+        elif node.output and compute.between(g, k):
+            found.append(compute.unjudged(g, k))
     return [f for f in found if f is not None]
 
 
@@ -212,7 +159,7 @@ def normalize(node: onnx.NodeProto) -> str:
     return node.op_type if opspecs.normalize_domain(node.domain) == opspecs.AI_ONNX else ""
 
 
-def _around(g: _Graph, k: int, node: onnx.NodeProto, opset: int) -> Found | None:
+def _around(g: ModelGraph, k: int, node: onnx.NodeProto, opset: int) -> Found | None:
     """DQ(s) -> OP -> Q: each data input from a per-tensor DQ, the others constants, the output into a Q."""
     q = g.next_q(node.output[0])
     if q is None:
@@ -230,14 +177,17 @@ def _around(g: _Graph, k: int, node: onnx.NodeProto, opset: int) -> Found | None
         if dq is None or dq.kind != "DQ":
             return None
         dqs.append(dq)
-    raw = {a.name: _ints(a) for a in node.attribute}
-    attrs: Attrs = {k: v for k, v in raw.items() if v is not None}
-    if not dqs or len(attrs) < len(raw):
+    attrs = attributes(node)
+    if not dqs or attrs is None:
         return None
     return _chain(g, dqs, (node, attrs, consts), q, opset)
 
 
-def _chain(g: _Graph, dqs: list[NodeConfig], op: Op | None, q: NodeConfig, opset: int) -> Found | None:
+#: an exact op between the quantization nodes: the node, its attributes, its constant inputs by position
+Op = tuple[onnx.NodeProto, Attrs, dict[int, np.ndarray]]
+
+
+def _chain(g: ModelGraph, dqs: list[NodeConfig], op: Op | None, q: NodeConfig, opset: int) -> Found | None:
     """x_k -> Q(dq_k's parameters) -> dq_k -> [op] -> q -> DQ(q's parameters) -> y."""
     shapes: list[tuple[int, ...]] = []
     for dq in dqs:
@@ -258,7 +208,7 @@ def _chain(g: _Graph, dqs: list[NodeConfig], op: Op | None, q: NodeConfig, opset
     except (LookupError, ValueError):
         return None
     if op is not None and name == "Concat":
-        axis = _int_list(op[1], "axis", [0])[0]
+        axis = int_list(op[1], "axis", [0])[0]
         base = shapes[0]
         shapes = [tuple(d if k % len(base) == axis % len(base) else base[k] for k, d in enumerate(s))
                   for s in shapes]
@@ -266,13 +216,31 @@ def _chain(g: _Graph, dqs: list[NodeConfig], op: Op | None, q: NodeConfig, opset
            repr({k: v.tolist() for k, v in (op[2] if op else {}).items()}),
            tuple(dq.key() for dq in dqs), q.key(), tuple(len(s) for s in shapes))
     family = FAMILIES[name] if op else "graph-requantize"
-    data = chain_data(dqs, op, q, opset, shapes)
+    data = op_data(_inputs(dqs, op, shapes), name or None, op[1] if op else {}, q, opset)
     text = " -> ".join(["DQ" if len(dqs) == 1 else f"{len(dqs)} DQ", *([name] if name else []), "Q"])
-    ref = op_ref(g, op[0]) if op else dqs[0].ref
-    return key, family, text, data, ref
+    ref = g.ref(op_index(g, op[0])) if op else dqs[0].ref
+    return Found(key, family, text, data, ref)
 
 
-def _roundtrip(g: _Graph, q: NodeConfig, dq: NodeConfig, opset: int) -> Found | None:
+def _inputs(dqs: list[NodeConfig], op: Op | None, shapes: list[tuple[int, ...]]) -> list[Input]:
+    if op is None:
+        return [Input("act", dqs[0], shapes[0])]
+    node, _, consts = op
+    out: list[Input] = []
+    acts = iter(zip(dqs, shapes, strict=True))
+    for i, name in enumerate(node.input):
+        if i in consts:
+            arr = consts[i]
+            out.append(Input("const", values=arr, type="int64" if arr.dtype.kind in "iu" else dqs[0].y))
+        elif not name:
+            out.append(Input("absent"))
+        else:
+            dq, shape = next(acts)
+            out.append(Input("act", dq, shape))
+    return out
+
+
+def _roundtrip(g: ModelGraph, q: NodeConfig, dq: NodeConfig, opset: int) -> Found | None:
     dims = _known(g.scope, g.model.graph.node[q.ref.index].input[0])
     if dims is None or q.scale is None or q.scale_values is None:
         return None
@@ -281,10 +249,10 @@ def _roundtrip(g: _Graph, q: NodeConfig, dq: NodeConfig, opset: int) -> Found | 
     first = First(q.spec, q.x, q.scale, q.y, q.scale_values, q.zero_point_values)
     data = GraphData([qnode(q, "x", "q", "s1", "z1"), qnode(dq, "q", "y", "s2", "z2")],
                      {**params(q, "s1", "z1"), **params(dq, "s2", "z2")},
-                     {"x": GraphInput(q.x, list(shape), first)}, {}, [q, dq], opset, None)
-    return key, "graph-roundtrip", "Q -> DQ", data, q.ref
+                     {"x": GraphInput(q.x, list(shape), first)}, {}, [(q, "per-tensor", False),
+                                                                      (dq, "per-tensor", False)], opset, [])
+    return Found(key, "graph-roundtrip", "Q -> DQ", data, q.ref)
 
 
-def op_ref(g: _Graph, node: onnx.NodeProto) -> NodeRef:
-    k = list(g.model.graph.node).index(node)
-    return NodeRef(g.model_name, "main", k, node.name, f"ai.onnx::{node.op_type}")
+def op_index(g: ModelGraph, node: onnx.NodeProto) -> int:
+    return list(g.model.graph.node).index(node)

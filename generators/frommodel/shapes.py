@@ -56,10 +56,14 @@ def capped(dims: list[int], budget: int) -> list[int]:
     """Every dimension capped at the largest common size whose product stays within ``budget``."""
     if math.prod(dims) <= budget:
         return dims
-    cap = max(dims)
-    while cap > 1 and math.prod(min(d, cap) for d in dims) > budget:
-        cap -= 1
-    return [min(d, cap) for d in dims]
+    lo, hi = 1, max(dims)  # (the product grows with the cap: the largest cap within the budget, or 1)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if math.prod(min(d, mid) for d in dims) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return [min(d, lo) for d in dims]
 
 
 def _known(dims: tuple[int | None, ...], notes: list[str]) -> list[int]:
@@ -73,7 +77,7 @@ def _said(before: tuple[int | None, ...] | None, after: tuple[int, ...], notes: 
         notes.append(f"x {shape_text(before)} tested as {list(after)}")
 
 
-def _spread(n: int, cap: int, must: list[int]) -> list[int]:
+def spread(n: int, cap: int, must: list[int]) -> list[int]:
     """Up to ``cap`` indices of ``range(n)``, evenly spaced, the first, the last and ``must`` among them."""
     if n <= cap:
         return list(range(n))
@@ -81,7 +85,7 @@ def _spread(n: int, cap: int, must: list[int]) -> list[int]:
     return sorted(spaced | set(must))
 
 
-def _extremes(*arrays: np.ndarray | None) -> list[int]:
+def extremes(*arrays: np.ndarray | None) -> list[int]:
     out: list[int] = []
     for a in arrays:
         if a is not None and a.size:
@@ -137,9 +141,9 @@ def _per_axis(cfg: NodeConfig, notes: list[str]) -> Concrete:
         notes.append("x's rank is unknown: a rank-1 x along the scale")
     others = capped(_known(tuple(d for k, d in enumerate(model) if k != axis), notes), ROW_BUDGET)
     cap = min(64, max(CHANNELS, (4 * ROW_BUDGET) // max(1, math.prod(others))))
-    idx = _spread(c, cap, _extremes(cfg.scale_values, cfg.zero_point_values))
+    idx = spread(c, cap, extremes(cfg.scale_values, cfg.zero_point_values))
     if len(idx) < c:
-        notes.append(f"{len(idx)} of {c} channels (indices {_listed(idx)}: evenly spaced, with the smallest "
+        notes.append(f"{len(idx)} of {c} channels (indices {listed(idx)}: evenly spaced, with the smallest "
                      "and largest |scale| and zero point)")
     dims = (*others[:axis], len(idx), *others[axis:])
     _said(cfg.x_shape, dims, notes)
@@ -166,13 +170,13 @@ def _blocked(cfg: NodeConfig, notes: list[str]) -> Concrete:
             sels.append(blocks)
             dims.append((len(blocks) - 1) * bs + last)
             continue
-        sel = _spread(int(n), ROWS, [])
+        sel = spread(int(n), ROWS, [])
         sels.append(sel)
         dims.append(len(sel))
         if len(sel) < n:
-            notes.append(f"{len(sel)} of {n} indices along axis {k} ({_listed(sel)})")
+            notes.append(f"{len(sel)} of {n} indices along axis {k} ({listed(sel)})")
     if len(blocks) < si:
-        notes.append(f"{len(blocks)} of {si} blocks along axis {axis} (blocks {_listed(blocks)}; the last "
+        notes.append(f"{len(blocks)} of {si} blocks along axis {axis} (blocks {listed(blocks)}; the last "
                      f"{'keeps its partial length ' + str(last) if last != bs else 'is whole'})")
     _said(cfg.x_shape, tuple(dims), notes)
     grid = np.ix_(*sels)
@@ -180,6 +184,6 @@ def _blocked(cfg: NodeConfig, notes: list[str]) -> Concrete:
     return Concrete(tuple(dims), scale[grid], zp, notes)
 
 
-def _listed(idx: list[int], shown: int = 8) -> str:
+def listed(idx: list[int], shown: int = 8) -> str:
     text = ", ".join(map(str, idx[:shown]))
     return text + (f", ... {idx[-1]}" if len(idx) > shown else "")
