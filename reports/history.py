@@ -2,7 +2,7 @@
 release it shows on (first bad) and the first release from which it is gone for good (first good).
 
 The runs are one results file (or set of shard files) per release, read through ``results.merge``: a full run,
-or a kept subset (``runner/archive.py``'s ``keep_subset``: the records of the case-forms some release fails,
+or a kept subset (``results/kept.py``'s ``keep_subset``: the records of the case-forms some release fails,
 and the summary's counts). A finding is :func:`.findings.group`'s, so its identity is its signature: an
 upgrade that only rewords an error makes no new row.
 
@@ -31,7 +31,7 @@ from .page import environment
 
 #: a case whose run raised in this tool's own code (never a finding: counted apart)
 HARNESS_ERROR = "harness-error"
-#: the header key of a kept subset of a run (``runner/archive.py``): its totals are the summary's counts
+#: the header key of a kept subset of a run (``results/kept.py``): its totals are the summary's counts
 SUBSET = "kept_subset"
 _GOOD = {RunStatus.PASSED.value, RunStatus.IMPLEMENTATION_DEFINED.value}
 

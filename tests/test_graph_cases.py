@@ -31,8 +31,11 @@ from qdq_conformance.reference.graph import (
     GraphError,
     run_graph,
 )
+from qdq_conformance.results import CaseRecord, decode_record, header
 from qdq_conformance.runner.execute import ObjRef, Sources, run_case
 from qdq_conformance.runner.expectations import Expectations
+
+from .results_files import record
 
 GRAPH_FILES = [p for p in case_files() if p.stem.startswith("graph_")]
 
@@ -208,27 +211,26 @@ def test_a_failing_graph_case_says_rewrite_or_node(graphs):
     chain = next(c for c in graphs if c.id == "graph-requant-chain-coarser-uint8-o13")
     result = run_case(create("mutant:collapse-requant-chain"), ObjRef(chain), "runtime", Sources(),
                       Expectations())
-    rec = json.loads(result.record)
+    rec = decode_record(result.record)
     assert rec["status"] == "failed" and rec["defect"] == "rewrite", rec.get("defect_why")
     # a wrong node (rounding half away from zero): node by node the outputs are wrong too
     ties = next(c for c in graphs if c.id == "graph-requant-ties-o13")
     result = run_case(create("mutant:round-half-away"), ObjRef(ties), "runtime", Sources(), Expectations())
-    rec = json.loads(result.record)
+    rec = decode_record(result.record)
     assert rec["status"] == "failed" and rec["defect"] == "node", rec.get("defect_why")
     assert "QuantizeLinear" in rec["defect_why"]
     ok = run_case(create("reference"), ObjRef(chain), "initializer", Sources(), Expectations())
-    assert ok.status == "passed" and "defect" not in json.loads(ok.record)
+    assert ok.status == "passed" and "defect" not in decode_record(ok.record)
 
 
 def test_findings_and_the_compliance_table_group_graph_failures_by_defect():
     from qdq_conformance.reports.compliance import render_findings
     from qdq_conformance.reports.findings import group
 
-    def rec(i: str, defect: str, tpl: str) -> dict:
-        return {"type": "case", "id": i, "form": "initializer", "status": "failed",
-                "message": "values differ", "operator": "graph", "domain": "ai.onnx", "version": 21,
-                "family": "graph-requantize", "granularity": "graph", "defect": defect,
-                "template": f"graph_x.yaml#{tpl}", "types": {}}
+    def rec(i: str, defect: str, tpl: str) -> CaseRecord:
+        return record(i, "failed", form="initializer", message="values differ", operator="graph",
+                      domain="ai.onnx", version=21, family="graph-requantize", granularity="graph",
+                      defect=defect, template=f"graph_x.yaml#{tpl}")
 
     cases = [rec("graph-a-uint8-o21", "rewrite", "a"), rec("graph-a-int8-o21", "rewrite", "a"),
              rec("graph-b-o21", "node", "b")]
@@ -236,7 +238,7 @@ def test_findings_and_the_compliance_table_group_graph_failures_by_defect():
     assert sorted((f.defect, f.count) for f in found) == [("node", 1), ("rewrite", 2)]
     assert "rewrite: the backend's own node-by-node run" in next(f for f in found
                                                                  if f.defect == "rewrite").where()
-    head = {"backend": "x", "backend_version": "1", "optimization": "level all"}
+    head = header("x", "1", {"optimization": "level all"})
     text = render_findings([(head, cases, None)])
     assert ("## Graph cases: rewrite or node" in text
             and "- rewrite: a (2 case-forms, e.g. `graph-a-uint8-o21`, initializer form)" in text)

@@ -10,7 +10,6 @@ screenshots, report-ort.png and report-ort-case.png, from that run.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections import Counter
@@ -20,9 +19,10 @@ import pytest
 
 from qdq_conformance.plugin.sharding import shard_of
 from qdq_conformance.reports.render import render_files
-from qdq_conformance.results import header
+from qdq_conformance.results import header, read
 
 from .browser import Browser, find_chromium
+from .results_files import entry, record, write
 
 STATUSES = ["passed"] * 78 + ["failed"] * 12 + ["unsupported"] * 5 + ["implementation-defined"] * 3 + \
     ["error", "xx"]
@@ -45,8 +45,8 @@ def _failed_details(k: int) -> dict:
                          "truncated": False}},
         "expected": [{"type": "int8", "shape": shape, "values": values, "codes": codes, "truncated": False}],
         "actual": [{"type": "int8", "shape": shape, "values": values, "codes": got, "truncated": False}],
-        "mismatches": [{"output": 0, "count": 1, "total": 64, "first_indices": [first_index(k)],
-                        "max_ulp": None}],
+        "mismatches": [{"output": 0, "reason": "values differ", "count": 1, "total": 64,
+                        "first_indices": [first_index(k)], "max_ulp": None}],
         "spec": {"operator": "QuantizeLinear", "versions": "21-28", "text": "rounding to nearest even. " * 4},
         "repro": "import numpy as np\nimport onnx\n"
         + "# reproduce the case with onnx and the backend's API\n" * 30, "attributes": {"axis": 1},
@@ -67,32 +67,31 @@ def write_results(path: Path, n: int, evil: bool = False) -> Counter:
     ops = [("QuantizeLinear", 21), ("QuantizeLinear", 23), ("DequantizeLinear", 21), ("DequantizeLinear", 25)]
     types = ["int8", "uint8", "int4", "float8e4m3fn", "int16"]
     counts: Counter = Counter()
-    with path.open("w") as fh:
-        fh.write(json.dumps(header("demo-backend", "9.9")) + "\n")
-        for k in range(n):
-            status = STATUSES[k % len(STATUSES)]
-            status = "failed" if status == "xx" else status
-            op, v = ops[k % len(ops)]
-            cid = f"{op.lower()}-{v}-case-{k:05d}-{types[k % len(types)]}"
-            if evil and k == 1:
-                cid += "<script>window.pwned=1</script>"
-            rec = {"type": "case", "id": cid, "form": "runtime", "status": status, "operator": op,
-                   "domain": "ai.onnx", "version": v, "types": {"x": "float", "y": types[k % len(types)]},
-                   "family": "ties", "granularity": ["per-tensor", "per-axis", "blocked"][k % 3],
-                   "case_status": "implementation-defined" if status == "implementation-defined"
-                   else "normative",
-                   "ambiguity": "nan-to-integer" if status == "implementation-defined" else None,
-                   "behaviour": "NaN -> 0" if status == "implementation-defined" else None,
-                   "message": ("<img src=x onerror=window.pwned=2>" if evil and k == 1 else long_message(k)
-                               if status == "failed" and k % 7 == 0 else f"message {k}"),
-                   "duration": 0.001}
-            if status != "passed":
-                rec.update(_failed_details(k))
-            if status == "failed" and k % 3 == 0:
-                rec["expectation"] = {"status": "failed", "reason": "A known deviation. " * 12, "line": 7}
-            counts[status] += 1
-            fh.write(json.dumps(rec) + "\n")
-        fh.write(json.dumps({"type": "summary", "counts": dict(counts)}) + "\n")
+    records = []
+    for k in range(n):
+        status = STATUSES[k % len(STATUSES)]
+        status = "failed" if status == "xx" else status
+        op, v = ops[k % len(ops)]
+        cid = f"{op.lower()}-{v}-case-{k:05d}-{types[k % len(types)]}"
+        if evil and k == 1:
+            cid += "<script>window.pwned=1</script>"
+        implementation_defined = status == "implementation-defined"
+        rec = record(cid, status, backend=("demo-backend", "9.9"), operator=op, domain="ai.onnx", version=v,
+                     types={"x": "float", "y": types[k % len(types)]}, family="ties",
+                     granularity=["per-tensor", "per-axis", "blocked"][k % 3],
+                     case_status="implementation-defined" if implementation_defined else "normative",
+                     ambiguity="nan-to-integer" if implementation_defined else None,
+                     behaviour="NaN -> 0" if implementation_defined else None,
+                     message=("<img src=x onerror=window.pwned=2>" if evil and k == 1 else long_message(k)
+                              if status == "failed" and k % 7 == 0 else f"message {k}"),
+                     duration=0.001)
+        if status != "passed":
+            rec.update(_failed_details(k))  # type: ignore[typeddict-item]
+        if status == "failed" and k % 3 == 0:
+            rec["expectation"] = entry("failed", 7, "A known deviation. " * 12)
+        counts[status] += 1
+        records.append(rec)
+    write(path, records, header("demo-backend", "9.9"), {"counts": dict(counts)})
     return counts
 
 
@@ -285,16 +284,14 @@ def test_readme_screenshots_of_a_real_run(tmp_path, chromium):
 
 def _shard_files(whole: Path, given: tuple[int, ...], n: int) -> list[Path]:
     """Shard files of the run ``whole`` as --shard K/N writes them (only shards ``given``)."""
-    head, *cases = [json.loads(line) for line in whole.read_text().splitlines()[:-1]]
+    head, cases, _ = read(whole)
+    del head["read"]  # (what the reader found: never written)
     out = []
     for k in given:
         mine = [c for c in cases if shard_of(c["id"], n) == k]
         path = whole.with_name(f"{whole.stem}-shard-{k}-of-{n}-from-a-ci-matrix-job-artifact.jsonl")
-        path.write_text("\n".join(json.dumps(r) for r in [{**head, "shard": f"{k}/{n}"}, *mine,
-                                                          {"type": "summary", "duration_s": 1.0,
-                                                           "counts": dict(Counter(c["status"]
-                                                                                  for c in mine))}]))
-        out.append(path)
+        out.append(write(path, mine, {**head, "shard": f"{k}/{n}"},
+                         {"duration_s": 1.0, "counts": dict(Counter(c["status"] for c in mine))}))
     return out
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from ..domain import BOTH, FORMS
 from ..reports import history
 from ..results import Results, ResultsError
+from ..results import kept as archive
 from ..results.merge import load_run
-from ..runner import archive
 from ..runner.expectations import ExpectationError
 from . import expectations_writer
 from .environments import EnvironmentMaker, UvEnvironments, requirement_of
