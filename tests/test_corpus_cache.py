@@ -42,3 +42,69 @@ def test_cached_expansion_equals_fresh_and_follows_edits(tmp_path, monkeypatch):
     monkeypatch.setenv("QDQ_CORPUS_CACHE", "0")
     cache.load_file_cached(src, ("large",))
     assert len(list((tmp_path / "cache" / "corpus").glob("*.pkl"))) == 2  # disabled: nothing written
+
+
+def _closure_by_ast(roots: tuple[str, ...]) -> set[str]:
+    """What the import-direction test reads with ``ast`` (every import, at any depth), closed from ``roots``,
+    each module's packages included."""
+    from .sources import modules
+    from .test_layers import _imports
+
+    known = modules()
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path, is_package = known[name]
+        todo += _imports(name, path, is_package, known)
+        if "." in name:
+            todo.append(name.rpartition(".")[0])
+    return seen
+
+
+def test_the_key_covers_every_module_expansion_imports():
+    """The fingerprint's modules are the closure of what expansion imports, as ``ast`` reads the imports: not
+    a list kept by hand (which missed domain.py, imported by generators/case.py and ten other modules)."""
+    files, others = cache.closure(cache.ROOTS)
+    assert set(files) == _closure_by_ast(cache.ROOTS)
+    assert {"qdq_conformance.domain", "qdq_conformance.reference.quantize", "qdq_conformance.types",
+            "qdq_conformance.generators.case", "qdq_conformance"} <= set(files)
+    assert others == {"numpy", "ml_dtypes", "onnx", "yaml"}
+
+
+def test_a_new_dependency_changes_the_key(tmp_path):
+    """In a package of three modules, the key follows what the root imports: a change to a module it does not
+    import changes nothing; once it imports that module (in a function, relatively), the key changes, and so
+    does every change to that module; an import of another package adds its version."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text('"""import c (a docstring, not an import)"""\nfrom .b import helper\n')
+    (pkg / "b.py").write_text("def helper():\n    return 1\n")
+    (pkg / "c.py").write_text("VALUE = 1\n")
+
+    def locate(name: str):
+        parts = name.split(".")
+        if parts[0] != "pkg":
+            return None
+        path = tmp_path.joinpath(*parts)
+        return path / "__init__.py" if path.is_dir() else path.with_suffix(".py") if \
+            path.with_suffix(".py").is_file() else None
+
+    def key() -> str:
+        return cache.fingerprint(("pkg.a",), locate, data=[])
+
+    before = key()
+    assert set(cache.closure(("pkg.a",), locate)[0]) == {"pkg", "pkg.a", "pkg.b"}
+    (pkg / "c.py").write_text("VALUE = 2\n")
+    assert key() == before  # (a module expansion does not import)
+    (pkg / "a.py").write_text((pkg / "a.py").read_text() + "def f():\n    from . import c\n    return c\n")
+    with_c = key()
+    assert with_c != before and "pkg.c" in cache.closure(("pkg.a",), locate)[0]
+    (pkg / "c.py").write_text("VALUE = 3\n")
+    assert key() not in (before, with_c)
+    (pkg / "b.py").write_text("import numpy  # a package of its own\n" + (pkg / "b.py").read_text())
+    assert cache.closure(("pkg.a",), locate)[1] == {"numpy"}
