@@ -3,9 +3,8 @@ text; the verdict and the findings come first, expected failures look different 
 nothing scrolls sideways at 1,400 px.
 
 Skipped when no Chromium is installed, unless QDQ_REQUIRE_BROWSER=1 (as .ci/run sets), which turns the skip
-into a failure. QDQ_SCREENSHOT_DIR keeps the screenshot it takes; with QDQ_README_RESULTS (a results file of a
-real run, e.g. ``qdq-conformance run --backend ort --results ort.jsonl``) it also writes the README's two
-screenshots, report-ort.png and report-ort-case.png, from that run.
+into a failure. QDQ_SCREENSHOT_DIR keeps the screenshot it takes. (The README's screenshots of a real run are
+``docs/make_screenshots.py``'s, with the same layout checks: a script, not a test that skips when not asked.)
 """
 
 from __future__ import annotations
@@ -251,35 +250,6 @@ def _check_expected_failures_look_different(b: Browser) -> None:
     b.eval("var s = document.getElementById('fexp'); s.value = ''; s.dispatchEvent(new Event('input'))")
     assert b.eval("document.querySelectorAll('.matrix td.xfail').length") + \
         b.eval("document.querySelectorAll('.matrix td.failed').length") > 0
-
-
-def test_readme_screenshots_of_a_real_run(tmp_path, chromium):
-    """With QDQ_README_RESULTS: the README's screenshots from a real run (first screen; a finding's example
-    opened), after the same layout checks."""
-    results, keep = os.environ.get("QDQ_README_RESULTS"), os.environ.get("QDQ_SCREENSHOT_DIR")
-    if not results or not keep:
-        pytest.skip("set QDQ_README_RESULTS (a results file) and QDQ_SCREENSHOT_DIR to write the README "
-                    "screenshots")
-    page = render_files([Path(results)], tmp_path / "report.html")
-    Path(keep).mkdir(parents=True, exist_ok=True)
-    with Browser(chromium) as b:
-        b.open(page)
-        b.wait_for("document.body.dataset.ready === '1'", timeout=60)
-        failing = b.eval("[...document.querySelectorAll('#summary td[data-status]')].filter(td => "
-                         "['failed', 'error', 'crashed', 'timeout', "
-                         "'invalid-accepted'].includes(td.dataset.status)).reduce((n, td) => n + "
-                         "Number(td.textContent), 0)")
-        _check_first_screen_and_layout(b, failing, verdict="")
-        b.eval("window.scrollTo(0, 0)")
-        b.screenshot(Path(keep) / "report-ort.png")
-        # the example of the first finding about wrong values (expected vs actual marked), else of the first
-        # one
-        b.eval("var rows = [...document.querySelectorAll('#findings tbody tr')];"
-               "var row = rows.find(tr => tr.children[3].textContent.indexOf('values differ') >= 0) || "
-               "rows[0];row.querySelector('a[data-open]').click();"
-               "document.querySelector('#cases tr.detail').previousSibling.scrollIntoView()")
-        _no_sideways_scrolling(b)
-        b.screenshot(Path(keep) / "report-ort-case.png")
 
 
 def _shard_files(whole: Path, given: tuple[int, ...], n: int) -> list[Path]:
