@@ -16,7 +16,7 @@ from qdq_conformance.ambiguities import ReadingKey
 from qdq_conformance.domain import FAILING, FAILING_ORDER, HARNESS, JUDGED, CaseStatus, RunStatus
 from qdq_conformance.gcpause import gc_paused
 from qdq_conformance.results import CaseRecord, Header, Results, Standing, standing_of
-from qdq_conformance.results.compact import compact, expansion, short_names
+from qdq_conformance.results.compact import expansion, short_names
 from qdq_conformance.results.merge import load_run, load_runs, shards_text
 from qdq_conformance.results.tally import needs_attention, summary_lines
 
@@ -42,6 +42,9 @@ LISTED = ("id", "form", "status", "operator", "domain", "version", "types", "fam
 STANDING, FINDING, DETAILS = "standing", "finding", "details"
 #: long name -> short name of every key of an entry
 NAMES = short_names((STANDING, FINDING, DETAILS))
+_LISTED = tuple((name, NAMES[name]) for name in LISTED)
+_SHORT_MESSAGE, _SHORT_STANDING, _SHORT_FINDING, _SHORT_DETAILS = (
+    NAMES[k] for k in ("message", STANDING, FINDING, DETAILS))
 #: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a report tests every
 #: record)
 _PASSED, _UNSUPPORTED = RunStatus.PASSED.value, RunStatus.UNSUPPORTED.value
@@ -65,19 +68,19 @@ def _entry(rec: CaseRecord, standing: Standing, finding: int | None) -> dict[str
     """One entry of the page's case list, under the short names (:data:`NAMES`)."""
     get = cast(dict[str, Any], rec).get  # (read by the names of the tables above)
     message = rec.get("message") or ""
-    out = {name: get(name) for name in LISTED}
-    out["message"] = shorten(message, 300, middle=False)
-    out[STANDING] = standing.value
+    out = {short: get(name) for name, short in _LISTED}
+    out[_SHORT_MESSAGE] = shorten(message, 300, middle=False)
+    out[_SHORT_STANDING] = standing.value
     if finding is not None:
-        out[FINDING] = finding
+        out[_SHORT_FINDING] = finding
     if rec["status"] != _PASSED:
         details = {k: v for k in DETAIL_FIELDS if (v := get(k))}
         failing = rec["status"] in FAILING or rec["status"] in HARNESS
         if failing and (len(message) > 300 or "Traceback" in message):
             details["message"] = message  # whole in the details; the list shows it cut at a word
         shown = failing or details.get("actual")
-        out[DETAILS] = page_data(cast(CaseRecord, details)) if shown else details
-    return compact(out, NAMES)
+        out[_SHORT_DETAILS] = page_data(cast(CaseRecord, details)) if shown else details
+    return out
 
 
 _LATER: dict[str, int] = {RunStatus.IMPLEMENTATION_DEFINED: 3, RunStatus.UNSUPPORTED: 4}

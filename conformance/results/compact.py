@@ -11,7 +11,7 @@ every entry back to the record's own names before it reads one: no short name is
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, get_type_hints
+from typing import get_type_hints
 
 from .records import CaseRecord
 
@@ -36,12 +36,6 @@ def short_names(extra: Sequence[str] = ()) -> dict[str, str]:
     if clash:
         raise ValueError(f"a page's own keys must not be a record's: {clash}")
     return _derive([*keys, *extra])
-
-
-def compact(entry: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
-    """``entry`` (a record's fields, and a page's own) under the short ``names`` (:func:`short_names`); a key
-    ``names`` does not have is a KeyError."""
-    return {names[k]: v for k, v in entry.items()}
 
 
 def expansion(names: Mapping[str, str]) -> dict[str, str]:

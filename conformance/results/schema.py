@@ -300,9 +300,10 @@ def check(value: object, spec: Spec, where: str) -> None:
 def check_keys(obj: dict[str, object], kind: str, where: str) -> None:
     """Raise ResultsError naming ``where`` when ``obj`` has a key a ``kind`` record may not have, or lacks one
     it must have (:data:`KEYS`)."""
-    wrong = KEYS[kind].problem(obj)
-    if wrong:
-        raise ResultsError(f"{where}: {wrong} for a {kind.split('-')[0]} record of {FORMAT}")
+    keys = KEYS[kind]
+    if keys.allowed.issuperset(obj) and keys.required.issubset(obj):  # (the fast pass, at C speed)
+        return
+    raise ResultsError(f"{where}: {keys.problem(obj)} for a {kind.split('-')[0]} record of {FORMAT}")
 
 
 def check_record(obj: dict[str, object], kind: str, where: str, fields: str | None = None) -> None:
