@@ -100,9 +100,20 @@ def _imports(name: str, text: str, is_package: bool, locate: Locate) -> set[str]
                                           for part in m.split("."))}
 
 
-def closure(roots: Iterable[str], locate: Locate = _locate) -> tuple[dict[str, Path], set[str]]:
+#: (module name, its file, the locator) -> the names it imports
+ImportReader = Callable[[str, Path, Locate], Iterable[str]]
+
+
+def read_imports(name: str, path: Path, locate: Locate) -> set[str]:
+    """What module ``name`` (its file ``path``) imports, read with :data:`_IMPORT`."""
+    return _imports(name, path.read_text(encoding="utf-8"), path.name == "__init__.py", locate)
+
+
+def closure(roots: Iterable[str], locate: Locate = _locate,
+            imports: ImportReader = read_imports) -> tuple[dict[str, Path], set[str]]:
     """(module name -> source file of every module of this package the ``roots`` import, transitively, each
-    package's ``__init__`` included; the top-level names of the other packages they import)."""
+    package's ``__init__`` included; the top-level names of the other packages they import). ``imports``
+    reads a module's imports (a test reads them with ``ast`` instead, to check the pattern)."""
     files: dict[str, Path] = {}
     others: set[str] = set()
     todo = list(roots)
@@ -118,7 +129,7 @@ def closure(roots: Iterable[str], locate: Locate = _locate) -> tuple[dict[str, P
         parent = name.rpartition(".")[0]
         if parent:
             todo.append(parent)  # (importing a module runs its package's __init__)
-        todo += _imports(name, path.read_text(encoding="utf-8"), path.name == "__init__.py", locate)
+        todo += imports(name, path, locate)
     return files, {o for o in others if o not in sys.stdlib_module_names and o != "__future__"}
 
 
