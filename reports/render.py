@@ -57,11 +57,11 @@ DETAIL_FIELDS = ("spec", "attributes", "inputs", "expected", "actual", "mismatch
 
 
 
-def unpack_cases(data: str) -> list[dict[str, Any]]:
+def unpack_cases(data: str) -> list[dict[str, object]]:
     """A rendered report's case list (the text of its data block), each entry under the record's own names,
     as the page's script reads it (for tests and tools reading a rendered report)."""
     back = expansion(NAMES)
-    return [{back[k]: v for k, v in entry.items()} for entry in cast(list[dict[str, Any]], unpack(data))]
+    return [{back[k]: v for k, v in entry.items()} for entry in cast(list[dict[str, object]], unpack(data))]
 
 
 def _entry(rec: CaseRecord, standing: Standing, finding: int | None) -> dict[str, Any]:

@@ -25,6 +25,7 @@ import platform
 import stat
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO, cast
 
@@ -44,7 +45,7 @@ FLUSH_EVERY = 0.25
 READ_BY = {"1": "onnx-qdq-conformance 0.1.0"}
 
 
-def header(backend: str, backend_version: str, extra: Header | dict[str, Any] | None = None) -> Header:
+def header(backend: str, backend_version: str, extra: Mapping[str, object] | None = None) -> Header:
     """A results file's header (line 1): the keys every header has, and ``extra``; a key a header may not have
     is a :class:`ResultsError`, said before the run begins."""
     head: Header = {

@@ -6,7 +6,7 @@ against its expectation entry is :mod:`.standing`'s to say."""
 
 from __future__ import annotations
 
-from typing import Any, Final, TypedDict, Union
+from typing import Any, Final, TypedDict, Union, cast
 
 from ..domain import JSONValue, SourceText, SpecText
 
@@ -128,7 +128,7 @@ MESSAGE_LIMIT = 2000
 
 
 def case_record(case_id: str, form: str, status: str, message: str, backend: tuple[str, str],
-                **fields: Any) -> CaseRecord:
+                **fields: object) -> CaseRecord:
     """A ``"type": "case"`` record (the one constructor: the runner's record of a case, of a case that could
     not be read, of a case file that could not be loaded, and every test's, start here): the keys every record
     has, null (or empty) where ``fields`` does not give them, and ``fields``. The writer
@@ -266,6 +266,10 @@ class Summary(_SummaryKeys, total=False):
 Results = tuple[Header, list[CaseRecord], Union[Summary, None]]  # noqa: UP007 - a runtime alias (Python 3.10)
 
 
-def expectation_of(rec: CaseRecord) -> ExpectationRecord | dict[str, Any]:
+#: what a record no expectation entry matched has of one
+_NO_ENTRY = cast(ExpectationRecord, {})
+
+
+def expectation_of(rec: CaseRecord) -> ExpectationRecord:
     """The record's expectation entry (empty when no entry matched the case)."""
-    return rec.get("expectation") or {}
+    return rec.get("expectation") or _NO_ENTRY

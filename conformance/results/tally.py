@@ -5,7 +5,6 @@ a results file, so a saved run says the same as the live one."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from .records import ExpectationsStatus, Tally
 from .standing import Standing, standing_of
@@ -15,19 +14,19 @@ from .standing import Standing, standing_of
 ATTENTION = frozenset({"newer", "between", "older", "unknown"})
 
 
-def standings_by_entry(cases: Iterable[Mapping[str, Any]]) -> dict[int, list[Standing]]:
+def standings_by_entry(cases: Iterable[Mapping[str, object]]) -> dict[int, list[Standing]]:
     """Entry line -> how the cases it matched stand against it (:func:`.standing.standing_of`), in case
     order. A case is a record, or what the live run keeps of one (its status and expectation)."""
     matched: dict[int, list[Standing]] = {}
     for c in cases:
         entry = c.get("expectation")
-        line = entry.get("line") if entry else None
+        line = entry.get("line") if isinstance(entry, dict) else None
         if isinstance(line, int):
             matched.setdefault(line, []).append(standing_of(c))
     return matched
 
 
-def tally(cases: Iterable[Mapping[str, Any]], in_force: int | None, stale: int) -> Tally:
+def tally(cases: Iterable[Mapping[str, object]], in_force: int | None, stale: int) -> Tally:
     """The run against its expectations: entries in force, held (a case ended as recorded), stale, changed
     (matched, none as recorded, some failing otherwise); failing cases that are new (no entry, or an entry
     recording another status) and cases that passed against an entry (each case as
@@ -46,7 +45,7 @@ def tally(cases: Iterable[Mapping[str, Any]], in_force: int | None, stale: int) 
             "harness_errors": counted[Standing.HARNESS_ERROR]}
 
 
-def applicability_message(a: Mapping[str, Any]) -> str:
+def applicability_message(a: ExpectationsStatus) -> str:
     """One sentence: which expectations are in force for this run, for which backend version and processor."""
     cpu = a.get("cpu") or {}
     if not isinstance(cpu, dict) or not cpu or not a.get("path"):
@@ -57,7 +56,7 @@ def applicability_message(a: Mapping[str, Any]) -> str:
             + (f" ({other} entries recorded for another processor not in force)" if other else ""))
 
 
-def _version_message(a: Mapping[str, Any]) -> str:
+def _version_message(a: ExpectationsStatus) -> str:
     backend, running, path = a.get("backend") or "backend", a.get("running"), a.get("path")
     recorded = ", ".join(a.get("recorded") or []) or "none"
     n, total, applied, mode = a.get("in_force", 0), a.get("total", 0), a.get("applied"), a.get("mode")

@@ -159,10 +159,11 @@ class Applicability:
     def as_dict(self) -> ExpectationsStatus:
         """The results file's ``expectations_status`` header record (what ``results.tally.summary_lines``
         reads)."""
-        plain = {"backend": self.backend, "running": self.running, "recorded": list(self.recorded),
-                 "applied": self.applied, "mode": self.mode, "in_force": self.in_force, "total": self.total,
-                 "path": self.path, "cpu": dict(self.cpu), "other_cpu": self.other_cpu}
-        return cast(ExpectationsStatus, {**plain, "message": applicability_message(plain)})
+        plain = cast(ExpectationsStatus, {
+            "backend": self.backend, "running": self.running, "recorded": list(self.recorded),
+            "applied": self.applied, "mode": self.mode, "in_force": self.in_force, "total": self.total,
+            "path": self.path, "cpu": dict(self.cpu), "other_cpu": self.other_cpu})  # (its message: next)
+        return {**plain, "message": applicability_message(plain)}
 
 
 @dataclass
