@@ -156,8 +156,8 @@ def diff_records(old: Results, new: Results) -> Diff:
         a, b = old_cases.get(key), new_cases.get(key)
         if a is None:
             assert b is not None
-            cat = HARNESS_ERROR if standing_of(b) is Standing.HARNESS_ERROR else "appeared"
-            result.changes.append(Change(cat, key[0], key[1], None, b["status"], b.get("message") or ""))
+            came = HARNESS_ERROR if standing_of(b) is Standing.HARNESS_ERROR else "appeared"
+            result.changes.append(Change(came, key[0], key[1], None, b["status"], b.get("message") or ""))
         elif b is None:
             result.changes.append(Change("disappeared", key[0], key[1], a["status"], None,
                                          a.get("message") or ""))

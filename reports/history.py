@@ -23,7 +23,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from qdq_conformance.domain import BOTH, FAILING, RunStatus
-from qdq_conformance.results import Header, Results, StaleEntry, Tally
+from qdq_conformance.results import Header, Results, StaleEntry, Summary, Tally
 
 from .compliance import md
 from .findings import group, known_versions
@@ -103,11 +103,11 @@ def history(runs: Sequence[Results]) -> History:
             counts = Counter(summary.get("counts") or {})
         found = group(cases)
         known = known_versions(cases)
-        tally: Tally | dict[str, int] = (summary or {}).get("expectations") or {}
+        end: Summary = summary or {"counts": {}}
+        tally: Tally | dict[str, int] = end.get("expectations") or {}
         releases.append(Release(version, str(head.get("started") or "?")[:10], counts, len(found),
-                                (summary or {}).get("exitstatus"), list((summary or {}).get(
-                                    "stale_expectations") or []),
-                                tally.get("new_failures"), (summary or {}).get("duration_s"), _scope(head)))
+                                end.get("exitstatus"), list(end.get("stale_expectations") or []),
+                                tally.get("new_failures"), end.get("duration_s"), _scope(head)))
         statuses.append({(c["id"], c.get("form") or "-"): c["status"] for c in cases})
         for f in found:
             row = rows.setdefault(f.key, Row(f.key, f.id))

@@ -190,7 +190,8 @@ def safe_link(link: object) -> str | None:
 
 #: the column of the expectations table a case that matched an entry counts in, by how it stands against it
 _COLUMN = {Standing.EXPECTED: "met", Standing.NOT_JUDGED: "unsupported",
-           Standing.UNEXPECTED_PASS: "unexpected", Standing.NEW_FAILURE: "unexpected"}
+           Standing.UNEXPECTED_PASS: "unexpected", Standing.NEW_FAILURE: "unexpected",
+           Standing.HARNESS_ERROR: "harness_errors"}
 
 
 def expectations_table(cases: list[CaseRecord]) -> list[dict[str, object]]:
@@ -203,14 +204,16 @@ def expectations_table(cases: list[CaseRecord]) -> list[dict[str, object]]:
             row = rows.setdefault(e.get("line"), {"line": e.get("line"), "status": e.get("status"),
                                                   "reason": e.get("reason"), "link": safe_link(e.get("link")),
                                                   "cases": 0, "met": 0, "unexpected": 0, "unsupported": 0,
-                                                  "example": c["id"]})
+                                                  "harness_errors": 0, "example": c["id"]})
             row["cases"] += 1
-            # a case the backend does not run neither meets nor breaks its entry: it is counted as what it is
+            # a case the backend does not run neither meets nor breaks its entry, nor one this tool's own code
+            # failed on: each is counted as what it is
             row[_COLUMN[standing_of(c)]] += 1
         elif c["status"] in FAILING:
             row = rows.setdefault(None, {"line": None, "status": "(none)", "reason": "failing cases that no "
                                          "expectation entry covers", "link": None, "cases": 0, "met": 0,
-                                         "unexpected": 0, "unsupported": 0, "example": c["id"]})
+                                         "unexpected": 0, "unsupported": 0, "harness_errors": 0,
+                                         "example": c["id"]})
             row["cases"] += 1
             row["unexpected"] += 1
     return sorted(rows.values(), key=lambda r: (-r["unexpected"], r["line"] if r["line"] is not None else -1))

@@ -203,6 +203,10 @@ CODECS_OUTSIDE_RESULTS = {
     ("qdq_conformance.generators.schema", "schema"): "the case files' JSON Schema",
     ("qdq_conformance.generators.schema", "expectation_schema"): "the expectation files' JSON Schema",
     ("qdq_conformance.generators.layout", "write_folder"): "an exported case's tolerance (data.json)",
+    ("qdq_conformance.generators.frommodel.output", "write"): "cases --from-model's from-model.json",
+    ("qdq_conformance.generators.frommodel.output", "_earlier"): "cases --from-model's from-model.json",
+    ("qdq_conformance.matrix.environments", "UvEnvironments.make"): "what a release's environment holds",
+    ("qdq_conformance.matrix.environments", "_read_json"): "what a release's environment holds",
 }
 
 

@@ -4,6 +4,10 @@ summary's tally, the report's first screen (overview), ``findings``, ``diff``, t
 expectations table and its page (the embedded data, and what the page's script shows of it in Chromium) all
 give the answer of :data:`GRID`, written here apart from the code (``results/standing.py``).
 
+A case this tool's own code failed on (``harness-error``) stands apart from every backend result, with or
+without an entry: counted apart, never a surprise, an expected or new failure, nor a reason an entry is
+stale.
+
 Before the one function, the overview disagreed on 7 of the 56 combinations (an implementation-defined case
 against any entry, a passed case against an ``unsupported`` entry: not an unexpected pass there, one in the
 tally), and the page's script on others (an unsupported case against a failing entry was "unexpected")."""
@@ -20,7 +24,7 @@ from qdq_conformance.reports import diff, findings, overview, render
 from qdq_conformance.results import CaseRecord, Results, header, read, standing
 from qdq_conformance.results.standing import TABLE
 from qdq_conformance.results.tally import tally
-from qdq_conformance.runner.expectations import Expectations, Tracker
+from qdq_conformance.runner.expectations import Entry, Expectations, Tracker
 
 from .browser import Browser, find_chromium
 from .results_files import entry, record, write
@@ -37,13 +41,14 @@ error                   new-fail    new-fail    expected    new-fail    new-fail
 crashed                 new-fail    new-fail    new-fail    expected    new-fail    new-fail    new-fail
 timeout                 new-fail    new-fail    new-fail    new-fail    expected    new-fail    new-fail
 invalid-accepted        new-fail    new-fail    new-fail    new-fail    new-fail    expected    new-fail
+harness-error           harness     harness     harness     harness     harness     harness     harness
 """
 TABLE_HERE = {(row.split()[0], column): answer for row in GRID.strip().splitlines()[1:]
               for column, answer in zip(ENTRIES, row.split()[1:], strict=True)}
 COMBOS = sorted(TABLE_HERE)
 #: the grid's words -> the values results.standing gives (and the page's data carries)
 WORDS = {"passed": "passed", "expected": "expected", "unexp-pass": "unexpected-pass",
-         "new-fail": "new-failure", "not-judged": "not-judged"}
+         "new-fail": "new-failure", "not-judged": "not-judged", "harness": "harness-error"}
 
 
 def test_the_grid_covers_every_run_status_and_every_entry_status():
@@ -71,20 +76,23 @@ def test_the_one_function(status, column):
 def test_the_tally_and_the_live_run(status, column):
     want = TABLE_HERE[status, column]
     t = tally([_record(status, column)], 1, 0)
-    assert (t["unexpected_passes"], t["new_failures"], t["held"]) == (
-        want == "unexp-pass", want == "new-fail", want == "expected")
+    assert (t["unexpected_passes"], t["new_failures"], t["held"], t["harness_errors"]) == (
+        want == "unexp-pass", want == "new-fail", want == "expected", want == "harness")
     live = Tracker()
     live.note("c", "runtime", status, None if column == "none" else column, None if column == "none" else 3)
     assert live.tally(Expectations(), 0) == {**t, "in_force": 0}
     assert bool(live.surprises) == (column != "none" and want in ("unexp-pass", "new-fail"))
+    if column != "none":  # (an entry none of whose cases ended as it records, nor failed otherwise: stale)
+        e = Expectations(entries=[Entry(["c"], column, "r", None, 3)])
+        assert bool(live.stale(e, True, ["runtime"])) == (want in ("unexp-pass", "not-judged"))
 
 
 @pytest.mark.parametrize(("status", "column"), COMBOS)
 def test_the_overview(status, column):
     want = TABLE_HERE[status, column]
     ov = overview.overview(_run(_record(status, column)))
-    assert (ov.unexpected_passes, ov.expected_failing, ov.new_failing) == (
-        want == "unexp-pass", want == "expected" and status in FAILING, want == "new-fail")
+    assert (ov.unexpected_passes, ov.expected_failing, ov.new_failing, ov.harness_errors) == (
+        want == "unexp-pass", want == "expected" and status in FAILING, want == "new-fail", want == "harness")
 
 
 @pytest.mark.parametrize(("status", "column"), COMBOS)
@@ -96,13 +104,16 @@ def test_findings_diff_and_the_scoreboard(status, column):
         assert (f.expected, f.new) == (want == "expected", want == "new-fail")
         (change,) = diff.diff_records(_run(_record("passed", column)), _run(rec)).changes
         assert change.category == (diff.EXPECTED_NOW if want == "expected" else "regressed")
+    if want == "harness":
+        (change,) = diff.diff_records(_run(_record("passed", column)), _run(rec)).changes
+        assert change.category == diff.HARNESS_ERROR
     board = render.scoreboard([_run(rec)])
     assert board["expected"][0].get(status, 0) == (want == "expected" and status in FAILING)
     rows = render.expectations_table([rec])
     if column != "none":
         (row,) = rows
-        assert (row["met"], row["unexpected"], row["unsupported"]) == (
-            want == "expected", want in ("unexp-pass", "new-fail"), want == "not-judged")
+        assert (row["met"], row["unexpected"], row["unsupported"], row["harness_errors"]) == (
+            want == "expected", want in ("unexp-pass", "new-fail"), want == "not-judged", want == "harness")
 
 
 def _all_combos(tmp_path):

@@ -69,7 +69,7 @@ def keep_subset(run: Results, dest: Path, cases: Collection[tuple[str, str]], no
     """Write the records of ``run`` (as :func:`.files.read` gave it) whose (id, form) is in ``cases`` as a
     kept file ``dest``, with its header (``kept_subset``: ``note``) and summary."""
     head, records, summary = run
-    top: Header = {**head, "kept_subset": note,  # type: ignore[typeddict-item]  # (Header's own keys)
+    top: Header = {**head, "kept_subset": note,
                    "kept_from": f"without the case fields {', '.join(SUBSET_LEAVES_OUT)}"}
     for key in ("read", "shards", "kept_results"):  # (what a reader adds: never in a file)
         top.pop(key, None)  # type: ignore[misc]
