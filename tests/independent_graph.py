@@ -7,7 +7,8 @@ each QuantizeLinear / DequantizeLinear on an integer type by the spec's formula 
   point's, else ``output_dtype``'s, else uint8. ``x / y_scale`` is the division in x's type (float32 or
   float16: the quotient rounded once, IEEE), then rounded half to even, the zero point added exactly;
 - DequantizeLinear: ``y = (x - x_zero_point) * x_scale``, the product exact in float64 (an 8- or 16-bit
-  integer times a float32 or float16 scale) and rounded once to the scale's type.
+  integer, or an int32 difference under 2**29 (a compute graph's bias), times a float32 or float16 scale) and
+  rounded once to the scale's type.
 
 Where a catalogued reading of the division or of the product's precision would change a case's answer the
 case is implementation-defined, not in the graph corpus (every graph case is normative). What this does not
@@ -89,11 +90,14 @@ def quantize(x: np.ndarray, scale: np.ndarray, zp: np.ndarray | None, attrs: Map
 
 def dequantize(x: np.ndarray, scale: np.ndarray, zp: np.ndarray | None, attrs: Mapping[str, object]
                ) -> np.ndarray:
-    if x.dtype not in _BY_DTYPE or scale.dtype not in _SCALES:
+    if (x.dtype not in _BY_DTYPE and x.dtype != np.int32) or scale.dtype not in _SCALES:
         raise Beyond(f"DequantizeLinear of {x.dtype} by a {scale.dtype} scale")
     axis, block = int(attrs.get("axis", 1)), int(attrs.get("block_size", 0))  # type: ignore[call-overload]
     s = _spread(scale.astype(np.float64), x, axis, block)
     z = 0.0 if zp is None else _spread(zp.astype(np.float64), x, axis, block)
+    if x.dtype == np.int32 and np.any(np.abs(x.astype(np.float64) - z) >= 2.0**29):
+        # (an int32 difference of 30 bits or more times a 24-bit float32 significand is not exact in float64)
+        raise Beyond("DequantizeLinear of an int32 difference of 2**29 or more")
     with np.errstate(over="ignore"):  # (beyond float16's range: inf, as the spec's product in float16 is)
         return ((x.astype(np.float64) - z) * s).astype(scale.dtype)
 

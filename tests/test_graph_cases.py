@@ -59,7 +59,7 @@ def test_schema_vocabularies_are_the_registries():
 #: what the independent evaluator (tests/independent_graph.py) leaves to the kernel alone, and how many
 #: case-forms each accounts for: float8 / float4 / float6 quantization, AMD Quark's operators,
 #: DynamicQuantizeLinear (its scale is computed from the data in float32, a reading of its own)
-BEYOND = {"com.amd.quark ExtendedQuantizeLinear": 28, "DynamicQuantizeLinear": 12,
+BEYOND = {"com.amd.quark ExtendedQuantizeLinear": 28, "DynamicQuantizeLinear": 36,
           "QuantizeLinear to float8_e4m3fn": 14, "QuantizeLinear to float8_e5m2": 10,
           "QuantizeLinear to float8_e4m3fnuz": 4, "QuantizeLinear to float8_e5m2fnuz": 4,
           "QuantizeLinear to float4_e2m1fn": 4, "QuantizeLinear to float6_e2m3fn": 2,
@@ -69,11 +69,12 @@ BEYOND = {"com.amd.quark ExtendedQuantizeLinear": 28, "DynamicQuantizeLinear": 1
 def test_every_graph_case_is_normative_and_its_expected_values_are_the_oracles(graphs):
     """The expected outputs (the kernel's composition, reference/graph.py) are what a computation written
     apart gives: the nodes in order, the exact ops by onnx.reference, the integer QuantizeLinear /
-    DequantizeLinear by the spec's formula in tests/independent_graph.py; same type, shape and bits. The
+    DequantizeLinear by the spec's formula in tests/independent_graph.py; same type, shape and bits (around a
+    compute op, within the case's interval: that evaluation is one a float32 backend may make). The
     case-forms it does not compute are counted by why (:data:`BEYOND`), and the graph runner still runs every
     one."""
     beyond: Counter[str] = Counter()
-    agreed = 0
+    agreed = within = 0
     for c in graphs:
         assert c.status == "normative" and c.expected, c.id
         for form in ("runtime", "initializer"):
@@ -88,10 +89,15 @@ def test_every_graph_case_is_normative_and_its_expected_values_are_the_oracles(g
                            for e, g in zip(c.expected, again, strict=True)), (c.id, form)
                 continue
             assert [(g.dtype, g.shape) for g in got] == [(e.dtype, e.shape) for e in c.expected], (c.id, form)
-            assert all(compare(e, g) is None for e, g in zip(c.expected, got, strict=True)), (c.id, form, got)
+            # (a case around a compute op: a float32 evaluation of its own lies within the oracle's interval)
+            bounds = c.output_bounds() or [None] * len(got)
+            assert all(compare(e, g, c.ulp, b) is None
+                       for e, g, b in zip(c.expected, got, bounds, strict=True)), (c.id, form, got)
             agreed += 1
+            within += any(b is not None for b in bounds)
     assert dict(beyond) == BEYOND
-    assert agreed == 2 * len(graphs) - sum(BEYOND.values()) and agreed >= 900, agreed
+    assert agreed == 2 * len(graphs) - sum(BEYOND.values()) and agreed >= 1300, agreed
+    assert within == 20  # (the case-forms around a compute op that take an interval)
 
 
 def test_the_issues_example(graphs):
