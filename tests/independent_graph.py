@@ -1,6 +1,7 @@
 """A graph case's outputs computed apart from the kernel and its graph runner (``reference/graph.py``): the
 nodes in the model's order, each exact op (data movement, activations) by ``onnx.reference`` on that one node,
-each QuantizeLinear / DequantizeLinear on an integer type by the spec's formula written here:
+each QuantizeLinear / DequantizeLinear on an integer type (ai.onnx's, and com.microsoft's, whose formula is
+the same) by the spec's formula written here:
 
 - QuantizeLinear: ``y = saturate(round_half_even(x / y_scale) + y_zero_point)``, the scale broadcast per
   tensor, along ``axis`` (1-D) or by blocks of ``block_size`` along ``axis``; the output type the zero
@@ -109,9 +110,10 @@ def run(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndar
     env.update(feeds)
     for node in model.graph.node:
         args = [env[name] if name else None for name in node.input]
-        if node.domain not in ("", "ai.onnx"):
+        microsoft = node.domain == "com.microsoft" and node.op_type in ("QuantizeLinear", "DequantizeLinear")
+        if node.domain not in ("", "ai.onnx") and not microsoft:
             raise Beyond(f"{node.domain} {node.op_type}")
-        if node.op_type in ("QuantizeLinear", "DequantizeLinear"):
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear"):  # (com.microsoft's: the same formula)
             f = quantize if node.op_type == "QuantizeLinear" else dequantize
             x, scale, zp = (*args, None, None)[:3]
             assert x is not None and scale is not None
