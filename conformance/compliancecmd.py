@@ -15,8 +15,8 @@ from .plugin.options import RUN_FLAGS, cache_flags
 from .reports import compliance, history
 from .reports.render import render as render_page
 from .results import ResultsError
+from .results import kept as archive
 from .results.merge import load_run
-from .runner import archive
 
 COMPLIANCE_BACKENDS = ",".join(n for n in BUILTIN_NAMES if n != "reference")
 COMPLIANCE_COMMAND = "qdq-conformance compliance"

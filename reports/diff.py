@@ -23,8 +23,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qdq_conformance.domain import FAILING, HARNESS, RunStatus
-from qdq_conformance.results import CaseRecord, Header, Results, Summary, is_expected
+from qdq_conformance.domain import FAILING, RunStatus
+from qdq_conformance.results import CaseRecord, Header, Results, Standing, Summary, standing_of
 from qdq_conformance.results.merge import gap, incomplete, load_run
 
 from .page import environment, pack
@@ -133,14 +133,14 @@ def _key(rec: CaseRecord) -> tuple[str, str]:
 
 def _category(old: CaseRecord, new: CaseRecord) -> str | None:
     a, b = old["status"], new["status"]
-    if b in HARNESS:
+    if standing_of(new) is Standing.HARNESS_ERROR:
         return HARNESS_ERROR
     if a == b:
         if a == _IMPLEMENTATION_DEFINED and (old.get("behaviour") or "") != (new.get("behaviour") or ""):
             return "changed"
         return None
     if b in FAILING and a not in FAILING:
-        return EXPECTED_NOW if is_expected(new) else "regressed"
+        return EXPECTED_NOW if standing_of(new) is Standing.EXPECTED else "regressed"
     if a in FAILING and b not in FAILING:
         return "fixed"
     return "changed"
@@ -156,8 +156,8 @@ def diff_records(old: Results, new: Results) -> Diff:
         a, b = old_cases.get(key), new_cases.get(key)
         if a is None:
             assert b is not None
-            result.changes.append(Change(HARNESS_ERROR if b["status"] in HARNESS else "appeared", key[0],
-                                         key[1], None, b["status"], b.get("message") or ""))
+            came = HARNESS_ERROR if standing_of(b) is Standing.HARNESS_ERROR else "appeared"
+            result.changes.append(Change(came, key[0], key[1], None, b["status"], b.get("message") or ""))
         elif b is None:
             result.changes.append(Change("disappeared", key[0], key[1], a["status"], None,
                                          a.get("message") or ""))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qdq_conformance.domain import BOTH, FAILING, FORMS, RunStatus
-from qdq_conformance.results import CaseRecord, expectation_of, is_expected
+from qdq_conformance.results import CaseRecord, Standing, expectation_of, standing_of
 from qdq_conformance.rules import RULES
 from qdq_conformance.types import TYPES
 
@@ -86,7 +86,7 @@ class Finding:
         if source:
             self.nodes.update(dict.fromkeys(source.get("nodes") or ()))
             self.more_nodes = max(self.more_nodes, source.get("more_nodes") or 0)
-        if is_expected(rec):
+        if standing_of(rec) is Standing.EXPECTED:
             self.expected += n_forms
             e = expectation_of(rec)
             entry = self.entries.setdefault(e.get("line") or 0,
@@ -241,7 +241,7 @@ def group(cases: Iterable[CaseRecord]) -> list[Finding]:
 
 
 def _entry_line(rec: CaseRecord) -> int | None:
-    return expectation_of(rec).get("line") if is_expected(rec) else None
+    return expectation_of(rec).get("line") if standing_of(rec) is Standing.EXPECTED else None
 
 
 def index(findings: list[Finding]) -> dict[tuple[str, str], int]:

@@ -2,7 +2,7 @@
 release it shows on (first bad) and the first release from which it is gone for good (first good).
 
 The runs are one results file (or set of shard files) per release, read through ``results.merge``: a full run,
-or a kept subset (``runner/archive.py``'s ``keep_subset``: the records of the case-forms some release fails,
+or a kept subset (``results/kept.py``'s ``keep_subset``: the records of the case-forms some release fails,
 and the summary's counts). A finding is :func:`.findings.group`'s, so its identity is its signature: an
 upgrade that only rewords an error makes no new row.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from qdq_conformance.domain import BOTH, FAILING, RunStatus
-from qdq_conformance.results import Header, Results, StaleEntry, Tally
+from qdq_conformance.results import Header, Results, StaleEntry, Summary, Tally
 
 from .compliance import md
 from .findings import group, known_versions
@@ -31,7 +31,7 @@ from .page import environment
 
 #: a case whose run raised in this tool's own code (never a finding: counted apart)
 HARNESS_ERROR = "harness-error"
-#: the header key of a kept subset of a run (``runner/archive.py``): its totals are the summary's counts
+#: the header key of a kept subset of a run (``results/kept.py``): its totals are the summary's counts
 SUBSET = "kept_subset"
 _GOOD = {RunStatus.PASSED.value, RunStatus.IMPLEMENTATION_DEFINED.value}
 
@@ -103,11 +103,11 @@ def history(runs: Sequence[Results]) -> History:
             counts = Counter(summary.get("counts") or {})
         found = group(cases)
         known = known_versions(cases)
-        tally: Tally | dict[str, int] = (summary or {}).get("expectations") or {}
+        end: Summary = summary or {"counts": {}}
+        tally: Tally | dict[str, int] = end.get("expectations") or {}
         releases.append(Release(version, str(head.get("started") or "?")[:10], counts, len(found),
-                                (summary or {}).get("exitstatus"), list((summary or {}).get(
-                                    "stale_expectations") or []),
-                                tally.get("new_failures"), (summary or {}).get("duration_s"), _scope(head)))
+                                end.get("exitstatus"), list(end.get("stale_expectations") or []),
+                                tally.get("new_failures"), end.get("duration_s"), _scope(head)))
         statuses.append({(c["id"], c.get("form") or "-"): c["status"] for c in cases})
         for f in found:
             row = rows.setdefault(f.key, Row(f.key, f.id))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain import FAILING, HARNESS, RunStatus
-from ..results import Header, Results, is_expected, passed_against_entry
+from ..results import Header, Results, Standing, standing_of
 from ..results.merge import gap, incomplete, shards_text
 from .diff import CATEGORIES, diff_records, selection_text
 from .findings import Finding, group, known_versions
@@ -99,8 +99,8 @@ class Overview:
                     (f" in {n_of(known, 'known finding')}" if known else "")
             kind, text = "bad", text + f"; {failing:,} of {n_of(judged, 'judged case-form')} fail."
         if self.unexpected_passes:
-            text += (f" {n_of(self.unexpected_passes, 'case-form')} passed that an expectation entry says "
-                     "fail.")
+            text += (f" {n_of(self.unexpected_passes, 'case-form')} passed against an expectation entry (one "
+                     "that records a failure, or unsupported).")
         if self.harness_errors:  # (never a green verdict: the cases the tool failed on are not known)
             kind, text = ("bad" if kind in ("ok", "known", "none") else kind), f"{self.harness_line()} {text}"
         if self.gap:
@@ -125,9 +125,10 @@ class Overview:
 def overview(results: Results, baseline: Results | None = None, baseline_name: str = "") -> Overview:
     head, cases, summary = results
     counts = Counter(c["status"] for c in cases)
+    standings = Counter((standing_of(c), c["status"] in FAILING) for c in cases)
     ov = Overview(group(cases), known_versions(cases), counts,
-                  expected_failing=sum(1 for c in cases if c["status"] in FAILING and is_expected(c)),
-                  unexpected_passes=sum(1 for c in cases if passed_against_entry(c)),
+                  expected_failing=standings[Standing.EXPECTED, True],
+                  unexpected_passes=standings[Standing.UNEXPECTED_PASS, False],
                   complete=summary is not None and not summary.get("interrupted")
                   and not summary.get("error"), gap=gap(head), subset=selection_text(head),
                   incomplete=incomplete(results))

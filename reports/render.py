@@ -6,6 +6,7 @@ stays small and opens quickly. The template is autoescaped; embedded JSON is esc
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -14,7 +15,8 @@ from typing import Any, cast
 from qdq_conformance.ambiguities import ReadingKey
 from qdq_conformance.domain import FAILING, FAILING_ORDER, HARNESS, JUDGED, CaseStatus, RunStatus
 from qdq_conformance.gcpause import gc_paused
-from qdq_conformance.results import CaseRecord, Header, Results, is_expected, passed_against_entry
+from qdq_conformance.results import CaseRecord, Header, Results, Standing, standing_of
+from qdq_conformance.results.compact import expansion, short_names
 from qdq_conformance.results.merge import load_run, load_runs, shards_text
 from qdq_conformance.results.tally import needs_attention, summary_lines
 
@@ -30,17 +32,19 @@ from .wording import shorten
 #: backend result), then the backend's failures
 ORDER = [RunStatus.HARNESS_ERROR.value, *FAILING_ORDER, RunStatus.UNSUPPORTED.value,
          RunStatus.IMPLEMENTATION_DEFINED.value, RunStatus.PASSED.value]
-#: The short names of a record's fields in the report's embedded case list (the page's script reads ``r.i``,
-#: ``r.s`` ...): a report embeds one entry per case-form (63,754 for a full run), and the record's own names
-#: made that data 3.4 % larger after compression (2.16 MB -> 2.23 MB of base64, measured on a full ONNX
-#: Runtime run).
-COMPACT = {"id": "i", "form": "f", "status": "s", "operator": "o", "domain": "d", "version": "v",
-           "types": "t", "family": "fa", "granularity": "g", "case_status": "c", "message": "m",
-           "ambiguity": "a", "expectation": "e", "duration": "du"}
-#: the short names of what is not a record field: the case's finding (its row), and the details of a case that
-#: did not plainly pass (the record's fields under their own names)
-FINDING, DETAILS = "fi", "x"
-_COMPACT_ITEMS, _MESSAGE = tuple(COMPACT.items()), COMPACT["message"]
+#: The record's fields each entry of the report's embedded case list holds (under the short names of
+#: ``results.compact``, which the page's script expands back)
+LISTED = ("id", "form", "status", "operator", "domain", "version", "types", "family", "granularity",
+          "case_status", "message", "ambiguity", "expectation", "duration")
+#: what an entry holds besides a record's fields: how the case stands against its expectation entry
+#: (``results.standing``: the page shows it, it does not work it out), the position of the case's finding (its
+#: row), and the details of a case that did not plainly pass (the record's fields under their own names)
+STANDING, FINDING, DETAILS = "standing", "finding", "details"
+#: long name -> short name of every key of an entry
+NAMES = short_names((STANDING, FINDING, DETAILS))
+_LISTED = tuple((name, NAMES[name]) for name in LISTED)
+_SHORT_MESSAGE, _SHORT_STANDING, _SHORT_FINDING, _SHORT_DETAILS = (
+    NAMES[k] for k in ("message", STANDING, FINDING, DETAILS))
 #: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a report tests every
 #: record)
 _PASSED, _UNSUPPORTED = RunStatus.PASSED.value, RunStatus.UNSUPPORTED.value
@@ -53,46 +57,55 @@ DETAIL_FIELDS = ("spec", "attributes", "inputs", "expected", "actual", "mismatch
 
 
 
-def _compact(rec: CaseRecord, finding: int | None) -> dict[str, Any]:
+def unpack_cases(data: str) -> list[dict[str, object]]:
+    """A rendered report's case list (the text of its data block), each entry under the record's own names,
+    as the page's script reads it (for tests and tools reading a rendered report)."""
+    back = expansion(NAMES)
+    return [{back[k]: v for k, v in entry.items()} for entry in cast(list[dict[str, object]], unpack(data))]
+
+
+def _entry(rec: CaseRecord, standing: Standing, finding: int | None) -> dict[str, Any]:
+    """One entry of the page's case list, under the short names (:data:`NAMES`)."""
     get = cast(dict[str, Any], rec).get  # (read by the names of the tables above)
     message = rec.get("message") or ""
-    # (a record read by results.read has id, status)
-    out = {short: get(name) for name, short in _COMPACT_ITEMS}
-    out[_MESSAGE] = shorten(message, 300, middle=False)
+    out = {short: get(name) for name, short in _LISTED}
+    out[_SHORT_MESSAGE] = shorten(message, 300, middle=False)
+    out[_SHORT_STANDING] = standing.value
     if finding is not None:
-        out[FINDING] = finding
+        out[_SHORT_FINDING] = finding
     if rec["status"] != _PASSED:
         details = {k: v for k in DETAIL_FIELDS if (v := get(k))}
         failing = rec["status"] in FAILING or rec["status"] in HARNESS
         if failing and (len(message) > 300 or "Traceback" in message):
             details["message"] = message  # whole in the details; the list shows it cut at a word
         shown = failing or details.get("actual")
-        out[DETAILS] = page_data(cast(CaseRecord, details)) if shown else details
+        out[_SHORT_DETAILS] = page_data(cast(CaseRecord, details)) if shown else details
     return out
 
 
 _LATER: dict[str, int] = {RunStatus.IMPLEMENTATION_DEFINED: 3, RunStatus.UNSUPPORTED: 4}
 
 
-def _rank(rec: CaseRecord, finding: int | None) -> tuple[int, int]:
+def _rank(rec: CaseRecord, standing: Standing, finding: int | None) -> tuple[int, int]:
     """The case list's order: harness errors, unexpected failures (by finding), unexpected passes, expected
     failures (by finding), implementation-defined, unsupported, passed; the run's order within each (case
     id, graph form: :mod:`qdq_conformance.results.merge`)."""
     s = rec["status"]
-    if s in HARNESS:  # (first of all: the tool's own fault)
+    if standing is Standing.HARNESS_ERROR:  # (first of all: the tool's own fault)
         return (-1, 0)
     if s in FAILING:
-        return (2 if is_expected(rec) else 0, finding or 0)
-    if passed_against_entry(rec):
+        return (2 if standing is Standing.EXPECTED else 0, finding or 0)
+    if standing is Standing.UNEXPECTED_PASS:
         return (1, 0)
     return (_LATER.get(s, 5), 0)
 
 
 def packed_cases(cases: list[CaseRecord], findings: list[Finding]) -> str:
+    """The page's case list: one entry per case-form, in the list's order (:func:`_rank`)."""
     where = index(findings)
-    keyed = [(c, where.get((c["id"], c.get("form") or "-"))) for c in cases]
-    keyed.sort(key=lambda cf: _rank(*cf))  # stable: run order within a rank
-    return pack([_compact(c, f) for c, f in keyed])
+    keyed = [(c, standing_of(c), where.get((c["id"], c.get("form") or "-"))) for c in cases]
+    keyed.sort(key=lambda csf: _rank(*csf))  # stable: run order within a rank
+    return pack([_entry(*csf) for csf in keyed])
 
 
 def summarize(head: Header, cases: list[CaseRecord]) -> dict[str, object]:
@@ -105,7 +118,8 @@ def summarize(head: Header, cases: list[CaseRecord]) -> dict[str, object]:
         key = f"{c.get('domain')}::{c.get('operator')}-{c.get('version')}"
         y = (c.get("types") or {}).get("y") or "?"
         # "expected": failing cases an expectation entry covers (shown apart from unexpected failures)
-        statuses = (c["status"], "expected") if c["status"] in FAILING and is_expected(c) else (c["status"],)
+        expected_failure = c["status"] in FAILING and standing_of(c) is Standing.EXPECTED
+        statuses = (c["status"], "expected") if expected_failure else (c["status"],)
         if len(statuses) == 2:
             expected[c["status"]] += 1
         for s in statuses:
@@ -163,7 +177,7 @@ def readings_expected(cases: list[CaseRecord]) -> dict[str, int]:
     out: Counter[str] = Counter()
     for c in cases:
         f = followed(c)
-        if f is not None and c["status"] in FAILING and is_expected(c):
+        if f is not None and c["status"] in FAILING and standing_of(c) is Standing.EXPECTED:
             out[f[0]] += 1
     return dict(out)
 
@@ -172,6 +186,12 @@ def safe_link(link: object) -> str | None:
     """An http(s) URL from a results file, or None: a report never renders another scheme (javascript:, data:)
     as a link."""
     return link if isinstance(link, str) and re.fullmatch(r"https?://[^\s\"'<>]+", link) else None
+
+
+#: the column of the expectations table a case that matched an entry counts in, by how it stands against it
+_COLUMN = {Standing.EXPECTED: "met", Standing.NOT_JUDGED: "unsupported",
+           Standing.UNEXPECTED_PASS: "unexpected", Standing.NEW_FAILURE: "unexpected",
+           Standing.HARNESS_ERROR: "harness_errors"}
 
 
 def expectations_table(cases: list[CaseRecord]) -> list[dict[str, object]]:
@@ -184,15 +204,16 @@ def expectations_table(cases: list[CaseRecord]) -> list[dict[str, object]]:
             row = rows.setdefault(e.get("line"), {"line": e.get("line"), "status": e.get("status"),
                                                   "reason": e.get("reason"), "link": safe_link(e.get("link")),
                                                   "cases": 0, "met": 0, "unexpected": 0, "unsupported": 0,
-                                                  "example": c["id"]})
+                                                  "harness_errors": 0, "example": c["id"]})
             row["cases"] += 1
-            # a case the backend does not run neither meets nor breaks its entry: it is counted as what it is
-            row["met" if c["status"] == e.get("status") else
-                "unsupported" if c["status"] == _UNSUPPORTED else "unexpected"] += 1
+            # a case the backend does not run neither meets nor breaks its entry, nor one this tool's own code
+            # failed on: each is counted as what it is
+            row[_COLUMN[standing_of(c)]] += 1
         elif c["status"] in FAILING:
             row = rows.setdefault(None, {"line": None, "status": "(none)", "reason": "failing cases that no "
                                          "expectation entry covers", "link": None, "cases": 0, "met": 0,
-                                         "unexpected": 0, "unsupported": 0, "example": c["id"]})
+                                         "unexpected": 0, "unsupported": 0, "harness_errors": 0,
+                                         "example": c["id"]})
             row["cases"] += 1
             row["unexpected"] += 1
     return sorted(rows.values(), key=lambda r: (-r["unexpected"], r["line"] if r["line"] is not None else -1))
@@ -235,11 +256,12 @@ def _page(results: list[Results], baseline: Results | None, baseline_name: str) 
         return env.get_template("report.html.j2").render(
             head=head, summary=summarize(head, cases), run_summary=summary or {},
             expectation_lines=summary_lines(head.get("expectations_status"),
-                                            (summary or {}).get("expectations")),
+                                            summary.get("expectations") if summary else None),
             expectations_attention=needs_attention(head.get("expectations_status")),
             ov=ov, verdict=ov.verdict(), findings=pack(finding_rows(ov)), failing=FAILING,
             gone=pack(finding_rows(ov, ov.since.gone)) if ov.since else "",
-            data=packed_cases(cases, ov.findings), order=ORDER, shards=shards_text(head))
+            data=packed_cases(cases, ov.findings), names=json.dumps(expansion(NAMES), sort_keys=True),
+            order=ORDER, shards=shards_text(head))
     return env.get_template("scoreboard.html.j2").render(**scoreboard(results), order=ORDER, failing=FAILING)
 
 

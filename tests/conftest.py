@@ -11,6 +11,9 @@ import pytest
 
 from qdq_conformance.types import from_tensor_proto
 
+# the installed and the oldest supported pytest, for the tests of the plugin's use of pytest
+from .pytest_versions import oldest_pytest, which_pytest  # noqa: F401  (fixtures)
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:

@@ -120,17 +120,6 @@ def test_quark_build_reports_a_missing_compiler(monkeypatch, tmp_path):
         build(src, log=lambda *_: None)
 
 
-def test_tvm_takes_rank0_inputs_and_declines_sub_byte():
-    pytest.importorskip("tvm")
-    backend = create("tvm")
-    x = np.array(7, np.uint8)
-    feeds = {"x": x, "x_scale": np.array(1, np.float32), "x_zero_point": np.zeros((), np.uint8)}
-    got = backend.run(_dq_model(x), feeds)[0]
-    assert got.shape == () and got == np.float32(7)
-    with pytest.raises(Unsupported, match="does not exchange uint4"):
-        backend.run(_dq_model(EXOTIC["uint4"]), {})
-
-
 def test_a_case_the_adapter_cannot_hand_over_is_unsupported_even_when_invalid():
     """Declining for the adapter's own reasons (a missing package, another domain) says nothing about the
     backend: an invalid case stays unsupported instead of counting as rejected."""

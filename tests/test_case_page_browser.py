@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from typing import Any
 
 import pytest
 
 from qdq_conformance.cli import build_parser
 from qdq_conformance.reports.commands import run_diff
 from qdq_conformance.reports.render import render_files
+from qdq_conformance.results import CaseRecord
 
 from .browser import SPLIT_WORDS_JS, Browser, find_chromium
+from .results_files import entry
 from .test_one_case import failed_record, write_run
 
 WIDTH = 1280
@@ -39,7 +40,7 @@ def chromium() -> str:
     return exe
 
 
-def _records() -> list[dict[str, Any]]:
+def _records() -> list[CaseRecord]:
     out = [failed_record(CASE, "runtime"), failed_record(CASE, "initializer")]
     error = failed_record(ERROR, "runtime")
     error.update(status="error", operator="DequantizeLinear", family="boundary-dq", actual=[], mismatches=[],
@@ -52,13 +53,13 @@ def _records() -> list[dict[str, Any]]:
                  expected=[{"type": "float", "shape": [64], "values": ["1.5"] * 64,
                             "codes": [0x3FC00000] * 64, "truncated": False}])
     out.append(error)
-    entry = {"status": "failed", "reason": "Known: NaN for 480.", "line": 9}
+    known = entry("failed", 9, "Known: NaN for 480.")
     for k in range(3):  # an entry whose cases this backend does not run
-        rec = failed_record(f"quantizelinear-23-demo-unsupported-{k}", "runtime", expectation=entry)
+        rec = failed_record(f"quantizelinear-23-demo-unsupported-{k}", "runtime", expectation=known)
         rec.update(status="unsupported", message="NOT_IMPLEMENTED", expected=None, actual=None, mismatches=[],
                    inputs=None)
         out.append(rec)
-    amb = failed_record("quantizelinear-21-demo-reading-float8e4m3fn", "runtime", expectation=entry)
+    amb = failed_record("quantizelinear-21-demo-reading-float8e4m3fn", "runtime", expectation=known)
     amb.update(case_status="implementation-defined", ambiguity="demo-ambiguity", reading=None)
     out.append(amb)
     passed = failed_record("quantizelinear-21-demo-passed", "runtime")

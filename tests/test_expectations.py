@@ -385,22 +385,16 @@ def test_bundled_files_record_their_versions(name):
 
 
 def _results_file(path, status, tally):
-    import json
-
     from qdq_conformance.results import header
 
-    head = header("x", "2.1.0",
-                  {"expectations": status and status.get("path"), "expectations_status": status})
-    case = {"type": "case", "id": "q-new-in-2", "form": "runtime", "status": "failed",
-            "operator": "QuantizeLinear", "domain": "ai.onnx", "version": 21,
-            "types": {"x": "float", "y": "int8"}, "case_status": "normative",
-            "expectation": {"status": "failed", "reason": "appeared in 2.0", "link": None, "line": 12}}
-    summary = {"type": "summary", "counts": {"failed": 1}, **({"expectations": tally} if tally else {})}
-    path.write_text("".join(json.dumps(x) + "\n" for x in (head if status else
-                                                          {k: v for k, v in head.items()
-                                                           if k != "expectations_status"},
-                                                          case, summary)))
-    return path
+    from .results_files import entry, record, write
+
+    head = header("x", "2.1.0", {"expectations": status and status.get("path")}
+                  | ({"expectations_status": status} if status else {}))
+    case = record("q-new-in-2", "failed", operator="QuantizeLinear", domain="ai.onnx", version=21,
+                  types={"x": "float", "y": "int8"}, case_status="normative",
+                  expectation=entry("failed", 12, "appeared in 2.0"))
+    return write(path, [case], head, {"counts": {"failed": 1}, **({"expectations": tally} if tally else {})})
 
 
 def test_report_header_says_which_version_the_expectations_were_recorded_for(tmp_path):

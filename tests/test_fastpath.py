@@ -16,15 +16,12 @@ under CI (the ``CI`` or ``QDQ_REQUIRE_OLDEST_PYTEST`` environment variable set),
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from importlib import metadata
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "data" / "runner_cases"
@@ -40,50 +37,6 @@ SCENARIOS = {
     "strict-maxfail": (["--strict-expectations", "--maxfail=2", "-rA"], False),
     "exitfirst": (["-x", "--form", "runtime"], False),
 }
-
-
-def oldest_supported() -> str:
-    """pip's spelling of the oldest pytest the package accepts: ``pytest>=8`` -> ``pytest==8.0.*``."""
-    for text in metadata.requires("onnx-qdq-conformance") or ():
-        req = Requirement(text)
-        if req.name == "pytest" and not req.marker:
-            floor = next(s.version for s in req.specifier if s.operator in (">=", "=="))
-            major, minor = ([*floor.split("."), "0"])[:2]
-            return f"pytest=={major}.{minor}.*"
-    raise AssertionError("the package does not require pytest")
-
-
-@pytest.fixture(scope="module")
-def oldest_pytest(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """The oldest supported pytest, installed into a temporary folder: (folder, version)."""
-    spec = oldest_supported()
-    target = tmp_path_factory.mktemp("oldest-pytest")
-    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
-           "--target", str(target), spec]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        error = None if p.returncode == 0 else (p.stderr or p.stdout).strip()[-800:]
-    except (OSError, subprocess.TimeoutExpired) as e:
-        error = str(e)
-    if error is not None:
-        message = f"cannot install {spec} (needed to check the runner against it): {error}"
-        if os.environ.get("CI") or os.environ.get("QDQ_REQUIRE_OLDEST_PYTEST"):
-            pytest.fail(message)
-        pytest.skip(message)
-    versions = [d.name.removesuffix(".dist-info").split("-", 1)[1] for d in target.glob("pytest-*.dist-info")]
-    assert len(versions) == 1, versions
-    return target, versions[0]
-
-
-@pytest.fixture(params=["installed", "oldest"])
-def pytest_under_test(request: pytest.FixtureRequest) -> tuple[dict[str, str], str]:
-    """The environment that runs a given pytest, and that pytest's version."""
-    env = dict(os.environ)
-    if request.param == "installed":
-        return env, pytest.__version__
-    target, version = request.getfixturevalue("oldest_pytest")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(target), env.get("PYTHONPATH")) if p)
-    return env, version
 
 
 def corpus_run(tmp_path: Path, env: dict[str, str], mode: str, args: list[str]) -> dict[str, object]:
@@ -120,8 +73,8 @@ def _junit(path: Path) -> list[tuple[str, list[tuple[str, str]]]]:
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_the_shortcut_reports_what_pytests_protocol_reports(tmp_path, pytest_under_test, scenario):
-    env, version = pytest_under_test
+def test_the_shortcut_reports_what_pytests_protocol_reports(tmp_path, which_pytest, scenario):
+    env, version = which_pytest
     args, to_the_end = SCENARIOS[scenario]
     seen = {mode: corpus_run(tmp_path, env, mode, args) for mode in ("fast", "full")}
     fast, full = seen["fast"], seen["full"]

@@ -13,10 +13,12 @@ from qdq_conformance.cli import main
 from qdq_conformance.compare import Mismatch, compare
 from qdq_conformance.domain import FAILING
 from qdq_conformance.reports.findings import group, span
-from qdq_conformance.reports.render import render_files, unpack
+from qdq_conformance.reports.render import render_files, unpack, unpack_cases
 from qdq_conformance.reports.signature import failure_class, mismatch_kind, signature
-from qdq_conformance.results import header
+from qdq_conformance.results import CaseRecord, header
 from qdq_conformance.types import TYPES
+
+from .results_files import entry, record, write
 
 TRACE = ("\n\nTraceback (most recent call last):\n  File \"/x/execute.py\", line 107, in call_backend\n    "
          "boom")
@@ -24,14 +26,14 @@ TRACE = ("\n\nTraceback (most recent call last):\n  File \"/x/execute.py\", line
 
 def _case(cid: str, status: str = "failed", *, op: str = "QuantizeLinear", version: int = 21, y: str = "int8",
           form: str = "runtime", message: str = "", family: str = "ties", granularity: str = "per-tensor",
-          got: int | None = None, expected: str | None = None, **extra) -> dict:
+          got: int | None = None, expected: str | None = None, **extra) -> CaseRecord:
     """A case record; ``got``: the actual value of element 0 (expected: the top of ``y``) for a failed
     case."""
     types = {"x": y, "x_scale": "float", "y": "float"} if op == "DequantizeLinear" else \
         {"x": "float", "y_scale": "float", "y_zero_point": y, "y": y}
-    rec = {"type": "case", "id": cid, "form": form, "status": status, "operator": op, "domain": "ai.onnx",
-           "version": version, "types": types, "family": family, "granularity": granularity,
-           "case_status": "normative", "message": message, "duration": 0.001, **extra}
+    rec = record(cid, status, form=form, message=message, operator=op, domain="ai.onnx", version=version,
+                 types=types, family=family, granularity=granularity, case_status="normative", duration=0.001,
+                 **extra)
     if status == "failed" and got is not None:
         top = TYPES[y].int_max if TYPES[y].is_integer else 1
         rec["expected"] = [{"type": y, "shape": [2], "values": [str(top), "0"], "codes": [top, 0],
@@ -42,15 +44,13 @@ def _case(cid: str, status: str = "failed", *, op: str = "QuantizeLinear", versi
                               "first_indices": [[0]], "max_ulp": None}]
         rec["message"] = message or "output 0: values differ: 1 of 2 elements differ, first at [0]"
     if expected:
-        rec["expectation"] = {"status": expected, "reason": "Known: the backend wraps at the bound. Details.",
-                              "line": 12, "link": "javascript:alert(1)"}
+        rec["expectation"] = entry(expected, 12, "Known: the backend wraps at the bound. Details.",
+                                   "javascript:alert(1)")
     return rec
 
 
-def _write(path: Path, cases: list[dict], backend: str = "demo", complete: bool = True) -> Path:
-    lines = [header(backend, "1.0"), *cases] + ([{"type": "summary", "counts": {}}] if complete else [])
-    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    return path
+def _write(path: Path, cases: list[CaseRecord], backend: str = "demo", complete: bool = True) -> Path:
+    return write(path, cases, header(backend, "1.0"), complete=complete)
 
 
 def _run(tmp_path: Path) -> list[dict]:
@@ -137,7 +137,7 @@ def test_findings_command_text_json_baseline_and_errors(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Does not conform: 2 new findings (3 failing case-forms no expectation entry covers)" in out
     assert "and 12 expected failing case-forms in 1 known finding; 15 of 21 judged case-forms fail." in out
-    assert "1 case-form passed that an expectation entry says fail" in out
+    assert "1 case-form passed against an expectation entry (one that records a failure" in out
     assert ("expected: 12 case-forms" in out
             and "ai.onnx::QuantizeLinear 21-23; y integer, zero point; per-tensor; "
             "families saturation-inf, boundary-range; both forms" in out)
@@ -165,11 +165,14 @@ def test_report_first_screen_verdict_findings_and_baseline(tmp_path, capsys):
     assert [r["count"] for r in rows] == [2, 1, 12] and [r["state"] for r in rows][-1] == "expected"
     assert rows[-1]["entries"][0]["link"] is None  # a javascript: link is never rendered
     assert 'data-expected="failed">12<' in html and 'data-unexpected="failed">1<' in html
-    cases = unpack(re.search(r'id="data" data-encoding="gzip\+base64">([^<]+)<', html).group(1))
+    cases = unpack_cases(re.search(r'id="data" data-encoding="gzip\+base64"[^>]*>([^<]+)<', html).group(1))
     # unexpected failures first, by finding
-    assert [c["s"] for c in cases[:3]] == ["error", "error", "failed"]
-    assert cases[0]["fi"] == 0 and cases[3]["s"] == "passed" and cases[3]["e"]  # then the unexpected pass
-    assert {c["s"] for c in cases[4:16]} == {"failed"} and cases[-1]["s"] == "passed"
+    assert [c["status"] for c in cases[:3]] == ["error", "error", "failed"]
+    assert {c["standing"] for c in cases[:3]} == {"new-failure"} and cases[0]["finding"] == 0
+    # then the unexpected pass
+    assert (cases[3]["status"], cases[3]["standing"]) == ("passed", "unexpected-pass")
+    assert {(c["status"], c["standing"]) for c in cases[4:16]} == {("failed", "expected")}
+    assert (cases[-1]["status"], cases[-1]["standing"]) == ("passed", "passed")
     # with a baseline: what changed since
     old = _write(tmp_path / "old.jsonl", [c for c in _run(tmp_path) if "ties" not in c["id"]])
     assert main(["report", str(new), "-o", str(tmp_path / "b.html"), "--baseline", str(old)]) == 0

@@ -49,19 +49,16 @@ def test_an_expectation_link_must_be_http(tmp_path):
 
 
 def _hostile_results(tmp_path: Path) -> Path:
-    import json
-
     from qdq_conformance.results import header
 
-    case = {"type": "case", "id": "quantizelinear-21-x", "form": "runtime", "status": "failed",
-            "operator": "QuantizeLinear<img src=x onerror=alert(1)>", "version": 21, "domain": "ai.onnx",
-            "message": "<script>alert(1)</script>",
-            "expectation": {"status": "failed", "reason": "a | b [click](javascript:alert(2)) <b>x</b>",
-                            "link": "javascript:alert(3)", "line": 3}}
-    path = tmp_path / "hostile.jsonl"
-    path.write_text("\n".join(json.dumps(o) for o in (header("evil<b>", "1|0"), case,
-                                                      {"type": "summary", "counts": {}})) + "\n")
-    return path
+    from .results_files import entry, record, write
+
+    case = record("quantizelinear-21-x", "failed", message="<script>alert(1)</script>",
+                  backend=("evil<b>", "1|0"), operator="QuantizeLinear<img src=x onerror=alert(1)>",
+                  version=21, domain="ai.onnx",
+                  expectation=entry("failed", 3, "a | b [click](javascript:alert(2)) <b>x</b>",
+                                    "javascript:alert(3)"))
+    return write(tmp_path / "hostile.jsonl", [case], header("evil<b>", "1|0"))
 
 
 def test_reports_render_no_script_links_and_escape_markdown(tmp_path):

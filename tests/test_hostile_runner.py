@@ -27,7 +27,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qdq_conformance.cli import main
-from qdq_conformance.results import FIELDS, Number, Obj, ResultsError, Spec, check, header, read, valid
+from qdq_conformance.results import (
+    FIELDS,
+    FORMAT,
+    KEYS,
+    Number,
+    Obj,
+    ResultsError,
+    Spec,
+    check,
+    encode_record,
+    header,
+    read,
+    valid,
+)
+from qdq_conformance.results.records import case_record
 from tests.fake_backends import GARBAGE, HOSTILE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -237,7 +251,8 @@ def _results(tmp_path: Path, name: str, *records: dict[str, Any]) -> Path:
     return path
 
 
-CASE = {"type": "case", "id": "a", "form": "runtime", "status": "failed", "message": "m"}
+#: a record as the runner writes it; the files below change one field of it, as another tool might
+CASE = json.loads(encode_record(case_record("a", "runtime", "failed", "m", ("fake", "1.0"))))
 
 
 def _argv(tmp_path: Path, argv: list[str]) -> list[str]:
@@ -246,8 +261,10 @@ def _argv(tmp_path: Path, argv: list[str]) -> list[str]:
     (tmp_path / "binary.jsonl").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     (tmp_path / "not-a-zip.whl").write_bytes(b"PK\x03\x04 cut short")
     _results(tmp_path, "types.jsonl", {**CASE, "types": ["int8"]})
-    _results(tmp_path, "expectation.jsonl", {**CASE, "expectation": {"line": [3], "status": "failed"}})
-    _results(tmp_path, "preview.jsonl", {**CASE, "actual": [{"type": "int8", "codes": [None]}]})
+    _results(tmp_path, "expectation.jsonl",
+             {**CASE, "expectation": {"line": [3], "status": "failed", "reason": "r", "link": None}})
+    _results(tmp_path, "preview.jsonl", {**CASE, "actual": [{"type": "int8", "shape": [1], "values": ["1"],
+                                                             "codes": [None], "truncated": False}]})
     _results(tmp_path, "huge-number.jsonl", {**CASE, "duration": 10**400})
     return [a.replace("{ok}", str(ok)).replace("{tmp}", str(tmp_path)) for a in argv]
 
@@ -338,14 +355,16 @@ _FIELDED = st.recursive(st.none() | st.booleans() | st.integers() | st.sampled_f
                         | st.floats() | st.text(max_size=6),
                         lambda inner: st.lists(inner, max_size=3)
                         | st.dictionaries(st.sampled_from(_FIELDS), inner, max_size=4), max_leaves=8)
-_RECORD = st.fixed_dictionaries({"type": st.sampled_from(["case", "summary", "header", "other"]),
-                                 "id": st.text(max_size=4),
-                                 "status": st.sampled_from(["passed", "failed", "implementation-defined",
-                                                            "x"])},
-                                optional={k: _FIELDED for k in _FIELDS[2:]})
-_HEADER = st.fixed_dictionaries({"type": st.just("header"),
-                                 "format": st.just("onnx-qdq-conformance-results/1")},
-                                optional={k: _FIELDED for k in _FIELDS[2:]})
+#: a record with every key a case record has (as the writer makes one), then any of them changed, or added
+_RECORD = st.builds(lambda changed: {**CASE, **changed},
+                    st.fixed_dictionaries({"type": st.sampled_from(["case", "summary", "header", "other"]),
+                                           "id": st.text(max_size=4),
+                                           "status": st.sampled_from(["passed", "failed",
+                                                                      "implementation-defined", "x"])},
+                                          optional={k: _FIELDED for k in _FIELDS[2:]}))
+_HEADER = st.builds(lambda changed: {**header("fake", "1.0"), **changed},
+                    st.fixed_dictionaries({"type": st.just("header"), "format": st.just(FORMAT)},
+                                          optional={k: _FIELDED for k in _FIELDS[2:]}))
 _LINE = _RECORD.map(json.dumps) | _JSON.map(json.dumps) | st.text(max_size=20)
 
 
@@ -407,9 +426,12 @@ def _right(spec: Spec) -> st.SearchStrategy[Any]:
         return st.one_of([_RIGHT_LEAF[t] for t in spec])
     if isinstance(spec, Number):
         return st.floats() | st.integers(-(2**1000), 2**1000)
-    if isinstance(spec, Obj):
-        return st.fixed_dictionaries({},
-                                     optional={key: _right(sub) for key, sub in FIELDS[spec.kind].items()})
+    if isinstance(spec, Obj):  # (the keys it must have, each null where the schema gives it no type)
+        fields, required = FIELDS[spec.kind], KEYS[spec.kind].required
+        return st.fixed_dictionaries({key: _right(fields[key]) if key in fields else st.none()
+                                      for key in required},
+                                     optional={key: _right(sub) for key, sub in fields.items()
+                                               if key not in required})
     inner = _right(spec.spec) | st.none() if spec.nullable else _right(spec.spec)
     if spec.container is dict:
         return st.dictionaries(st.text(max_size=2), inner, max_size=3)
@@ -460,6 +482,8 @@ def test_every_field_of_the_wrong_json_type_is_refused_by_both_checks(kind):
     """Field by field: an object with one field of a JSON type its spec does not allow is refused by ``valid``
     and by ``check`` (which names the field), whichever field it is."""
     samples = ["text", 7, 2.5, True, [], {}, [None], {"k": None}]
+    base = dict.fromkeys(KEYS[kind].required)  # (every key it must have, null)
+    assert valid(base, Obj(kind))
     for key, spec in FIELDS[kind].items():
         for wrong in samples:
             try:
@@ -467,6 +491,6 @@ def test_every_field_of_the_wrong_json_type_is_refused_by_both_checks(kind):
                 continue  # (a value this field allows)
             except ResultsError:
                 pass
-            assert not valid({key: wrong}, Obj(kind)), (kind, key, wrong)
+            assert not valid({**base, key: wrong}, Obj(kind)), (kind, key, wrong)
             with pytest.raises(ResultsError, match=rf"^{kind}\.{key}"):
-                check({key: wrong}, Obj(kind), kind)
+                check({**base, key: wrong}, Obj(kind), kind)

@@ -175,3 +175,78 @@ def test_imports_inside_functions_say_why():
 def test_the_cycle_finder_finds_cycles():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+#: (module, function) outside the results layer that call ``json`` or ``gzip``, and what they encode: never a
+#: results file or a record of one, which go through ``results`` (``encode_record`` / ``decode_record``,
+#: ``ResultsWriter``, ``read``, ``kept``). A new call site is added here with what it encodes.
+CODECS_OUTSIDE_RESULTS = {
+    ("qdq_conformance.checker.cli", "run"): "check --json's report",
+    ("qdq_conformance.runner.suite", "load_suite"): "an exported suite's manifest.json",
+    ("qdq_conformance.runner.suite", "scope"): "an exported suite's manifest.json",
+    ("qdq_conformance.fuzz.cli", "_config_digest"): "what identifies a fuzz run's settings (a digest)",
+    ("qdq_conformance.fuzz.cli", "_search"): "findings.json, a fuzz run's own list of findings",
+    ("qdq_conformance.fuzz.export", "rejudge"): "findings.json, judged again",
+    ("qdq_conformance.fuzz.describe", "Description.key"): "a fuzzed example's key (its description hashed)",
+    ("qdq_conformance.plugin.selection", "case_index"): "the selection index under the cache directory",
+    ("qdq_conformance.mutants.cli", "run"): "mutants --json's report",
+    ("qdq_conformance.backends.iree_backend", "Cache.entry"): "IREE's compile cache",
+    ("qdq_conformance.backends.iree_backend", "Cache.put_entry"): "IREE's compile cache",
+    ("qdq_conformance.backends.iree_backend", "Cache.module"): "IREE's compile cache",
+    ("qdq_conformance.backends.iree_backend", "Cache.put_module"): "IREE's compile cache",
+    ("qdq_conformance.reports.page", "pack"): "a page's embedded data (gzip, base64)",
+    ("qdq_conformance.reports.page", "unpack"): "a page's embedded data (gzip, base64)",
+    ("qdq_conformance.reports.render", "_page"): "the report page's table of short names",
+    ("qdq_conformance.reports.commands", "run_findings"): "findings --json's report",
+    ("qdq_conformance.generators.export", "encode_manifest"): "an exported suite's manifest.json",
+    ("qdq_conformance.generators.export", "owned_folders"): "an exported suite's manifest.json",
+    ("qdq_conformance.generators.schema", "schema"): "the case files' JSON Schema",
+    ("qdq_conformance.generators.schema", "expectation_schema"): "the expectation files' JSON Schema",
+    ("qdq_conformance.generators.layout", "write_folder"): "an exported case's tolerance (data.json)",
+    ("qdq_conformance.generators.frommodel.output", "write"): "cases --from-model's from-model.json",
+    ("qdq_conformance.generators.frommodel.output", "_earlier"): "cases --from-model's from-model.json",
+    ("qdq_conformance.matrix.environments", "UvEnvironments.make"): "what a release's environment holds",
+    ("qdq_conformance.matrix.environments", "_read_json"): "what a release's environment holds",
+}
+
+
+def _codec_calls(path: Path) -> set[str]:
+    """The functions (``Class.method`` for a method; ``<module>`` at the top) of a module that call ``json``
+    or ``gzip`` (``json.loads``, ``gzip.open``, ... and names imported from them)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    imported = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and node.module in ("json", "gzip") for a in node.names}
+    found: set[str] = set()
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, child.name if where == "<module>" else f"{where}.{child.name}")
+                continue
+            if isinstance(child, ast.Call):
+                f = child.func
+                if ((isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                     and f.value.id in ("json", "gzip")) or (isinstance(f, ast.Name) and f.id in imported)):
+                    found.add(where.split(".<", 1)[0])
+            visit(child, where)
+    visit(tree, "<module>")
+    return found
+
+
+def test_results_files_are_read_and_written_in_the_results_layer_only():
+    """No module outside ``qdq_conformance.results`` encodes or decodes JSON or gzip but where
+    :data:`CODECS_OUTSIDE_RESULTS` says what it encodes (never a results file or record); every results file
+    and record is read and written through the results layer."""
+    seen = {(name, fn) for name, (path, _) in modules().items()
+            if not (name == "qdq_conformance.results" or name.startswith("qdq_conformance.results."))
+            for fn in _codec_calls(path)}
+    assert seen - set(CODECS_OUTSIDE_RESULTS) == set(), "a results file or record encoded outside results/?"
+    assert set(CODECS_OUTSIDE_RESULTS) - seen == set(), "stale entries"
+
+
+def test_the_codec_finder_finds_calls(tmp_path):
+    path = tmp_path / "probe.py"
+    path.write_text("import json\nfrom gzip import decompress\nclass C:\n    def m(self):\n"
+                    "        return json.loads('1')\ndef f(b):\n    return decompress(b)\n"
+                    "x = json.dumps(1)\n")
+    assert _codec_calls(path) == {"C.m", "f", "<module>"}

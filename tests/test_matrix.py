@@ -17,8 +17,11 @@ from qdq_conformance.matrix import cli as matrix_cli
 from qdq_conformance.matrix.environments import Environment
 from qdq_conformance.matrix.releases import Distribution, ReleaseError, expand, newest_of_each_minor
 from qdq_conformance.reports import history
+from qdq_conformance.results import header
 from qdq_conformance.results.merge import load_run
 from qdq_conformance.runner.expectations import load
+
+from .results_files import record
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ROOT / "tests" / "data" / "runner_cases"
@@ -122,14 +125,13 @@ def test_matrix_writes_expectations_by_range_and_each_release_then_exits_0(tmp_p
 
 
 def _rec(case_id, status, message=""):
-    return {"type": "case", "id": case_id, "form": "runtime", "status": status, "message": message,
-            "operator": "QuantizeLinear", "domain": "ai.onnx", "version": 21, "family": "f",
-            "granularity": "per-tensor", "types": {"x": "float", "y_scale": "float", "y": "int8"}}
+    return record(case_id, status, message=message, operator="QuantizeLinear", domain="ai.onnx", version=21,
+                  family="f", granularity="per-tensor", types={"x": "float", "y_scale": "float", "y": "int8"})
 
 
 def _run(version, *records):
-    head = {"type": "header", "backend": "b", "backend_version": version, "started": "2026-11-28T00:00:00"}
-    return head, list(records), {"type": "summary", "counts": {}, "exitstatus": 0}
+    head = {**header("b", version), "started": "2026-11-28T00:00:00"}
+    return head, list(records), {"counts": {}, "exitstatus": 0}
 
 
 def test_a_finding_gone_because_its_cases_are_unsupported_or_fail_otherwise_is_not_fixed():

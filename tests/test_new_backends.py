@@ -4,7 +4,6 @@ reported, and --help naming every built-in."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -203,19 +202,26 @@ def test_compliance_keeps_a_column_from_kept_results_when_the_backend_cannot_run
     from qdq_conformance.cli import main
     from qdq_conformance.reports.compliance import render_files
     from qdq_conformance.results import read
-    from qdq_conformance.runner.archive import DROPPED, keep
+    from qdq_conformance.results.kept import keep
+    from qdq_conformance.results.schema import KEPT_LEAVES_OUT
 
+    from .results_files import record, write
     from .test_reports import _results
 
-    full = _results(tmp_path / "full.jsonl", ["passed", "failed", "unsupported"])
-    lines = [json.loads(x) for x in full.read_text().splitlines()]
-    lines[2].update(repro="print(1)", inputs={"x": {"type": "float", "shape": [1], "values": ["1.0"]}})
-    full.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    full = write(tmp_path / "full.jsonl", [
+        record(f"quantizelinear-21-case{k}", s, message="m", operator="QuantizeLinear", domain="ai.onnx",
+               version=21, types={"x": "float", "y": "int8"}, family="ties", granularity="per-tensor",
+               case_status="normative", duration=0.001, attributes={"axis": 1}, comparison="exact",
+               spec={"operator": "QuantizeLinear", "versions": "21-28", "text": "t"},
+               **({"repro": "print(1)", "inputs": {"x": {"type": "float", "shape": [1], "values": ["1.0"],
+                                                          "codes": [0x3F800000], "truncated": False}}}
+                  if s == "failed" else {}))
+        for k, s in enumerate(["passed", "failed", "unsupported"])])
     kept_dir = tmp_path / "kept"
     kept = keep(full, kept_dir / "nosuchbackend.jsonl.gz")
     head, cases, summary = read(kept)
     assert [c["status"] for c in cases] == ["passed", "failed", "unsupported"] and summary is not None
-    assert not any(k in c for c in cases for k in DROPPED) and head["backend"] == "demo"
+    assert not any(k in c for c in cases for k in KEPT_LEAVES_OUT) and head["backend"] == "demo"
     # an unsupported case's reason is left out
     assert [("message" in c) for c in cases] == [True, True, False]
     assert keep(full, tmp_path / "again.jsonl.gz").read_bytes() == kept.read_bytes()  # deterministic bytes

@@ -16,7 +16,9 @@ import pytest
 
 from qdq_conformance.cli import main
 from qdq_conformance.reports.casepage import marks, param_index, rows, strip_tool_frames
-from qdq_conformance.results import header
+from qdq_conformance.results import CaseRecord, ExpectationRecord, header
+
+from .results_files import entry, record, write
 
 ROOT = Path(__file__).resolve().parents[1]
 #: a case ONNX Runtime 1.32.0 fails (expected: ort.yaml), 4 of 51 float8 elements (saturate=0 beyond 464)
@@ -34,39 +36,37 @@ def _preview(t: str, values: list[str], codes: list[int], shape: list[int] | Non
 
 
 def failed_record(case_id: str = "quantizelinear-21-demo-float-float8e4m3fn", form: str = "runtime",
-                  expectation: dict[str, Any] | None = None, repro: str | None = None) -> dict[str, Any]:
+                  expectation: ExpectationRecord | None = None, repro: str | None = None) -> CaseRecord:
     """A float8e4m3fn output of 4 elements: [0] equal, [1] NaN vs NaN of another code (equal by class), [2]
     NaN expected and 448 returned (differs, explained), [3] equal; x float32 0.1 written at float64 precision;
     a per-axis scale of 2 on axis 1 of a [2, 2] x."""
-    return {"type": "case", "id": case_id, "form": form, "status": "failed", "duration": 0.01,
-            "message": "output 0: values differ: 1 of 4 elements differ, first at [1, 0]", "backend": "demo",
-            "backend_version": "1.0", "operator": "QuantizeLinear", "domain": "ai.onnx", "version": 21,
-            "family": "boundary-range", "granularity": "per-axis", "attributes": {"axis": 1, "saturate": 0},
-            "types": {"x": "float", "y_scale": "float", "y": "float8e4m3fn"}, "case_status": "normative",
-            "comparison": "exact",
-            "spec": {"operator": "QuantizeLinear", "versions": "21-28", "text": "saturate"},
-            "expectation": expectation, "repro": repro,
-            "inputs": {"x": _preview("float", ["0.10000000149011612", "1.0", "48.0", "2.0"],
-                                     [0x3DCCCCCD, 0x3F800000, 0x42400000, 0x40000000], [2, 2]),
-                       "y_scale": _preview("float", ["0.5", "0.25"], [0x3F000000, 0x3E800000])},
-            "expected": [_preview("float8e4m3fn", ["0.0", "nan", "nan", "2.0"], [0x00, 0x7F, 0x7F, 0x40],
-                                  [2, 2])],
-            "actual": [_preview("float8e4m3fn", ["0.0", "nan", "448.0", "2.0"], [0x00, 0xFF, 0x7E, 0x40],
-                                [2, 2])],
-            "mismatches": [{"output": 0, "reason": "values differ", "count": 1, "total": 4,
-                            "first_indices": [[1, 0]],
-                            "explained": [[2, "between 448|480, beyond max 448, above the saturate=0 "
-                                              "threshold 464"]]}]}
+    return record(
+        case_id, "failed", form=form,
+        message="output 0: values differ: 1 of 4 elements differ, first at [1, 0]",
+        duration=0.01, operator="QuantizeLinear", domain="ai.onnx", version=21, family="boundary-range",
+        granularity="per-axis", attributes={"axis": 1, "saturate": 0},
+        types={"x": "float", "y_scale": "float", "y": "float8e4m3fn"}, case_status="normative",
+        comparison="exact", spec={"operator": "QuantizeLinear", "versions": "21-28", "text": "saturate"},
+        expectation=expectation, repro=repro,
+        inputs={"x": _preview("float", ["0.10000000149011612", "1.0", "48.0", "2.0"],
+                              [0x3DCCCCCD, 0x3F800000, 0x42400000, 0x40000000], [2, 2]),
+                "y_scale": _preview("float", ["0.5", "0.25"], [0x3F000000, 0x3E800000])},
+        expected=[_preview("float8e4m3fn", ["0.0", "nan", "nan", "2.0"], [0x00, 0x7F, 0x7F, 0x40], [2, 2])],
+        actual=[_preview("float8e4m3fn", ["0.0", "nan", "448.0", "2.0"], [0x00, 0xFF, 0x7E, 0x40],
+                         [2, 2])],
+        mismatches=[{"output": 0, "reason": "values differ", "count": 1, "total": 4,
+                     "first_indices": [[1, 0]], "max_ulp": None,
+                     "explained": [[2, "between 448|480, beyond max 448, above the saturate=0 "
+                                       "threshold 464"]]}])
 
 
-def write_run(path: Path, records: list[dict[str, Any]], backend: str = "demo", version: str = "1.0",
+def write_run(path: Path, records: list[CaseRecord], backend: str = "demo", version: str = "1.0",
               selection: dict[str, Any] | None = None) -> Path:
-    head = header(backend, version, {"selection": selection or {}})
+    """A finished run of ``records`` on ``backend`` ``version`` (each record says it ran there)."""
     for r in records:
         r["backend"], r["backend_version"] = backend, version
-    lines = [head, *records, {"type": "summary", "counts": {}, "duration_s": 1.0}]
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    return path
+    return write(path, records, header(backend, version, {"selection": selection or {}}),
+                 {"counts": {}, "duration_s": 1.0})
 
 
 # -- the case table: the verdict's comparison, NaN by class, the type's own precision
@@ -101,7 +101,7 @@ def test_a_backend_traceback_keeps_its_frames_not_the_tools():
 # ---------------------------------------------------------------------------------------------------------
 
 def test_show_from_a_results_file(tmp_path, capsys):
-    rec = failed_record(expectation={"status": "failed", "reason": "NaN for 480", "line": 7})
+    rec = failed_record(expectation=entry("failed", 7, "NaN for 480"))
     path = write_run(tmp_path / "r.jsonl", [rec])
     assert main(["show", rec["id"], str(path)]) == 0
     out = capsys.readouterr().out
@@ -184,11 +184,11 @@ def test_run_takes_pytest_habits_and_records_the_selection(tmp_path, shared_expa
 # -- diff and findings
 # ---------------------------------------------------------------------------------------------
 
-def _rec(k: int, status: str, expected: bool = False) -> dict[str, Any]:
+def _rec(k: int, status: str, expected: bool = False) -> CaseRecord:
     rec = failed_record(f"quantizelinear-21-demo-{k}")
     rec["status"] = status
     if expected:
-        rec["expectation"] = {"status": status, "reason": "known", "line": 3}
+        rec["expectation"] = entry(status, 3, "known")
     return rec
 
 

@@ -3,14 +3,12 @@ text; the verdict and the findings come first, expected failures look different 
 nothing scrolls sideways at 1,400 px.
 
 Skipped when no Chromium is installed, unless QDQ_REQUIRE_BROWSER=1 (as .ci/run sets), which turns the skip
-into a failure. QDQ_SCREENSHOT_DIR keeps the screenshot it takes; with QDQ_README_RESULTS (a results file of a
-real run, e.g. ``qdq-conformance run --backend ort --results ort.jsonl``) it also writes the README's two
-screenshots, report-ort.png and report-ort-case.png, from that run.
+into a failure. QDQ_SCREENSHOT_DIR keeps the screenshot it takes. (The README's screenshots of a real run are
+``docs/make_screenshots.py``'s, with the same layout checks: a script, not a test that skips when not asked.)
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections import Counter
@@ -20,9 +18,10 @@ import pytest
 
 from qdq_conformance.plugin.sharding import shard_of
 from qdq_conformance.reports.render import render_files
-from qdq_conformance.results import header
+from qdq_conformance.results import header, read
 
 from .browser import Browser, find_chromium
+from .results_files import entry, record, write
 
 STATUSES = ["passed"] * 78 + ["failed"] * 12 + ["unsupported"] * 5 + ["implementation-defined"] * 3 + \
     ["error", "xx"]
@@ -45,8 +44,8 @@ def _failed_details(k: int) -> dict:
                          "truncated": False}},
         "expected": [{"type": "int8", "shape": shape, "values": values, "codes": codes, "truncated": False}],
         "actual": [{"type": "int8", "shape": shape, "values": values, "codes": got, "truncated": False}],
-        "mismatches": [{"output": 0, "count": 1, "total": 64, "first_indices": [first_index(k)],
-                        "max_ulp": None}],
+        "mismatches": [{"output": 0, "reason": "values differ", "count": 1, "total": 64,
+                        "first_indices": [first_index(k)], "max_ulp": None}],
         "spec": {"operator": "QuantizeLinear", "versions": "21-28", "text": "rounding to nearest even. " * 4},
         "repro": "import numpy as np\nimport onnx\n"
         + "# reproduce the case with onnx and the backend's API\n" * 30, "attributes": {"axis": 1},
@@ -67,32 +66,31 @@ def write_results(path: Path, n: int, evil: bool = False) -> Counter:
     ops = [("QuantizeLinear", 21), ("QuantizeLinear", 23), ("DequantizeLinear", 21), ("DequantizeLinear", 25)]
     types = ["int8", "uint8", "int4", "float8e4m3fn", "int16"]
     counts: Counter = Counter()
-    with path.open("w") as fh:
-        fh.write(json.dumps(header("demo-backend", "9.9")) + "\n")
-        for k in range(n):
-            status = STATUSES[k % len(STATUSES)]
-            status = "failed" if status == "xx" else status
-            op, v = ops[k % len(ops)]
-            cid = f"{op.lower()}-{v}-case-{k:05d}-{types[k % len(types)]}"
-            if evil and k == 1:
-                cid += "<script>window.pwned=1</script>"
-            rec = {"type": "case", "id": cid, "form": "runtime", "status": status, "operator": op,
-                   "domain": "ai.onnx", "version": v, "types": {"x": "float", "y": types[k % len(types)]},
-                   "family": "ties", "granularity": ["per-tensor", "per-axis", "blocked"][k % 3],
-                   "case_status": "implementation-defined" if status == "implementation-defined"
-                   else "normative",
-                   "ambiguity": "nan-to-integer" if status == "implementation-defined" else None,
-                   "behaviour": "NaN -> 0" if status == "implementation-defined" else None,
-                   "message": ("<img src=x onerror=window.pwned=2>" if evil and k == 1 else long_message(k)
-                               if status == "failed" and k % 7 == 0 else f"message {k}"),
-                   "duration": 0.001}
-            if status != "passed":
-                rec.update(_failed_details(k))
-            if status == "failed" and k % 3 == 0:
-                rec["expectation"] = {"status": "failed", "reason": "A known deviation. " * 12, "line": 7}
-            counts[status] += 1
-            fh.write(json.dumps(rec) + "\n")
-        fh.write(json.dumps({"type": "summary", "counts": dict(counts)}) + "\n")
+    records = []
+    for k in range(n):
+        status = STATUSES[k % len(STATUSES)]
+        status = "failed" if status == "xx" else status
+        op, v = ops[k % len(ops)]
+        cid = f"{op.lower()}-{v}-case-{k:05d}-{types[k % len(types)]}"
+        if evil and k == 1:
+            cid += "<script>window.pwned=1</script>"
+        implementation_defined = status == "implementation-defined"
+        rec = record(cid, status, backend=("demo-backend", "9.9"), operator=op, domain="ai.onnx", version=v,
+                     types={"x": "float", "y": types[k % len(types)]}, family="ties",
+                     granularity=["per-tensor", "per-axis", "blocked"][k % 3],
+                     case_status="implementation-defined" if implementation_defined else "normative",
+                     ambiguity="nan-to-integer" if implementation_defined else None,
+                     behaviour="NaN -> 0" if implementation_defined else None,
+                     message=("<img src=x onerror=window.pwned=2>" if evil and k == 1 else long_message(k)
+                              if status == "failed" and k % 7 == 0 else f"message {k}"),
+                     duration=0.001)
+        if status != "passed":
+            rec.update(_failed_details(k))  # type: ignore[typeddict-item]
+        if status == "failed" and k % 3 == 0:
+            rec["expectation"] = entry("failed", 7, "A known deviation. " * 12)
+        counts[status] += 1
+        records.append(rec)
+    write(path, records, header("demo-backend", "9.9"), {"counts": dict(counts)})
     return counts
 
 
@@ -254,47 +252,16 @@ def _check_expected_failures_look_different(b: Browser) -> None:
         b.eval("document.querySelectorAll('.matrix td.failed').length") > 0
 
 
-def test_readme_screenshots_of_a_real_run(tmp_path, chromium):
-    """With QDQ_README_RESULTS: the README's screenshots from a real run (first screen; a finding's example
-    opened), after the same layout checks."""
-    results, keep = os.environ.get("QDQ_README_RESULTS"), os.environ.get("QDQ_SCREENSHOT_DIR")
-    if not results or not keep:
-        pytest.skip("set QDQ_README_RESULTS (a results file) and QDQ_SCREENSHOT_DIR to write the README "
-                    "screenshots")
-    page = render_files([Path(results)], tmp_path / "report.html")
-    Path(keep).mkdir(parents=True, exist_ok=True)
-    with Browser(chromium) as b:
-        b.open(page)
-        b.wait_for("document.body.dataset.ready === '1'", timeout=60)
-        failing = b.eval("[...document.querySelectorAll('#summary td[data-status]')].filter(td => "
-                         "['failed', 'error', 'crashed', 'timeout', "
-                         "'invalid-accepted'].includes(td.dataset.status)).reduce((n, td) => n + "
-                         "Number(td.textContent), 0)")
-        _check_first_screen_and_layout(b, failing, verdict="")
-        b.eval("window.scrollTo(0, 0)")
-        b.screenshot(Path(keep) / "report-ort.png")
-        # the example of the first finding about wrong values (expected vs actual marked), else of the first
-        # one
-        b.eval("var rows = [...document.querySelectorAll('#findings tbody tr')];"
-               "var row = rows.find(tr => tr.children[3].textContent.indexOf('values differ') >= 0) || "
-               "rows[0];row.querySelector('a[data-open]').click();"
-               "document.querySelector('#cases tr.detail').previousSibling.scrollIntoView()")
-        _no_sideways_scrolling(b)
-        b.screenshot(Path(keep) / "report-ort-case.png")
-
-
 def _shard_files(whole: Path, given: tuple[int, ...], n: int) -> list[Path]:
     """Shard files of the run ``whole`` as --shard K/N writes them (only shards ``given``)."""
-    head, *cases = [json.loads(line) for line in whole.read_text().splitlines()[:-1]]
+    head, cases, _ = read(whole)
+    del head["read"]  # (what the reader found: never written)
     out = []
     for k in given:
         mine = [c for c in cases if shard_of(c["id"], n) == k]
         path = whole.with_name(f"{whole.stem}-shard-{k}-of-{n}-from-a-ci-matrix-job-artifact.jsonl")
-        path.write_text("\n".join(json.dumps(r) for r in [{**head, "shard": f"{k}/{n}"}, *mine,
-                                                          {"type": "summary", "duration_s": 1.0,
-                                                           "counts": dict(Counter(c["status"]
-                                                                                  for c in mine))}]))
-        out.append(path)
+        out.append(write(path, mine, {**head, "shard": f"{k}/{n}"},
+                         {"duration_s": 1.0, "counts": dict(Counter(c["status"] for c in mine))}))
     return out
 
 

@@ -7,8 +7,9 @@ import re
 from html.parser import HTMLParser
 
 from qdq_conformance.cli import main
-from qdq_conformance.reports.render import render_files, unpack
-from qdq_conformance.results import header
+from qdq_conformance.reports.render import render_files, unpack, unpack_cases
+
+from .results_files import entry, record, write
 
 
 class _Collect(HTMLParser):
@@ -33,17 +34,15 @@ class _Collect(HTMLParser):
         self._in = None
 
 
-def _results(path, statuses, evil=False):
-    lines = [header("demo", "1.0")]
-    for k, s in enumerate(statuses):
-        cid = f"quantizelinear-21-case{k}" + ("<script>alert(1)</script>" if evil and k == 0 else "")
-        lines.append({"type": "case", "id": cid, "form": "runtime", "status": s, "operator": "QuantizeLinear",
-                      "domain": "ai.onnx", "version": 21, "types": {"x": "float", "y": "int8"},
-                      "family": "ties", "granularity": "per-tensor", "case_status": "normative",
-                      "message": "</script><script>alert(2)</script>" if evil else "m", "duration": 0.001})
-    lines.append({"type": "summary", "counts": {}})
-    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    return path
+def _results(path, statuses, evil=False, entries=None):
+    """A results file of cases ending in ``statuses`` (``entries``: case index -> its expectation entry)."""
+    return write(path, [
+        record(f"quantizelinear-21-case{k}" + ("<script>alert(1)</script>" if evil and k == 0 else ""), s,
+               message="</script><script>alert(2)</script>" if evil else "m", operator="QuantizeLinear",
+               domain="ai.onnx", version=21, types={"x": "float", "y": "int8"}, family="ties",
+               granularity="per-tensor", case_status="normative", duration=0.001,
+               expectation=(entries or {}).get(k))
+        for k, s in enumerate(statuses)])
 
 
 def test_counts_shown_match_the_results_file(tmp_path):
@@ -52,8 +51,8 @@ def test_counts_shown_match_the_results_file(tmp_path):
     p = _Collect()
     p.feed(html)
     assert p.cells["passed"] == 5 and p.cells["failed"] == 2 and p.cells["unsupported"] == 1
-    rows = unpack("".join(p.scripts))
-    assert len(rows) == 8 and {r["s"] for r in rows} == {"passed", "failed", "unsupported"}
+    rows = unpack_cases("".join(p.scripts))
+    assert len(rows) == 8 and {r["status"] for r in rows} == {"passed", "failed", "unsupported"}
     assert "<link" not in html and "http://" not in html.replace("http://www.w3.org", "")  # self-contained
 
 
@@ -65,8 +64,8 @@ def test_script_in_case_id_and_message_is_escaped(tmp_path):
     assert "alert(2)" not in html  # the message, like every case field, is inside the packed data
     p = _Collect()
     p.feed(html)
-    rows = unpack("".join(p.scripts))
-    assert rows[0]["i"].endswith("<script>alert(1)</script>")  # intact once parsed
+    rows = unpack_cases("".join(p.scripts))
+    assert rows[0]["id"].endswith("<script>alert(1)</script>")  # intact once parsed
 
 
 def test_scoreboard_and_cli(tmp_path, capsys):
@@ -109,12 +108,9 @@ def test_diff_of_identical_runs_is_empty_and_escapes_html(tmp_path, capsys):
 
 
 def test_compliance_markdown_from_saved_results(tmp_path, capsys):
-    a = _results(tmp_path / "a.jsonl", ["passed", "failed", "unsupported"])
+    a = _results(tmp_path / "a.jsonl", ["passed", "failed", "unsupported"],
+                 entries={1: entry("failed", 7, "Rounds after adding the zero point. More detail.")})
     _results(tmp_path / "b.jsonl", ["passed", "passed", "passed"])
-    lines = [json.loads(x) for x in a.read_text().splitlines()]
-    lines[2]["expectation"] = {"status": "failed",
-                               "reason": "Rounds after adding the zero point. More detail.", "line": 7}
-    a.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     md = tmp_path / "c.md"
     assert main(["compliance", "--backends", "a,b", "--results-dir", str(tmp_path), "--reuse",
                  "--markdown", str(md), "--scoreboard", str(tmp_path / "scoreboard.html")]) == 0

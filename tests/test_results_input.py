@@ -7,18 +7,30 @@ incomplete one)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from qdq_conformance import __version__
 from qdq_conformance.cli import main
-from qdq_conformance.results import ResultsError, header, read
+from qdq_conformance.results import ResultsError, ResultsWriter, encode_record, header, read
+
+from .results_files import record
 
 HEAD = json.dumps(header("fake", "1.0"))
 
 
 def _case(case_id: str, status: str) -> str:
-    return json.dumps({"type": "case", "id": case_id, "form": "runtime", "status": status, "message": ""})
+    """A case record's line, as the runner writes it."""
+    return encode_record(record(case_id, status, backend=("fake", "1.0")))
+
+
+def _edited(line: str, **changes: object) -> str:
+    """A writer-made line with keys changed (None: removed): what another tool, or an older format, writes."""
+    obj = json.loads(line)
+    obj.update({k: v for k, v in changes.items() if v is not None})
+    return json.dumps({k: v for k, v in obj.items() if changes.get(k, "") is not None})
 
 
 def _file(tmp_path: Path, name: str, lines: list[str], raw: bytes | None = None) -> Path:
@@ -43,10 +55,26 @@ SUMMARY = json.dumps({"type": "summary", "counts": {}})
     ([HEAD, '{"type": "case", "id": "a"}'], None, "2: a case record needs"),
     ([HEAD, '{"type": "mystery"}'], None, "2: unknown record type"),
     ([HEAD, _case("a", "passed"), HEAD], None, "3: a second header"),
+    ([HEAD, _edited(_case("a", "passed"), colour="red")], None, '2: unknown key "colour" for a case record'),
+    ([HEAD, _edited(_case("a", "passed"), operator=None)], None,
+     '2: missing key "operator" for a case record'),
+    ([HEAD, _edited(_case("a", "passed"), status="xx")], None, '2: status "xx" is not a run status'),
+    ([_edited(HEAD, read=[]), _case("a", "passed")], None, '1: unknown key "read" for a header record'),
+    ([_edited(HEAD, python=None), _case("a", "passed")], None, '1: missing key "python" for a header record'),
+    ([HEAD, _case("a", "passed"), '{"type": "summary", "count": {}}'], None,
+     '3: unknown key "count" for a summary record'),
+    ([HEAD, _edited(_case("a", "failed"), expectation={"status": "failed", "line": 3})], None,
+     '2: expectation: missing keys "link", "reason"'),
+    ([_edited(HEAD, format="onnx-qdq-conformance-results/1", suite_version="0.1.0")], None,
+     "1: results format 1 (written by onnx-qdq-conformance 0.1.0): this version reads format 2; "
+     "onnx-qdq-conformance 0.1.0 reads format 1"),
+    ([_edited(HEAD, format="onnx-qdq-conformance-results/3")], None,
+     f'1: results format "3" (written by onnx-qdq-conformance {__version__}): this version reads format 2; '
+     "a newer onnx-qdq-conformance wrote it"),
 ])
 def test_bad_results_files_are_one_line_errors(tmp_path, capsys, lines, raw, message):
     path = _file(tmp_path, "bad.jsonl", lines, raw)
-    with pytest.raises(ResultsError, match=message):
+    with pytest.raises(ResultsError, match=re.escape(message)):
         read(path)
     for argv in (["report", str(path), "-o", str(tmp_path / "r.html")],
                  ["diff", str(_file(tmp_path, "ok.jsonl", [HEAD, _case("a", "passed"), SUMMARY])),
@@ -88,12 +116,12 @@ INCOMPLETE: dict[str, tuple[list[str], list[str]]] = {
                           '{"type": "case", "id": "b", "duration": ' + "9" * 5000 + "}", SUMMARY],
                          ["{f}: incomplete: 1 malformed line skipped (not JSON: cut short or garbled), the "
                           "first at line 3"]),
-    "interrupted": ([HEAD, _case("a", "passed"), json.dumps({"type": "summary", "interrupted": True,
-                                                             "signal": "SIGTERM"})],
+    "interrupted": ([HEAD, _case("a", "passed"), json.dumps({"type": "summary", "counts": {"passed": 1},
+                                                             "interrupted": True, "signal": "SIGTERM"})],
                     ["fake 1.0: incomplete: the run was interrupted (SIGTERM)"]),
     "backend-not-created": ([HEAD,
-                             json.dumps({"type": "summary", "error": "backend 'x' could not be created: "
-                                                                     "x cannot be imported"})],
+                             json.dumps({"type": "summary", "counts": {},
+                                         "error": "backend 'x' could not be created: x cannot be imported"})],
                             ["fake 1.0: incomplete: the run ended before its first case (backend 'x' could "
                              "not be created: x cannot be imported)"]),
 }
@@ -143,11 +171,33 @@ def test_allow_incomplete_still_fails_a_regression(tmp_path, capsys):
 
 
 def test_a_file_header_cannot_claim_to_be_whole(tmp_path):
-    """The reader's note replaces whatever a file's header holds under the same key."""
+    """What the reader notes of a file (``read``) is never taken from the file: a header that holds it is
+    refused, and the reader's own note says what it found."""
     forged = json.dumps({**json.loads(HEAD), "read": [{"file": "x", "summary": True, "malformed": 0}]})
     path = _file(tmp_path, "forged.jsonl", [forged, _case("a", "passed"), GARBLED])
-    head, _, _ = read(path)
-    assert head["read"] == [{"file": str(path), "summary": False, "malformed": 1, "first_malformed": 3}]
+    with pytest.raises(ResultsError, match='1: unknown key "read" for a header record'):
+        read(path)
+    head, _, _ = read(_file(tmp_path, "honest.jsonl", [HEAD, _case("a", "passed"), GARBLED]))
+    assert head["read"] == [{"file": str(tmp_path / "honest.jsonl"), "summary": False, "malformed": 1,
+                             "first_malformed": 3}]
+
+
+def test_the_writer_refuses_a_record_with_an_unknown_or_a_missing_key(tmp_path):
+    """A record with a key the schema does not have, and one without a key every record has, are each refused
+    in one line naming the case and the key; the file holds neither."""
+    writer = ResultsWriter(tmp_path / "r.jsonl")
+    head = header("fake", "1.0")
+    unknown = record("with-colour", "passed", colour="red")
+    missing = record("without-operator", "passed")
+    del missing["operator"]  # type: ignore[misc]  # (what a record built by hand can lack)
+    for rec, problem in ((unknown, 'unknown key "colour"'), (missing, 'missing key "operator"')):
+        with pytest.raises(ResultsError) as info:
+            writer.write_record(rec, head)
+        text = str(info.value)
+        assert problem in text and rec["id"] in text and len(text.splitlines()) == 1, text
+    writer.write_record(record("fine", "passed"), head)
+    writer.close({"counts": {"passed": 1}}, head)
+    assert [c["id"] for c in read(tmp_path / "r.jsonl")[1]] == ["fine"]
 
 
 def test_shard_files_keep_each_files_incompleteness(tmp_path, capsys):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from qdq_conformance.cli import main
-from qdq_conformance.reports.render import unpack
+from qdq_conformance.reports.render import unpack_cases
 from qdq_conformance.results.merge import load_run
 
 SELECTION = "dequantizelinear-23 and (float8-zero-point or int32-extremes or blocked-int4-float-blocked)"
@@ -71,9 +71,9 @@ def _normalised(html: str) -> tuple[str, list[dict]]:
     html = re.sub(r'<tr><td>shards</td><td id="shards">[^<]*</td></tr>\n?', "", html)
     packed = re.search(r'<script type="application/octet-stream" id="data"[^>]*>([^<]*)</script>', html)
     assert packed
-    cases = unpack(packed.group(1))
+    cases = unpack_cases(packed.group(1))
     for c in cases:
-        c.pop("du")
+        c.pop("duration")
     return html.replace(packed.group(1), "-"), cases
 
 

@@ -20,17 +20,29 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict
 
 import yaml
 
 from ..generators.corpus import load_file
 from ..generators.layout import test_name, write_folder
 from ..generators.values import literals
-from ..reports.findings import FAILING, group, is_expected
+from ..reports.findings import FAILING, group
 from ..reports.findings import Finding as Group
 from ..reports.signature import signature
-from ..results import CaseRecord, Header, JSONValue, ResultsWriter, Summary, expectation_of, read
+from ..results import (
+    CaseRecord,
+    Header,
+    JSONValue,
+    ResultsWriter,
+    Standing,
+    Summary,
+    decode_record,
+    encode_record,
+    expectation_of,
+    read,
+    standing_of,
+)
 from .describe import template
 from .search import Finding
 
@@ -148,8 +160,7 @@ def write_finding(out: Path, f: Finding, backend: str, version: str) -> FindingR
     repro = f.record.get("repro")
     if repro:
         (folder / "repro.py").write_text(str(repro) + "\n", encoding="utf-8")
-    (folder / "record.json").write_text(json.dumps(f.record, indent=1, sort_keys=True) + "\n",
-                                        encoding="utf-8")
+    (folder / "record.json").write_text(encode_record(f.record, indent=1) + "\n", encoding="utf-8")
     d = f.description
     return {"signature": f.signature, "parts": f.parts, "hits": f.hits, "first_example": f.first,
             "case_id": f.case.id, "form": f.form, "status": f.record.get("status"),
@@ -190,7 +201,7 @@ def corpus_index(paths: Sequence[Path]) -> dict[tuple[str, ...], Exposed]:
             if rec.get("status") not in FAILING:
                 continue
             key = root_cause(rec)
-            reason = expectation_of(rec).get("reason") if is_expected(rec) else None
+            reason = expectation_of(rec).get("reason") if standing_of(rec) is Standing.EXPECTED else None
             if key in out:
                 out[key].cases += 1
                 out[key].expected = out[key].expected or reason
@@ -225,7 +236,7 @@ def finding_ids(rows: Sequence[FindingRow], records: Iterable[str]) -> None:
     reads the fuzz run's results file (a case failing alike in both forms is one finding of form ``both``
     there)."""
     where: dict[tuple[str, str], str] = {}
-    for g in group([cast(CaseRecord, json.loads(line)) for line in records]):
+    for g in group([decode_record(line) for line in records]):
         for case in g.cases:
             where[case] = g.id
     for row in rows:
@@ -244,8 +255,8 @@ def rejudge(out: Path, corpus: dict[tuple[str, ...], Exposed]
     rows = data["findings"]
     for row in rows:
         if not row.get("root_cause"):  # (written before root causes were recorded: from the finding's record)
-            row["root_cause"] = list(root_cause(json.loads((out / row["folder"]
-                                                            / "record.json").read_text())))
+            row["root_cause"] = list(root_cause(decode_record((out / row["folder"]
+                                                              / "record.json").read_bytes())))
     counts = judge(rows, corpus)
     data["summary"].update(counts)
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
@@ -257,7 +268,7 @@ def write_results(path: Path, head: Header, records: Iterable[str], summary: Sum
     counts: dict[str, int] = {}
     for line in records:
         writer.write_line(line, head)
-        status = json.loads(line).get("status", "?")
+        status = decode_record(line)["status"]
         counts[status] = counts.get(status, 0) + 1
     writer.close({"counts": dict(sorted(counts.items())), **summary}, head)
     return writer.count

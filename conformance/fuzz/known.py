@@ -11,7 +11,6 @@ run's own backend workers (a few seconds at most, after the search).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from ..generators.cache import load_file_cached
 from ..plugin.selection import case_index
 from ..reports.signature import type_class
 from ..resources import cases_dir
+from ..results import decode_record
 from ..runner.execute import ObjRef
 from ..runner.expectations import Expectations
 from ..runner.pool import CasePool
@@ -90,7 +90,7 @@ def known(rows: list[FindingRow], pool: CasePool, exp: Expectations | None,
             if case is None:
                 continue
             result = pool.get(ObjRef(case), form)
-            if result.status == status and tuple(root_cause(json.loads(result.record))) == cause:
+            if result.status == status and tuple(root_cause(decode_record(result.record))) == cause:
                 row["known"] = {"line": entry.line, "status": entry.status,
                                 "reason": " ".join(entry.reason.split()), "case": case_id, "form": form}
                 break

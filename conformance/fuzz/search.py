@@ -26,20 +26,19 @@ judged against its catalogued readings as in the corpus: following one is not a 
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..domain import FAILING
 from ..generators.case import ConcreteCase
 from ..opspecs import PER_TENSOR
-from ..results import CaseRecord
+from ..results import CaseRecord, decode_record
 from ..runner.execute import CaseResult, ObjRef
 from ..runner.outcome import Structural
 from ..runner.pool import CasePool
@@ -58,7 +57,7 @@ class Finding:
     description: Description | None = None  # the minimal example
     case: ConcreteCase | None = None
     form: str = ""
-    record: CaseRecord = field(default_factory=CaseRecord)
+    record: CaseRecord = field(default_factory=lambda: cast(CaseRecord, {}))  # (set with the example)
 
 
 @dataclass
@@ -235,7 +234,7 @@ class Search:
         if final:  # Hypothesis's last replay: the minimal example of this signature
             f = self.findings.setdefault(sig, Finding(sig, dict(ran.parts or {})))
             f.description, f.case, f.form = d, self.executor.case(d), ran.form
-            f.record = json.loads(ran.record)
+            f.record = decode_record(ran.record)
             f.hits = max(f.hits, 1)
         if mode["target"] is None and sig not in self.findings:
             mode["target"] = sig
@@ -243,7 +242,7 @@ class Search:
             if searching:
                 self.findings[sig] = Finding(sig, dict(ran.parts or {}), hits=1, first=self.tried,
                                              description=d, case=self.executor.case(d), form=ran.form,
-                                             record=json.loads(ran.record))
+                                             record=decode_record(ran.record))
         if sig == mode["target"] or (mode["replay"] and sig in mode["replay"]):
             raise self._exception(sig)()
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from ..domain import BOTH, FORMS
 from ..reports import history
 from ..results import Results, ResultsError
+from ..results import kept as archive
 from ..results.merge import load_run
-from ..runner import archive
 from ..runner.expectations import ExpectationError
 from . import expectations_writer
 from .environments import EnvironmentMaker, UvEnvironments, requirement_of
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace, maker: EnvironmentMaker | None = None,
 def _load(path: Path, version: str) -> Results:
     run = load_run([path])
     ran = str(run[0].get("backend_version"))
-    error = (run[2] or {}).get("error")
+    error = run[2].get("error") if run[2] else None
     if error:  # the backend could not be created there
         raise ReleaseError(f"{path}: {error}")
     if ran != version:

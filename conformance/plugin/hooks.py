@@ -312,9 +312,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                         "stale_markers": state.stale_markers,
                         "expectations": state.tally,
                         "exitstatus": int(exitstatus),
-                        **({"all_unsupported": True} if state.all_unsupported else {}),
                         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                         "duration_s": round(time.time() - state.started, 1)}
+    if state.all_unsupported:
+        summary["all_unsupported"] = True
     if state.results is not None and state.header is not None:
         state.results.close(summary, state.header)
     _render_report(session, state)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -16,6 +15,7 @@ from ..domain import FAILING, HARNESS, Case, RunStatus
 from ..errors import CaseFileError
 from ..generators.cache import load_file_cached
 from ..generators.corpus import claim_ids
+from ..results.files import decode_record, encode_record
 from ..results.records import CaseRecord, case_record
 from ..runner.execute import CaseRef, FileRef, ObjRef
 from ..runner.outcome import Outcome
@@ -146,13 +146,9 @@ def load_error_record(path: Path, error: Exception, backend: tuple[str, str]) ->
     """A case file that could not be loaded, as a results-file record: an ``error`` whose id names the file
     and whose message is the one-line error (file, line, key, problem), so the report lists it among the
     cases."""
-    rec = case_record(f"case-file:{path.name}", LOAD_FORM, "error", str(error), backend)
-    rec.update({"file": str(path), "line": getattr(error, "line", None), "duration": 0.0,
-                "domain": "case-file", "operator": path.name, "version": LOAD_FORM,
-                "case_status": "load-error", "family": None, "granularity": None, "types": {},
-                "attributes": {}, "ambiguity": None, "rule": None, "comparison": None, "spec": None,
-                "expectation": None})
-    return rec
+    return case_record(f"case-file:{path.name}", LOAD_FORM, "error", str(error), backend, file=str(path),
+                       line=getattr(error, "line", None), duration=0.0, domain="case-file",
+                       operator=path.name, version=LOAD_FORM, case_status="load-error")
 
 
 class LoadErrorItem(pytest.Item):
@@ -168,7 +164,7 @@ class LoadErrorItem(pytest.Item):
         state = self.config.stash.get(STATE, None)
         if state is not None:
             rec = load_error_record(self.path, self.error, (state.backend_name, state.backend_version))
-            self.user_properties.append(("qdq", json.dumps(rec, sort_keys=True)))
+            self.user_properties.append(("qdq", encode_record(rec)))
             self.user_properties.append(("qdq_outcome",
                                          {"id": rec["id"], "form": LOAD_FORM, "status": "error",
                                           "expected": None, "line": None}))
@@ -240,7 +236,7 @@ def forms_of(cfg: pytest.Config) -> tuple[str, ...]:
 
 def _describe(item: CaseItem, outcome: Outcome) -> str:
     text = dict(item.user_properties).get("qdq")
-    rec = json.loads(text) if isinstance(text, str) else {}
+    rec = cast(dict[str, Any], decode_record(text)) if isinstance(text, str) else {}
     case = item.case
     spec = rec.get("spec", {})
     lines = [f"{case.id} [{item.form}] on {rec.get('backend')} {rec.get('backend_version')}: "

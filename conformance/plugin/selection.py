@@ -10,6 +10,11 @@ then deselects within the files it does collect as always, so the selection is p
 module cannot decide (an expression it cannot parse, one that names ``xfail``, an index it cannot build, a
 file that does not load) collects the file. ``benchmarks/bench_select.py`` measures the time to the first line
 of such a run, with and without this.
+
+pytest's parser of these expressions is not public API, so :class:`Expression` reads them itself, pinned by
+``tests/test_selection.py`` under the oldest pytest the package accepts (8.0.2) and the newest (9.2.0): it
+reads no expression pytest refuses and evaluates every one it reads as pytest's does (43 expressions, 10 sets
+of names, both matchers), and a narrowed collection is the collection pytest selects from every file.
 """
 
 from __future__ import annotations

@@ -290,7 +290,7 @@ def _count_lines(state: RunState, tally: Tally) -> list[tuple[str, dict[str, boo
     elapsed = duration(time.time() - state.started)
     if not total:
         return [("no case ran", {})]
-    selected = (state.header or {}).get("selection") or {}
+    selected = (state.header.get("selection") if state.header else None) or {}
     sel = ", ".join(k if v is True else f"{k} {v}" for k, v in selected.items())
     out: list[tuple[str, dict[str, bool]]] = [
         (f"{total:,} case(s) in {elapsed}" + (f" (a subset of the corpus: {sel})" if sel else ""),

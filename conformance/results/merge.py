@@ -38,13 +38,17 @@ from typing import cast
 from ..domain import parse_shard
 from ..gcpause import gc_paused
 from .files import read
-from .records import READ, CaseRecord, Header, Results, Shards, StaleEntry, Summary, Tally
+from .records import READ, CaseRecord, ExpectationRecord, Header, Results, Shards, StaleEntry, Summary, Tally
 from .schema import ResultsError
 from .tally import tally
 
 #: header fields the shards of one run should share; a difference is a warning shown with the shards
 _SHOULD_MATCH = ("onnx_version", "suite_version", "forms", "tier", "suite", "expectations",
                  "strict_expectations")
+#: what a case no expectation entry matched has of one
+_NO_ENTRY = cast(ExpectationRecord, {})
+#: what a shard without a summary line has of one
+_NO_SUMMARY = cast(Summary, {})
 #: the graph form of a case file's load-error record: every shard carries it (it is never deselected)
 _LOAD_FORM = "load"
 
@@ -195,7 +199,8 @@ def _merge(parts: list[_Part]) -> Results:
             READ: [f for p in parts for f in p.head.get(READ) or []],
             "shards": {"n": first.n,
                        "given": [{"k": p.k, "file": str(p.path), "started": p.head.get("started"),
-                                  "duration_s": (p.summary or {}).get("duration_s"), "cases": len(p.cases)}
+                                  "duration_s": (p.summary or _NO_SUMMARY).get("duration_s"),
+                                  "cases": len(p.cases)}
                                  for p in parts],
                        "missing": sorted(set(range(1, first.n + 1)) - {p.k for p in parts}),
                        "warnings": _differences(parts)}}
@@ -247,7 +252,7 @@ def _summary(parts: list[_Part], cases: list[CaseRecord]) -> Summary | None:
         "exitstatus": max((int(e) for s in sums if isinstance(e := s.get("exitstatus"), int)), default=None),
         "surprises": [x for s in sums for x in (s.get("surprises") or [])][:1000]}
     for p in parts:
-        s = p.summary or {}
+        s = p.summary or _NO_SUMMARY
         if s.get("interrupted") and "interrupted" not in out:
             out["interrupted"] = True
             out["signal"] = f"{s.get('signal') or 'signal'} in shard {p.k}/{p.n}"
@@ -264,12 +269,13 @@ def _expectations(parts: list[_Part], cases: list[CaseRecord]) -> tuple[list[Sta
     """The stale entries and the tally of the whole run: an entry is stale when every shard that matched it
     (or every shard: one that matches none) lists it stale; the rest counted over the cases of all shards, as
     the run counts them (:func:`qdq_conformance.results.tally.tally`)."""
-    lists = [{e.get("line"): e for e in (p.summary or {}).get("stale_expectations") or []} for p in parts]
-    shard_matched = [{(c.get("expectation") or {}).get("line") for c in p.cases} for p in parts]
+    lists = [{e.get("line"): e for e in (p.summary or _NO_SUMMARY).get("stale_expectations") or []}
+             for p in parts]
+    shard_matched = [{(c["expectation"] or _NO_ENTRY).get("line") for c in p.cases} for p in parts]
     candidates = {line: e for lst in lists for line, e in lst.items()}
     stale = [e for line, e in sorted(candidates.items(), key=lambda kv: kv[0] or 0)
              if all(line in lst or line not in m for lst, m in zip(lists, shard_matched, strict=True))]
-    tallies = [(p.summary or {}).get("expectations") for p in parts]
+    tallies = [(p.summary or _NO_SUMMARY).get("expectations") for p in parts]
     if any(not isinstance(t, dict) for t in tallies):
         return stale, None
     in_force = tallies[0].get("in_force") if tallies[0] else None

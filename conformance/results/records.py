@@ -1,17 +1,17 @@
 """The records of a results file, typed (:class:`Header`, :class:`CaseRecord` and the objects in it,
-:class:`Summary`; :data:`Results`, a file as read), and what every view asks of a case record: whether an
-expectation entry covers how it ended, whether it failed, whether it passed against its entry, and the status
-it counts as against its entry (:func:`seen_status`: an implementation-defined case that follows a catalogued
-reading has passed, as far as its entry goes; decided here, once)."""
+:class:`Summary`; :data:`Results`, a file as read): which keys each must have and which it may have (a key
+annotated in a ``total=False`` class may be left out, one in its base class may not; :mod:`.schema` reads
+both from these classes), and the one constructor of a case record (:func:`case_record`). How a case stands
+against its expectation entry is :mod:`.standing`'s to say."""
 
 from __future__ import annotations
 
-from typing import Any, Final, TypedDict, Union
+from typing import Any, Final, TypedDict, Union, cast
 
-from ..domain import FAILING, HARNESS, JSONValue, RunStatus, SourceText, SpecText
+from ..domain import JSONValue, SourceText, SpecText
 
 
-class ExpectationRecord(TypedDict, total=False):
+class ExpectationRecord(TypedDict):
     """A case record's ``expectation``: the entry in force that matched the case
     (``expectations.Expectation``)."""
 
@@ -21,7 +21,7 @@ class ExpectationRecord(TypedDict, total=False):
     line: int
 
 
-class ExpectationsStatus(TypedDict, total=False):
+class ExpectationsStatus(TypedDict):
     """The header's ``expectations_status``: which expectation entries are in force for the running backend
     version and processor (``runner.expectations.Applicability``), and the sentence that says it."""
 
@@ -38,15 +38,19 @@ class ExpectationsStatus(TypedDict, total=False):
     message: str
 
 
-class MismatchRecord(TypedDict, total=False):
-    """One output's mismatch in a case record's ``mismatches``."""
-
+class _Mismatch(TypedDict):
     output: int
     reason: str
-    count: int
-    total: int
+    count: int | None
+    total: int | None
     first_indices: list[list[int]]  # the first (up to 5) indices that differ
     max_ulp: int | None
+
+
+class MismatchRecord(_Mismatch, total=False):
+    """One output's mismatch in a case record's ``mismatches`` (``labels`` and ``explained`` where the case
+    knows where its x elements sit)."""
+
     labels: list[str]  # the boundary each first index's x element sits on
     explained: list[list[Any]]  # [flat index, label] of each differing element of the preview
 
@@ -68,38 +72,43 @@ class PreviewRecord(_Preview, total=False):
     high: list[int]
 
 
-class CaseRecord(TypedDict, total=False):
-    """One ``"type": "case"`` line: one case in one graph form on one backend (``record.build`` writes it).
-
-    Every record has ``type``, ``id``, ``form``, ``status``, ``message``, ``backend``, ``backend_version``; a
-    record of a case that could not even be read has no more. The values besides a plain pass (``inputs``,
-    ``expected``, ``actual``, ...) are written for anything but a plain pass; ``readings`` and ``repro`` for a
-    failure. :data:`FIELDS` says which JSON types each field may hold, and :func:`read` checks them."""
+class _CaseKeys(TypedDict):
+    """The keys every case record has (null where the case is not known: a case that could not be read, a case
+    file that could not be loaded)."""
 
     type: str  # "case"
     id: str
     form: str  # a Form value; "load" for a case file that could not be loaded
     status: str  # a RunStatus value: how the case ended
-    duration: float  # seconds
     message: str
     backend: str
     backend_version: str
-    operator: str
-    domain: str
-    version: int | str  # the operator version; "load" in a case file's load-error record
+    duration: float | None  # seconds
+    operator: str | None
+    domain: str | None
+    version: int | str | None  # the operator version; "load" in a case file's load-error record
     family: str | None
     granularity: str | None
     attributes: dict[str, Any]
     ambiguity: str | None
     rule: str | None
-    comparison: str | None  # exact, ulp<=N, must-reject
-    case_status: str  # a CaseStatus value: what the corpus says of the case
+    comparison: str | None  # exact, ulp<=N, interval, must-reject
+    case_status: str | None  # a CaseStatus value: what the corpus says of the case
     types: dict[str, str | None]  # formal input / output name -> element type
     spec: SpecText | None  # the clause: operator, versions, text
     behaviour: str | None  # implementation-defined: what the backend did
     reading: str | None  # implementation-defined: "entry:reading" the backend follows
     expectation: ExpectationRecord | None
     mismatches: list[MismatchRecord]  # per output: reason, count, total, first_indices, labels, max_ulp
+
+
+class CaseRecord(_CaseKeys, total=False):
+    """One ``"type": "case"`` line: one case in one graph form on one backend (``record.build`` writes it).
+
+    The keys of :class:`_CaseKeys` are in every record; the values besides a plain pass (``inputs``,
+    ``expected``, ``actual``, ...) are written for anything but a plain pass; ``readings`` and ``repro`` for a
+    failure. :data:`FIELDS` says which JSON types each field may hold, and :func:`read` checks them."""
+
     inputs: dict[str, PreviewRecord | None]  # previews: type, shape, values, codes, truncated
     expected: list[PreviewRecord | None]
     actual: list[PreviewRecord | None]
@@ -118,12 +127,20 @@ class CaseRecord(TypedDict, total=False):
 MESSAGE_LIMIT = 2000
 
 
-def case_record(case_id: str, form: str, status: str, message: str, backend: tuple[str, str]) -> CaseRecord:
-    """A ``"type": "case"`` record with the fields every record has (the one constructor: the runner's record
-    of a case, of a case that could not be read, of a case file that could not be loaded all start here); the
-    rest of :class:`CaseRecord`'s fields are added to it by who knows them."""
-    return {"type": "case", "id": case_id, "form": form, "status": status, "message": message[:MESSAGE_LIMIT],
-            "backend": backend[0], "backend_version": backend[1]}
+def case_record(case_id: str, form: str, status: str, message: str, backend: tuple[str, str],
+                **fields: object) -> CaseRecord:
+    """A ``"type": "case"`` record (the one constructor: the runner's record of a case, of a case that could
+    not be read, of a case file that could not be loaded, and every test's, start here): the keys every record
+    has, null (or empty) where ``fields`` does not give them, and ``fields``. The writer
+    (``results.encode_record``) refuses a key :class:`CaseRecord` does not have."""
+    rec: CaseRecord = {
+        "type": "case", "id": case_id, "form": form, "status": status, "message": message[:MESSAGE_LIMIT],
+        "backend": backend[0], "backend_version": backend[1], "duration": None, "operator": None,
+        "domain": None, "version": None, "family": None, "granularity": None, "attributes": {},
+        "ambiguity": None, "rule": None, "comparison": None, "case_status": None, "types": {}, "spec": None,
+        "behaviour": None, "reading": None, "expectation": None, "mismatches": []}
+    rec.update(fields)  # type: ignore[typeddict-item]  # (the writer checks the keys)
+    return rec
 
 
 #: the key :func:`read` adds to the header it returns: what it found of each file read (a file's own is
@@ -159,9 +176,7 @@ class Shards(TypedDict):
     warnings: list[str]
 
 
-class Header(TypedDict, total=False):
-    """Line 1 of a results file (``results.header`` writes it; ``read`` adds ``read``, a merge ``shards``)."""
-
+class _HeaderKeys(TypedDict):
     type: str  # "header"
     format: str  # FORMAT_PREFIX and the format's version
     backend: str
@@ -171,6 +186,13 @@ class Header(TypedDict, total=False):
     python: str
     platform: str
     started: str  # UTC, ISO 8601
+
+
+class Header(_HeaderKeys, total=False):
+    """Line 1 of a results file (``results.header`` writes it): the keys of :class:`_HeaderKeys` always, the
+    others where the run knows them; the last three are never in a file (:data:`IN_MEMORY`): ``read`` adds
+    ``read``, a merge ``shards``, ``reports.compliance`` ``kept_results``."""
+
     expectations: str | None  # the expectations file in force
     expectations_status: ExpectationsStatus
     strict_expectations: bool
@@ -182,39 +204,50 @@ class Header(TypedDict, total=False):
     optimization: str  # how the backend runs a model (``backends.registry.settings``)
     fuzz: dict[str, JSONValue]  # a fuzz run's seed, forms, operators and versions
     reconstructed: str  # a kept run rebuilt from other files: from what
-    kept_results: str  # a run a report read from a kept results file: that file (reports.compliance.KEPT)
-    kept_subset: str  # a kept run of some case-forms (runner/archive.keep_subset): which (totals: summary)
-    onnx: str  # (the onnx version, as the first results files named it)
+    kept_from: str  # a kept results file (results.kept): the file it was kept from, and what it leaves out
+    kept_subset: str  # a kept run of some case-forms (results.kept.keep_subset): which (totals: summary)
     read: list[FileRead]  # (:data:`READ`)
     shards: Shards | None
+    kept_results: str  # a run a report read from a kept results file: that file (reports.compliance.KEPT)
 
 
-class StaleEntry(TypedDict, total=False):
+#: the header keys a reader adds to the header it returns, never in a file
+IN_MEMORY: Final = frozenset({"read", "shards", "kept_results"})
+
+
+class StaleEntry(TypedDict):
     """An expectation entry that matched no case's result (the summary's ``stale_expectations``)."""
 
     line: int
     cases: list[str]
 
 
-class Tally(TypedDict, total=False):
-    """A summary's ``expectations``: the run against the expectation entries in force, and the cases this
-    tool's own code failed on (``harness_errors``: never a failure of the backend; missing in files written
-    before the count was)."""
-
+class _TallyKeys(TypedDict):
     in_force: int | None
     held: int
     stale: int
     changed: int
     new_failures: int
     unexpected_passes: int
+
+
+class Tally(_TallyKeys, total=False):
+    """A summary's ``expectations``: the run against the expectation entries in force, and the cases this
+    tool's own code failed on (``harness_errors``: never a failure of the backend; missing in files written
+    before the count was)."""
+
     harness_errors: int
 
 
-class Summary(TypedDict, total=False):
-    """The last line of a finished run's results file."""
+class _SummaryKeys(TypedDict):
+    counts: dict[str, int]  # status -> cases
+
+
+class Summary(_SummaryKeys, total=False):
+    """The last line of a finished run's results file (what a run that could not start, or a fuzz run, knows
+    of it: ``counts`` and some of the others; ``type``, which every line has, the writer adds)."""
 
     type: str  # "summary"
-    counts: dict[str, int]  # status -> cases
     surprises: list[str]  # "id [form]: expected failed, got passed"
     stale_expectations: list[StaleEntry]
     stale_markers: list[str]
@@ -233,39 +266,10 @@ class Summary(TypedDict, total=False):
 Results = tuple[Header, list[CaseRecord], Union[Summary, None]]  # noqa: UP007 - a runtime alias (Python 3.10)
 
 
-#: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and reports test every
-#: record)
-_PASSED, _IMPLEMENTATION_DEFINED = RunStatus.PASSED.value, RunStatus.IMPLEMENTATION_DEFINED.value
+#: what a record no expectation entry matched has of one
+_NO_ENTRY = cast(ExpectationRecord, {})
 
 
 def expectation_of(rec: CaseRecord) -> ExpectationRecord:
     """The record's expectation entry (empty when no entry matched the case)."""
-    return rec.get("expectation") or {}
-
-
-def is_expected(rec: CaseRecord) -> bool:
-    """A case that ended as the expectation entry matching it says (a failure it covers)."""
-    e = expectation_of(rec)
-    return bool(e) and e.get("status") == rec["status"]
-
-
-def is_failing(rec: CaseRecord) -> bool:
-    """A case that ended in a failing status, expected or not."""
-    return rec["status"] in FAILING
-
-
-def is_harness_error(rec: CaseRecord) -> bool:
-    """A case this tool's own code failed on (``harness-error``): the tool's fault, counted apart, never a
-    failure of the backend, an expected one or a finding."""
-    return rec["status"] in HARNESS
-
-
-def passed_against_entry(rec: CaseRecord) -> bool:
-    """A case that passed though an expectation entry says it fails (an unexpected pass)."""
-    return rec["status"] == _PASSED and expectation_of(rec).get("status") in FAILING
-
-
-def seen_status(status: str) -> str:
-    """The status a case that ended in ``status`` counts as against its expectation entry: an
-    implementation-defined case that follows a catalogued reading has passed, as far as its entry goes."""
-    return _PASSED if status == _IMPLEMENTATION_DEFINED else status
+    return rec.get("expectation") or _NO_ENTRY

@@ -1,7 +1,8 @@
-"""The results file's schema: which JSON types each field of each record type may hold (:data:`FIELDS`), and
-the validators that hold a record to it (:func:`valid`, the fast pass; :func:`check`, which says where a
-record goes wrong). A record that breaks it is an error naming its line and field, never a traceback in a
-reader."""
+"""The results file's schema: which keys each record type and each object in one must have and may have
+(:data:`KEYS`), which JSON types each field may hold (:data:`FIELDS`), both derived from the typed records
+(records.py), and the validators that hold a record to it (:func:`valid`, the fast pass; :func:`check`, which
+says where a record goes wrong). A record that breaks it is an error naming its line and key, never a
+traceback in a reader; the writer holds a record to the same keys (``files.encode_record``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from ..domain import ClauseText, SourceText, SpecText
 from .records import (
+    IN_MEMORY,
     CaseRecord,
     ExpectationRecord,
     ExpectationsStatus,
@@ -30,13 +32,18 @@ class ResultsError(Exception):
 
 
 FORMAT_PREFIX = "onnx-qdq-conformance-results/"
+#: the format this version writes and reads; a file of another names the version that reads it (files.py)
+FORMAT_VERSION = "2"
+FORMAT = f"{FORMAT_PREFIX}{FORMAT_VERSION}"
 
 
 @dataclass(frozen=True)
 class Obj:
-    """A JSON object whose fields follow ``FIELDS[kind]``."""
+    """A JSON object whose fields follow ``FIELDS[kind]`` and whose keys ``KEYS[kind]`` (unless ``keys`` is
+    false: a top-level record, whose keys :func:`check_keys` checks first)."""
 
     kind: str
+    keys: bool = True
 
 
 @dataclass(frozen=True)
@@ -112,6 +119,60 @@ FIELDS: dict[str, dict[str, Spec]] = {
     "summary": _fields_of(Summary, only=_SUMMARY_READ),
     **{kind: _fields_of(record) for record, kind in _KINDS.items() if isinstance(record, type)},
 }
+#: The case-record keys a kept results file (``results.kept``: its header has ``kept_from``) leaves out: the
+#: fields no table of the compliance page or the scoreboard reads, and an unsupported case's message.
+KEPT_LEAVES_OUT = ("inputs", "expected", "actual", "readings", "spec", "attributes", "repro", "comparison",
+                   "duration")
+_KEPT_OPTIONAL = frozenset({*KEPT_LEAVES_OUT, "message"})
+#: The case-record keys a kept subset (``results.kept.keep_subset``: its header has ``kept_subset``) leaves
+#: out of a failing case, and the only keys it keeps of a case that did not fail on that release.
+SUBSET_LEAVES_OUT = ("inputs", "readings", "spec", "attributes", "repro", "duration")
+SUBSET_KEEPS = ("type", "id", "form", "status")
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The keys a record (or an object in one) must have, and those it may have."""
+
+    required: frozenset[str]
+    allowed: frozenset[str]
+
+    def problem(self, obj: dict[str, object]) -> str | None:
+        """What is wrong with ``obj``'s keys, in words (None: nothing)."""
+        keys = obj.keys()
+        unknown = sorted(k for k in keys if k not in self.allowed)
+        if unknown:
+            return (f"unknown key{'s' * (len(unknown) > 1)} {', '.join(map(json.dumps, unknown[:5]))}"
+                    + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""))
+        missing = sorted(self.required - keys)
+        if missing:
+            return (f"missing key{'s' * (len(missing) > 1)} {', '.join(map(json.dumps, missing[:5]))}"
+                    + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
+        return None
+
+
+def _keys_of(record: Any, leave_out: frozenset[str] = frozenset(),
+             also_required: frozenset[str] = frozenset(), optional: frozenset[str] = frozenset()) -> Keys:
+    allowed = frozenset(record.__required_keys__ | record.__optional_keys__) - leave_out
+    return Keys(frozenset(record.__required_keys__ | also_required) - optional - leave_out, allowed)
+
+
+_TYPE = frozenset({"type"})
+#: Which keys each record type (and each object in a record) must have and may have, from the typed records:
+#: the keys of a ``TypedDict`` class are required, those of its ``total=False`` subclass may be left out. A
+#: kept file's case records (``case-kept``) may leave out :data:`KEPT_LEAVES_OUT`, a kept subset's
+#: (``case-subset``) all but :data:`SUBSET_KEEPS` (it keeps those of a case that did not fail, what it kept of
+#: one that did: :data:`SUBSET_LEAVES_OUT`); a file's header never holds
+#: what a reader adds to it (``records.IN_MEMORY``).
+KEYS: dict[str, Keys] = {
+    "header": _keys_of(Header, leave_out=IN_MEMORY),
+    "case": _keys_of(CaseRecord),
+    "case-kept": _keys_of(CaseRecord, optional=_KEPT_OPTIONAL),
+    "case-subset": Keys(frozenset(SUBSET_KEEPS), _keys_of(CaseRecord).allowed),
+    "summary": _keys_of(Summary, also_required=_TYPE),
+    **{kind: _keys_of(record) for record, kind in _KINDS.items()},
+}
+
 _NAMES = {dict: "an object", list: "a list", str: "text", int: "a whole number", float: "a number",
           bool: "true or false", type(None): "null"}
 
@@ -155,9 +216,12 @@ def _make_obj(spec: Obj) -> Validator:
     """An object's validator: fields of plain JSON types tested in place, the others by their validators."""
     plain = [(key, sub) for key, sub in FIELDS[spec.kind].items() if type(sub) is tuple]
     nested = [(key, _validator(sub)) for key, sub in FIELDS[spec.kind].items() if type(sub) is not tuple]
+    keys = KEYS[spec.kind] if spec.keys else Keys(frozenset(), frozenset())
+    required, allowed, any_keys = keys.required, keys.allowed, not spec.keys
 
     def obj(value: object) -> bool:
-        if not isinstance(value, dict):
+        if not isinstance(value, dict) or not (
+                any_keys or (allowed.issuperset(value) and required.issubset(value))):
             return False
         get = value.get
         for key, kinds in plain:
@@ -216,6 +280,9 @@ def check(value: object, spec: Spec, where: str) -> None:
     elif isinstance(spec, Obj):
         if not isinstance(value, dict):
             raise ResultsError(f"{where} must be an object, not {json_type(value)}")
+        wrong = KEYS[spec.kind].problem(value)
+        if wrong:
+            raise ResultsError(f"{where}: {wrong}")
         for key, sub in FIELDS[spec.kind].items():
             item = value.get(key)
             if item is not None:
@@ -230,8 +297,22 @@ def check(value: object, spec: Spec, where: str) -> None:
                 raise ResultsError(f"{where}[{json.dumps(k)}] must not be null")
 
 
-def check_record(obj: dict[str, object], kind: str, where: str) -> None:
-    if _validator(Obj(kind))(obj):
+def check_keys(obj: dict[str, object], kind: str, where: str) -> None:
+    """Raise ResultsError naming ``where`` when ``obj`` has a key a ``kind`` record may not have, or lacks one
+    it must have (:data:`KEYS`)."""
+    keys = KEYS[kind]
+    if keys.allowed.issuperset(obj) and keys.required.issubset(obj):  # (the fast pass, at C speed)
+        return
+    raise ResultsError(f"{where}: {keys.problem(obj)} for a {kind.split('-')[0]} record of {FORMAT}")
+
+
+def check_record(obj: dict[str, object], kind: str, where: str, fields: str | None = None) -> None:
+    """Hold a ``kind`` record to its keys (``kind``: ``case-kept`` for a kept file's case record) and, unless
+    ``fields`` is ``""``, its fields to :data:`FIELDS` (``fields``: the kind whose fields, default ``kind``'s
+    own)."""
+    check_keys(obj, kind, where)
+    kind = fields if fields is not None else kind
+    if not kind or _validator(Obj(kind, keys=False))(obj):
         return
     for key, spec in FIELDS[kind].items():
         value = obj.get(key)

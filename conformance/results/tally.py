@@ -6,60 +6,43 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ..domain import FAILING
-from .records import (
-    CaseRecord,
-    ExpectationsStatus,
-    Tally,
-    expectation_of,
-    is_expected,
-    is_failing,
-    is_harness_error,
-    seen_status,
-)
+from .records import ExpectationsStatus, Tally
+from .standing import Standing, standing_of
 
 #: modes of the expectations' applicability whose message must stand out (the entries in force were not
 #: recorded for this version)
 ATTENTION = frozenset({"newer", "between", "older", "unknown"})
-_PASSED = "passed"
 
 
-def seen_by_entry(cases: Iterable[CaseRecord]) -> dict[int, list[str]]:
-    """Entry line -> the statuses (:func:`seen_status`) the cases it matched ended in, in case order."""
-    matched: dict[int, list[str]] = {}
+def standings_by_entry(cases: Iterable[Mapping[str, object]]) -> dict[int, list[Standing]]:
+    """Entry line -> how the cases it matched stand against it (:func:`.standing.standing_of`), in case
+    order. A case is a record, or what the live run keeps of one (its status and expectation)."""
+    matched: dict[int, list[Standing]] = {}
     for c in cases:
-        line = expectation_of(c).get("line")
+        entry = c.get("expectation")
+        line = entry.get("line") if isinstance(entry, dict) else None
         if isinstance(line, int):
-            matched.setdefault(line, []).append(seen_status(c["status"]))
+            matched.setdefault(line, []).append(standing_of(c))
     return matched
 
 
-def tally(cases: Iterable[CaseRecord], in_force: int | None, stale: int) -> Tally:
+def tally(cases: Iterable[Mapping[str, object]], in_force: int | None, stale: int) -> Tally:
     """The run against its expectations: entries in force, held (a case ended as recorded), stale, changed
-    (matched, none as recorded, not stale); failing cases that are new (no entry, or an entry recording
-    another status) and cases that passed against an entry; and apart from them all, the cases this tool's
-    own code failed on (harness errors)."""
-    entry_status: dict[int, str] = {}
-    seen: dict[int, set[str]] = {}
-    new_failures = unexpected_passes = harness_errors = 0
+    (matched, none as recorded, some failing otherwise); failing cases that are new (no entry, or an entry
+    recording another status) and cases that passed against an entry (each case as
+    :func:`.standing.standing_of` says); and apart from them all, the cases this tool's own code failed on
+    (harness errors)."""
+    cases = list(cases)
+    counted = {s: 0 for s in Standing}
     for c in cases:
-        if is_harness_error(c):
-            harness_errors += 1
-        e = expectation_of(c)
-        status = seen_status(c["status"])
-        line = e.get("line")
-        if isinstance(line, int):
-            seen.setdefault(line, set()).add(status)
-            entry_status[line] = str(e.get("status"))
-        if e and status == _PASSED:
-            unexpected_passes += 1
-        if is_failing(c) and not is_expected(c):
-            new_failures += 1
-    held = sum(1 for line, s in seen.items() if entry_status[line] in s)
-    changed = sum(1 for line, s in seen.items() if entry_status[line] not in s and s & FAILING)
+        counted[standing_of(c)] += 1
+    by_entry = [set(s) for s in standings_by_entry(cases).values()]
+    held = sum(1 for s in by_entry if Standing.EXPECTED in s)
+    changed = sum(1 for s in by_entry if Standing.EXPECTED not in s and Standing.NEW_FAILURE in s)
     return {"in_force": in_force, "held": held, "stale": stale, "changed": changed,
-            "new_failures": new_failures, "unexpected_passes": unexpected_passes,
-            "harness_errors": harness_errors}
+            "new_failures": counted[Standing.NEW_FAILURE],
+            "unexpected_passes": counted[Standing.UNEXPECTED_PASS],
+            "harness_errors": counted[Standing.HARNESS_ERROR]}
 
 
 def applicability_message(a: ExpectationsStatus) -> str:

@@ -9,7 +9,6 @@ work of a case runs in parallel with pytest's own bookkeeping of the previous on
 from __future__ import annotations
 
 import gc
-import json
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +24,7 @@ from ..blame import harness_fault
 from ..domain import FAILING, HARNESS, Case, RunStatus
 from ..generators.cache import load_file_cached
 from ..generators.graph_case import GraphCase
+from ..results.files import decode_record, encode_record
 from ..results.records import case_record
 from . import record as record_mod
 from .attribution import attribute
@@ -176,7 +176,7 @@ def finish(case: Case, form: str, raw: RawResult, entry: Expectation | None, bac
         # one of the wrong shape, say) need not travel.
         needed = {k for k, m in kept.mismatches if m.indices}
         kept.actual = [a if k in needed else None for k, a in enumerate(kept.actual)]
-    return CaseResult(outcome.status, outcome.message, record_mod.encode(rec), entry, kept)
+    return CaseResult(outcome.status, outcome.message, encode_record(rec), entry, kept)
 
 
 #: the share of the per-case time limit a backend's ``prepare`` may take for a batch
@@ -218,9 +218,9 @@ def _attribute(result: CaseResult, case: Case, form: str, backend: Backend) -> N
                                 lambda b, m, f: call_backend(b, m, f, contained=True))
     except Exception as e:  # the attribution is a help for the reader: never the reason to lose the record
         defect, why = None, f"node-by-node run failed: {type(e).__name__}: {exception_text(e)}"
-    rec = json.loads(result.record)
+    rec = decode_record(result.record)
     rec["defect"], rec["defect_why"] = defect, why
-    result.record = record_mod.encode(rec)
+    result.record = encode_record(rec)
     result.message = f"{result.message} [{defect}: {why}]" if defect else result.message
     if result.outcome is not None:
         result.outcome.message = result.message
@@ -254,4 +254,4 @@ def run_case(backend: Backend, ref: CaseRef, form: str, sources: Sources,
         except Exception:  # not even the case could be read: the record says which one, and why
             case_id = ref.case_id if isinstance(ref, FileRef) else getattr(ref.case, "id", "?")
             rec = case_record(case_id, form, outcome.status, message, (backend.name, backend.version))
-        return CaseResult(outcome.status, message, record_mod.encode(rec), None, outcome)
+        return CaseResult(outcome.status, message, encode_record(rec), None, outcome)

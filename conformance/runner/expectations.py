@@ -51,19 +51,17 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from ..cpu import FEATURE, cpu_features
-from ..domain import FAILING, HARNESS, RunStatus
 from ..generators.loader import EXPECTATION_FILE, CaseFileError, line_of, load_yaml
 from ..generators.schema import check_document, expectation_schema
 from ..resources import expectations_dir
-from ..results.records import CaseRecord, ExpectationRecord, ExpectationsStatus, Tally, seen_status
-from ..results.tally import applicability_message, seen_by_entry, tally
+from ..results.records import ExpectationRecord, ExpectationsStatus, Tally
+from ..results.standing import UNEXPECTED, Standing, standing
+from ..results.tally import applicability_message, standings_by_entry, tally
 
 EXPECTATIONS_DIR = expectations_dir()
 _VERSION = re.compile(r"v?(\d+(?:\.\d+)*)(?:[-_.]?(dev|a|alpha|b|beta|rc|c|post)[-_.]?(\d*))?"
                       r"(?:\+([a-z0-9]+(?:[-_.][a-z0-9]+)*))?", re.IGNORECASE)
 _PHASE = {"dev": 0, "a": 1, "alpha": 1, "b": 2, "beta": 2, "rc": 3, "c": 3, "": 4, "post": 5}
-#: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a run notes every case)
-_PASSED = RunStatus.PASSED.value
 
 
 #: A backend version as :func:`version_key` orders it: release, phase, its number, the local label's parts.
@@ -161,10 +159,10 @@ class Applicability:
     def as_dict(self) -> ExpectationsStatus:
         """The results file's ``expectations_status`` header record (what ``results.tally.summary_lines``
         reads)."""
-        plain: ExpectationsStatus = {"backend": self.backend, "running": self.running,
-                                     "recorded": list(self.recorded),
-                 "applied": self.applied, "mode": self.mode, "in_force": self.in_force, "total": self.total,
-                 "path": self.path, "cpu": dict(self.cpu), "other_cpu": self.other_cpu}
+        plain = cast(ExpectationsStatus, {
+            "backend": self.backend, "running": self.running, "recorded": list(self.recorded),
+            "applied": self.applied, "mode": self.mode, "in_force": self.in_force, "total": self.total,
+            "path": self.path, "cpu": dict(self.cpu), "other_cpu": self.other_cpu})  # (its message: next)
         return {**plain, "message": applicability_message(plain)}
 
 
@@ -218,17 +216,22 @@ class Expectations:
         return f"stale expectation {self.path}:{entry.line} ({entry.shown()}): {why}"
 
 
+#: What the live run keeps of a case for the tally: its status, and its entry's status and line (a record's
+#: ``status`` and ``expectation``, the keys :func:`qdq_conformance.results.tally.tally` reads).
+Noted = dict[str, Any]
+
+
 @dataclass
 class Tracker:
-    """How a run's cases meet the expectations in force, as their results arrive: the cases per status, the
-    records the tally reads (status and matching entry: :func:`qdq_conformance.results.tally.tally`), the
-    surprises (a case that passed against its entry, or failed in another status than it records); at the end
-    the stale entries and the tally."""
+    """How a run's cases meet the expectations in force, as their results arrive: the cases per status, what
+    the tally reads of each (:func:`qdq_conformance.results.tally.tally`), the surprises (a case that stands
+    against its entry: it passed, or failed in another status than the entry records:
+    :data:`qdq_conformance.results.standing.UNEXPECTED`); at the end the stale entries and the tally."""
 
     counts: dict[str, int] = field(default_factory=dict)
-    cases: list[CaseRecord] = field(default_factory=list)  # what the tally reads of each case
+    cases: list[Noted] = field(default_factory=list)  # what the tally reads of each case
     surprises: list[str] = field(default_factory=list)  # "id [form]: expected failed, got passed"
-    _plain: dict[str, CaseRecord] = field(default_factory=dict)  # one shared record per status, for no entry
+    _plain: dict[str, Noted] = field(default_factory=dict)  # one shared record per status, for no entry
 
     def note(self, case_id: str, form: str, status: str, expected: str | None, line: int | None) -> None:
         """One case's result: ``status`` it ended in; ``expected``, ``line``: its entry's status and line
@@ -236,13 +239,12 @@ class Tracker:
         self.counts[status] = self.counts.get(status, 0) + 1
         if expected and line is not None:
             self.cases.append({"status": status, "expectation": {"status": expected, "line": line}})
-            seen = seen_status(status)
-            if seen == _PASSED or (status in FAILING and status != expected):
+            if standing(status, expected) in UNEXPECTED:
                 self.surprises.append(f"{case_id} [{form}]: expected {expected}, got {status}")
         else:
             plain = self._plain.get(status)
             if plain is None:
-                plain = self._plain[status] = {"status": status}
+                plain = self._plain[status] = {"status": status, "expectation": None}
             self.cases.append(plain)
 
     def stale(self, expectations: Expectations, subset: bool,
@@ -251,7 +253,7 @@ class Tracker:
         unsupported, now), or (a whole run: ``subset`` false) that matched no case of the graph ``forms`` that
         ran; with why."""
         ran = set(forms)
-        matched = seen_by_entry(self.cases)
+        matched = standings_by_entry(self.cases)
         out = []
         for e in expectations.entries:
             seen = matched.get(e.line)
@@ -259,9 +261,10 @@ class Tracker:
                 if not subset and (not e.forms or ran & set(e.forms)):
                     out.append((e, "matches no collected case"))
             # (a case this tool's own code failed on says nothing of its entry: never stale for it)
-            elif e.status not in seen and not any(s in FAILING or s in HARNESS for s in seen):
-                out.append((e, "all its cases pass now" if all(s == RunStatus.PASSED for s in seen) else
-                            "all its cases are unsupported now" if RunStatus.PASSED not in seen else
+            elif not {Standing.EXPECTED, Standing.NEW_FAILURE, Standing.HARNESS_ERROR} & set(seen):
+                passed = seen.count(Standing.UNEXPECTED_PASS)
+                out.append((e, "all its cases pass now" if passed == len(seen) else
+                            "all its cases are unsupported now" if not passed else
                             "its cases pass or are unsupported now"))
         return out
 

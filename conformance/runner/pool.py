@@ -23,8 +23,8 @@ import itertools
 import time
 from collections import deque
 
+from ..results.files import encode_record
 from ..results.records import case_record
-from . import record as record_mod
 from .execute import CaseRef, CaseResult, FileRef, Sources, finish
 from .expectations import Expectations, for_file
 from .isolation import BackendStartError, IsolatedBackend, Lost
@@ -194,7 +194,7 @@ class CasePool:
                        f"{type(e).__name__}: {e})")
             case_id = ref.case_id if isinstance(ref, FileRef) else getattr(ref.case, "id", "?")
             rec = case_record(case_id, form, raw.kind, message, backend)
-            return CaseResult(raw.kind, message, record_mod.encode(rec), None, Outcome(raw.kind, message))
+            return CaseResult(raw.kind, message, encode_record(rec), None, Outcome(raw.kind, message))
 
     def close(self, wait_s: float = 2.0) -> None:
         """Stop every worker: each may finish its current case within ``wait_s`` seconds (all together), then

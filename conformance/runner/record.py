@@ -3,7 +3,6 @@ inputs, expected and actual values (previews with their bit patterns) and, for a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -127,7 +126,3 @@ def _label_mismatches(case: Case, rec: CaseRecord, actual: list[Any] | None) -> 
         except Exception:
             continue
 
-
-def encode(rec: CaseRecord) -> str:
-    """The record as one results-file line (without the newline)."""
-    return json.dumps(rec, sort_keys=True, check_circular=False)  # a record is a tree of plain values
