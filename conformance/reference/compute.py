@@ -9,19 +9,12 @@ schema's vocabulary of graph ops (a test checks they agree).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import numpy as np
-
 from .compute_exp import sigmoid, softmax
 from .compute_linear import conv, gemm, matmul, matmul_integer
 from .compute_pointwise import add, cast, leaky_relu, mul
 from .compute_pool import average_pool, global_average_pool
 from .compute_resize import resize
-from .interval import Interval
-from .node_args import Attrs
-
-ComputeKernel = Callable[[list["np.ndarray | None"], Attrs], list[Interval]]
+from .steps import ComputeKernel
 
 #: every compute op a graph may hold (ai.onnx, opset 13 and later), with its interval oracle
 COMPUTE_OPS: dict[str, ComputeKernel] = {

@@ -35,7 +35,8 @@ from .exact_ops import COMPARING, CONSTANT_INPUTS, EXACT_OPS
 from .interval import Interval
 from .model import opset_version
 from .node_args import Attrs
-from .ops import ENTRIES
+from .ops import ENTRIES, SPEC
+from .steps import active
 
 __all__ = ["COMPARING", "COMPUTE_OPS", "CONSTANTS", "EXACT_OPS", "GRAPH_OPS", "QUANT_OPS", "GraphError",
            "Interval", "Step", "is_graph", "order", "run_graph", "run_graph_bounded", "run_node"]
@@ -221,7 +222,7 @@ def run_node(model: onnx.ModelProto, node: onnx.NodeProto,
         return _exact_op(node, ivs)
     if domain == opspecs.AI_ONNX and node.op_type in COMPUTE_OPS:
         args = _exact_inputs(node, ivs, range(len(ivs)))
-        return COMPUTE_OPS[node.op_type](args, node_attrs(node))
+        return (active() or SPEC).compute[node.op_type](args, node_attrs(node))
     raise SpecViolation("QDQ012", f"{node.op_type} is not an op a graph case may hold", op=node.op_type,
                         domain=domain)
 
