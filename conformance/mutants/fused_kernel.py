@@ -241,10 +241,11 @@ def compute(op: onnx.NodeProto, x: Operand, w: Operand, bias: Operand | None, bi
             return None
         total, unit1 = acc[..., 0], unit[..., 0]
         if b_codes is not None and b_scale is not None:
-            # the bias in the accumulator's units: its codes where its scale is x_scale * w_scale (as
-            # toolchains emit it), its value requantized otherwise
-            same = b_scale == unit1.astype(np.float32)
-            total = total + np.where(same, b_codes, np.round(b_value / unit1).astype(np.int64))
+            # the bias codes join the accumulator where its scale is x_scale * w_scale (as toolchains emit it);
+            # another scale would need the bias requantized, a step of its own: such a pattern is not fused
+            if not (b_scale == unit1.astype(np.float32)).all():
+                return None
+            total = total + b_codes
         if sc.accumulator_bits:
             total = _wrap(total, sc.accumulator_bits)
         if sc.multiplier_bits and y_scale is not None:
