@@ -67,7 +67,11 @@ def dq_op_q(op: str, x: np.ndarray, w: np.ndarray, xs: float, xz: int, ws: np.nd
 
 
 def _fused(id: str, shortcut: str, violates: str, sc: Shortcut, witness: Callable[[], GraphWitness]) -> None:
-    rewrite_mutant(id, shortcut, violates, witness=witness)(fuse(sc))
+    kernel = fuse(sc)
+
+    def rewrite(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto, Feeds]:
+        return kernel(model, feeds)
+    rewrite_mutant(id, shortcut, violates, witness=witness)(rewrite)
 
 
 _fused("fused-pad-code-zero",
