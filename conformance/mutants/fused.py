@@ -113,7 +113,8 @@ _fused("fused-multiplier-16-bit",
        "a fused kernel keeps the requantization multiplier x_scale * w_scale / y_scale with 16 significant "
        "bits (a Q0.15 fixed-point multiplier)", f"{GRAPH} {DQ} {Q}", Shortcut(multiplier_bits=16),
        lambda: dq_op_q("MatMul", a([[211, 16]], U8), a([[7], [1]], I8), 2.0**-4, 0, 2.0**-4, 0.0877, 0,
-                       note="1493 / 256 / 0.0877 = 66.4998 (code 66): a 16-bit multiplier gives 66.5005 (67)"))
+                       note="1493 / 256 / 0.0877 = 66.4998 (code 66): "
+                            "a 16-bit multiplier gives 66.5005 (67)"))
 
 
 def _activations_int8(model: onnx.ModelProto, feeds: Feeds) -> tuple[onnx.ModelProto, Feeds]:

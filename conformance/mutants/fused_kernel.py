@@ -241,7 +241,8 @@ def compute(op: onnx.NodeProto, x: Operand, w: Operand, bias: Operand | None, bi
             return None
         total, unit1 = acc[..., 0], unit[..., 0]
         if b_codes is not None and b_scale is not None:
-            # the bias codes join the accumulator where its scale is x_scale * w_scale (as toolchains emit it);
+            # the bias codes join the accumulator where its scale is x_scale * w_scale (as toolchains emit
+            # it);
             # another scale would need the bias requantized, a step of its own: such a pattern is not fused
             if not (b_scale == unit1.astype(np.float32)).all():
                 return None

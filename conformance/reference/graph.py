@@ -223,7 +223,8 @@ def _corners(node: onnx.NodeProto, inputs: Sequence[Interval | None]) -> list[In
     if len(wide) > 2:
         raise ValueError(f"{node.op_type} with more than two inputs of more than one acceptable value")
     if float(attrs.get("alpha", 0.0)) < 0:  # type: ignore[arg-type]
-        raise ValueError("LeakyRelu with a negative alpha is not monotone: an interval cannot pass through it")
+        raise ValueError("LeakyRelu with a negative alpha is not monotone: "
+                         "an interval cannot pass through it")
     base = [None if iv is None else iv.value for iv in inputs]
     value = kernel(base, attrs)[0].value
     low = high = value

@@ -2,9 +2,10 @@
 
 The kernel computes every operator through a :class:`Steps` value, one field per spec-visible step: the
 attributes as read, the granularity, the broadcasting of scale and zero point, the division, rounding and
-saturation, the float conversions, the whole per-operator computations, the compute ops of a graph. ``qdq_conformance.reference.ops.SPEC``
-holds the spec's steps; with it (the default) the kernel is the oracle. A mutant is
-``dataclasses.replace(SPEC, <field>=<shortcut>)`` put in force with :func:`using` while it runs a model.
+saturation, the float conversions, the whole per-operator computations, the compute ops of a graph.
+``qdq_conformance.reference.ops.SPEC`` holds the spec's steps; with it (the default) the kernel is the oracle.
+A mutant is ``dataclasses.replace(SPEC, <field>=<shortcut>)`` put in force with :func:`using` while it runs a
+model.
 
 An evaluation reads the steps in force once, in its operator entry (:func:`active`), and hands them down
 explicitly (the ``steps`` argument of :func:`.quantize.quantize`, :func:`.dequantize.dequantize`,
