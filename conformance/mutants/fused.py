@@ -8,7 +8,7 @@ witness of each is a small graph on which the shortcut changes the codes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import ml_dtypes
 import numpy as np
@@ -16,6 +16,7 @@ import onnx
 from onnx import helper
 
 from ..reference.graph import tensor_proto
+from ..types import by_dtype
 from .base import F32, I8, I32, U8, GraphWitness, a, rewrite_mutant
 from .fused_kernel import Feeds, Shortcut, fuse, values_of
 
@@ -35,7 +36,6 @@ def graph_witness(nodes: list[onnx.NodeProto], inits: dict[str, np.ndarray], fee
     """A witness graph: ``feeds`` its inputs, ``inits`` its initializers, the last node's output its
     output."""
     def build() -> onnx.ModelProto:
-        from ..types import by_dtype
         ins = [helper.make_tensor_value_info(k, by_dtype(v.dtype).proto, list(v.shape))
                for k, v in feeds.items()]
         out = [helper.make_tensor_value_info(nodes[-1].output[0], onnx.TensorProto.UNDEFINED, None)]
@@ -55,15 +55,21 @@ def dq_op_q(op: str, x: np.ndarray, w: np.ndarray, xs: float, xz: int, ws: np.nd
     if wz is not None:
         inits["wz"] = wz
     nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xd"]),
-             helper.make_node("DequantizeLinear", w_inputs, ["wd"], **(w_attrs or {}))]
+             _with(helper.make_node("DequantizeLinear", w_inputs, ["wd"]), w_attrs)]
     op_inputs = ["xd", "wd"]
     if bias is not None:
         inits["b"], inits["bs"] = bias[0], np.asarray(bias[1], np.float32)
         nodes.append(helper.make_node("DequantizeLinear", ["b", "bs"], ["bd"], axis=0))
         op_inputs.append("bd")
-    nodes += [helper.make_node(op, op_inputs, ["c"], **(attrs or {})),
+    nodes += [_with(helper.make_node(op, op_inputs, ["c"]), attrs),
               helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"])]
     return graph_witness(nodes, inits, {"x": x}, note, opset)
+
+
+def _with(node: onnx.NodeProto, attrs: Mapping[str, object] | None) -> onnx.NodeProto:
+    """``node`` with the attributes ``attrs`` (as ``helper.make_node``'s keywords would give them)."""
+    node.attribute.extend(helper.make_attribute(k, v) for k, v in sorted((attrs or {}).items()))
+    return node
 
 
 def _fused(id: str, shortcut: str, violates: str, sc: Shortcut, witness: Callable[[], GraphWitness]) -> None:
