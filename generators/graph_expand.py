@@ -127,7 +127,9 @@ def _array(tpl: Template, key: str, src: dict[str, Any]) -> np.ndarray:
     except KeyError:
         raise tpl.error(key, f"unknown element type {src['type']!r}") from None
     try:
-        if "recipe" in src:
+        if "random" in src:
+            raw = _seeded(src["random"], t, src.get("shape"))
+        elif "recipe" in src:
             name = src["recipe"]
             if name not in ZP_RECIPES:
                 raise ValueError(f"recipe {name!r} is not one of {', '.join(ZP_RECIPES)}")
@@ -149,6 +151,27 @@ def _array(tpl: Template, key: str, src: dict[str, Any]) -> np.ndarray:
         raise
     except ValueError as e:
         raise tpl.error(key, str(e)) from None
+
+
+def _seeded(spec: dict[str, Any], t: Any, shape: Any) -> np.ndarray:
+    """``random: {seed, low, high, step}``: seeded uniform values on the grid ``low + k * step`` within
+    [low, high] (an integer type: its codes, by default its whole range; a float type: ``step`` 0 or left out
+    for uniform reals), as many as ``shape`` holds."""
+    if not isinstance(shape, list):
+        raise ValueError("random values need a shape")
+    n = int(np.prod(shape)) if shape else 1
+    rng = np.random.default_rng(int(spec["seed"]))
+    low = spec.get("low", t.int_min if t.is_integer else None)
+    high = spec.get("high", t.int_max if t.is_integer else None)
+    if low is None or high is None or float(low) > float(high):
+        raise ValueError("random values of a float type need low <= high")
+    step = float(spec.get("step", 1 if t.is_integer else 0))
+    if step < 0:
+        raise ValueError("random: step must be positive")
+    if step == 0:
+        return rng.uniform(float(low), float(high), n)
+    count = int(np.floor((float(high) - float(low)) / step + 1e-9)) + 1
+    return float(low) + step * rng.integers(0, count, n).astype(np.float64)
 
 
 def _node_error(tpl: Template, node: GraphNode, message: str) -> CaseFileError:

@@ -30,6 +30,8 @@ from qdq_conformance.reference.readings import readings
 from qdq_conformance.reference.steps import active, using
 from qdq_conformance.resources import cases_dir
 
+from .test_compute_families import NEW_FAMILIES as COMPUTE_FAMILIES
+
 MUTANTS = [REGISTRY[n] for n in names()]
 WITNESSED = [m for m in MUTANTS if m.witness is not None]
 
@@ -285,6 +287,7 @@ NEW_FAMILY_KILLS = {
         "relu-q-16bit-zero-point-as-lowest": "graph-relu-q-16bit-int16-o21",
         "remove-dq-q-pair": "graph-requant-chain-mixed-float-scales-int16-o23",
         "qdq-pair-shares-q-scale": "graph-qdq-mixed-float-scales-uint8-o19"},
+    **COMPUTE_FAMILIES,  # issue 36's compute families (tests/test_compute_families.py)
 }
 
 

@@ -6,15 +6,18 @@ them the corpus catches (``qdq-conformance mutants``).
 from __future__ import annotations
 
 from . import (  # noqa: F401  (each registers its mutants)
+    around,
     dequant,
     division,
     dynamic,
     floats,
+    fused,
     history,
     integer,
     layout,
     rewrites,
     scales,
+    tables,
 )
 from .base import REGISTRY, Mutant, MutantBackend
 
@@ -22,7 +25,8 @@ __all__ = ["REGISTRY", "Mutant", "MutantBackend", "backend", "names"]
 
 
 #: The zoo's order: the modules in the order of the computation.
-ORDER = ("integer", "division", "floats", "dequant", "scales", "layout", "dynamic", "rewrites", "history")
+ORDER = ("integer", "division", "floats", "dequant", "scales", "layout", "dynamic", "rewrites", "history",
+         "around", "fused", "tables")
 
 
 def names() -> list[str]:

@@ -83,7 +83,7 @@ class Mutant:
 REGISTRY: dict[str, Mutant] = {}
 
 
-def mutant(id: str, shortcut: str, violates: str, witness: Callable[[], Witness] | None = None,
+def mutant(id: str, shortcut: str, violates: str, witness: Callable[[], Witness | GraphWitness] | None = None,
            equivalent: str | None = None, reading: str | None = None, accepts_invalid: bool = False
            ) -> Callable[[Callable[[], Steps]], Callable[[], Steps]]:
     """Decorator registering the steps builder it decorates as mutant ``id``."""

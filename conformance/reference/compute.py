@@ -9,19 +9,12 @@ schema's vocabulary of graph ops (a test checks they agree).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import numpy as np
-
 from .compute_exp import sigmoid, softmax
 from .compute_linear import conv, gemm, matmul, matmul_integer
 from .compute_pointwise import add, cast, leaky_relu, mul
 from .compute_pool import average_pool, global_average_pool
 from .compute_resize import resize
-from .interval import Interval
-from .node_args import Attrs
-
-ComputeKernel = Callable[[list["np.ndarray | None"], Attrs], list[Interval]]
+from .steps import ComputeKernel
 
 #: every compute op a graph may hold (ai.onnx, opset 13 and later), with its interval oracle
 COMPUTE_OPS: dict[str, ComputeKernel] = {
@@ -39,5 +32,9 @@ COMPUTE_OPS: dict[str, ComputeKernel] = {
     "Softmax": softmax,
     "Resize": resize,
 }
+#: the compute ops whose every output element is one correctly rounded operation on its inputs' elements:
+#: monotone in each input (rounding is monotone), so an input with more than one acceptable value (an earlier
+#: compute op's interval) passes through them by its ends (``graph.py``)
+ROUNDED_ONCE: frozenset[str] = frozenset({"Add", "Mul", "LeakyRelu", "Cast"})
 #: the compute ops' inputs that must be constants (initializers): Resize's roi, scales and sizes
 COMPUTE_CONSTANT_INPUTS: dict[str, tuple[int, ...]] = {"Resize": (1, 2, 3)}

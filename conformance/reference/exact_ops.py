@@ -155,6 +155,41 @@ def _maxpool(inputs: list[np.ndarray | None], attrs: Attrs) -> list[np.ndarray]:
     return [win.max(axis=tuple(range(-n, 0))).astype(x.dtype)]
 
 
+#: Pad's modes and numpy.pad's names for them (ONNX's reflect, like numpy's, does not repeat the edge)
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
+
+
+def _pad(inputs: list[np.ndarray | None], attrs: Attrs) -> list[np.ndarray]:
+    """ONNX Pad: "Given a tensor containing the data to be padded (`data`), a tensor containing the number of
+    start and end pad values for axis (`pads`), (optionally) a `mode`, and (optionally) `constant_value`, a
+    padded tensor (`output`) is generated." constant_value: "(Optional) A scalar value to be used if the mode
+    chosen is `constant` (by default it is 0, empty string or False)"; axes (opset 18) "to which `pads`
+    apply". Non-negative pads (a negative one crops: not computed here)."""
+    x = need(inputs, 0)
+    pads = [int(p) for p in need(inputs, 1).reshape(-1)]
+    axes = ([int(a) + x.ndim if a < 0 else int(a) for a in inputs[3].reshape(-1)]
+            if len(inputs) > 3 and inputs[3] is not None else list(range(x.ndim)))
+    mode = attrs.get("mode", "constant")
+    if not isinstance(mode, str) or mode not in _PAD_MODES:
+        raise ValueError(f"Pad: mode {mode!r} is not one of {', '.join(_PAD_MODES)}")
+    if len(pads) != 2 * len(axes) or min(pads, default=0) < 0 or len(set(axes)) != len(axes) or \
+            not all(0 <= a < x.ndim for a in axes):
+        raise ValueError(f"Pad: pads {pads} do not fit axes {axes} of a rank-{x.ndim} input (or one is "
+                         "negative: the oracle pads, it does not crop)")
+    width = [(0, 0)] * x.ndim
+    for k, a in enumerate(axes):
+        width[a] = (pads[k], pads[k + len(axes)])
+    if mode != "constant":
+        return [np.pad(x, width, mode=_PAD_MODES[mode])]  # type: ignore[call-overload]
+    value = inputs[2] if len(inputs) > 2 and inputs[2] is not None else np.zeros((), x.dtype)
+    if value.size != 1 or value.dtype != x.dtype:
+        raise ValueError("Pad: constant_value must be a scalar of the data's type")
+    out = np.empty([d + b + e for d, (b, e) in zip(x.shape, width, strict=True)], x.dtype)
+    out[...] = value.reshape(())  # (assigned, not converted: a float8 or a -0 keeps its bits)
+    out[tuple(slice(b, b + d) for d, (b, _) in zip(x.shape, width, strict=True))] = x
+    return [out]
+
+
 #: every non-quantization op a graph may hold, with its exact computation (ai.onnx, opset 13 and later)
 EXACT_OPS: dict[str, Kernel] = {
     "Identity": lambda inputs, attrs: [need(inputs, 0)],
@@ -167,6 +202,7 @@ EXACT_OPS: dict[str, Kernel] = {
     "Concat": _concat,
     "Gather": _gather,
     "MaxPool": _maxpool,
+    "Pad": _pad,
     "Relu": _relu,
     "Clip": _clip,
     "Max": _compare_op(np.maximum),
@@ -174,6 +210,7 @@ EXACT_OPS: dict[str, Kernel] = {
 }
 #: the ops whose bounds must be constants (initializers) for the graph to stay exact
 CONSTANT_INPUTS: dict[str, tuple[int, ...]] = {"Reshape": (1,), "Squeeze": (1,), "Unsqueeze": (1,),
-                                               "Slice": (1, 2, 3, 4), "Gather": (1,), "Clip": (1, 2)}
+                                               "Slice": (1, 2, 3, 4), "Gather": (1,), "Clip": (1, 2),
+                                               "Pad": (1, 2, 3)}
 #: the ops whose values are compared (an input tensor other than the first is a constant bound)
 COMPARING: frozenset[str] = frozenset({"Relu", "Clip", "Max", "Min", "MaxPool"})

@@ -11,8 +11,10 @@ Every value of the graph is an :class:`.interval.Interval` (an exact one has one
 through the exact ops and the quantization nodes endpoint by endpoint: each is monotone element by element
 (QuantizeLinear and DequantizeLinear non-increasing with a negative scale, which puts the endpoints back in
 order), so QuantizeLinear turns a compute op's interval into the set of acceptable codes. A compute op takes
-exact inputs only (an earlier compute op's result must have one acceptable value where it feeds another), as
-do DynamicQuantizeLinear and the parameters of the quantization nodes. The registries :data:`QUANT_OPS`,
+exact inputs (an earlier compute op's result must have one acceptable value where it feeds another), as do
+DynamicQuantizeLinear and the parameters of the quantization nodes, except the ops of one correctly rounded
+operation per element (Add, Mul, LeakyRelu, Cast: :data:`.compute.ROUNDED_ONCE`), which take an interval
+through its corners (MatMul -> Add of a bias, Conv -> Add of a residual). The registries :data:`QUANT_OPS`,
 :data:`.exact_ops.EXACT_OPS` and :data:`.compute.COMPUTE_OPS` together are :data:`GRAPH_OPS`, the case
 schema's vocabulary of graph ops (a test checks they agree). Where an interval reaches a comparison (Relu,
 MaxPool ...), a zero at either end is compared as a number and accepts either sign after.
@@ -20,6 +22,7 @@ MaxPool ...), a zero at either end is compared as a number and accepts either si
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -30,12 +33,13 @@ from onnx import numpy_helper
 from .. import opspecs
 from ..errors import SpecViolation
 from ..types import by_dtype, from_tensor_proto, to_tensor_proto
-from .compute import COMPUTE_CONSTANT_INPUTS, COMPUTE_OPS
+from .compute import COMPUTE_CONSTANT_INPUTS, COMPUTE_OPS, ROUNDED_ONCE
 from .exact_ops import COMPARING, CONSTANT_INPUTS, EXACT_OPS
-from .interval import Interval
+from .interval import Interval, ordered
 from .model import opset_version
 from .node_args import Attrs
-from .ops import ENTRIES
+from .ops import ENTRIES, SPEC
+from .steps import active
 
 __all__ = ["COMPARING", "COMPUTE_OPS", "CONSTANTS", "EXACT_OPS", "GRAPH_OPS", "QUANT_OPS", "GraphError",
            "Interval", "Step", "is_graph", "order", "run_graph", "run_graph_bounded", "run_node"]
@@ -209,6 +213,32 @@ def _exact_op(node: onnx.NodeProto, inputs: Sequence[Interval | None]) -> list[I
     return [_zero_ends(Interval(v, lo, hi)) for v, lo, hi in zip(value, low, high, strict=True)]
 
 
+def _corners(node: onnx.NodeProto, inputs: Sequence[Interval | None]) -> list[Interval]:
+    """An op of :data:`.compute.ROUNDED_ONCE` on inputs of which one or two are intervals: every output
+    element is one correctly rounded operation, monotone in each input for the others fixed (rounding is
+    monotone), so its extremes over the inputs' box are at the box's corners: the op at each corner, the
+    smallest and the largest element by element."""
+    kernel, attrs = (active() or SPEC).compute[node.op_type], node_attrs(node)
+    wide = [k for k, iv in enumerate(inputs) if iv is not None and not iv.is_exact()]
+    if len(wide) > 2:
+        raise ValueError(f"{node.op_type} with more than two inputs of more than one acceptable value")
+    if float(attrs.get("alpha", 0.0)) < 0:  # type: ignore[arg-type]
+        raise ValueError("LeakyRelu with a negative alpha is not monotone: "
+                         "an interval cannot pass through it")
+    base = [None if iv is None else iv.value for iv in inputs]
+    value = kernel(base, attrs)[0].value
+    low = high = value
+    for pick in itertools.product((0, 1), repeat=len(wide)):
+        args = list(base)
+        for k, end in zip(wide, pick, strict=True):
+            iv = inputs[k]
+            assert iv is not None
+            args[k] = _zeros_plus(iv.high if end else iv.low)
+        corner = kernel(args, attrs)[0].value
+        low, high = ordered(low, corner)[0], ordered(high, corner)[1]
+    return [_zero_ends(Interval(value, low, high))]
+
+
 def run_node(model: onnx.ModelProto, node: onnx.NodeProto,
              inputs: Sequence[Interval | np.ndarray | None]) -> list[Interval]:
     """One node of ``model`` on ``inputs`` (intervals, or exact arrays): its outputs' intervals. SpecViolation
@@ -220,8 +250,10 @@ def run_node(model: onnx.ModelProto, node: onnx.NodeProto,
     if domain == opspecs.AI_ONNX and node.op_type in EXACT_OPS:
         return _exact_op(node, ivs)
     if domain == opspecs.AI_ONNX and node.op_type in COMPUTE_OPS:
+        if node.op_type in ROUNDED_ONCE and any(iv is not None and not iv.is_exact() for iv in ivs):
+            return _corners(node, ivs)
         args = _exact_inputs(node, ivs, range(len(ivs)))
-        return COMPUTE_OPS[node.op_type](args, node_attrs(node))
+        return (active() or SPEC).compute[node.op_type](args, node_attrs(node))
     raise SpecViolation("QDQ012", f"{node.op_type} is not an op a graph case may hold", op=node.op_type,
                         domain=domain)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 from onnx import TensorProto
@@ -18,6 +19,7 @@ from ..types import TYPES, ElementType, by_dtype, by_proto
 from . import arith
 from . import granularity as gran
 from . import quantize as q
+from .compute import COMPUTE_OPS
 from .dequantize import dequantize
 from .dynamic import dynamic_quantize
 from .steps import Steps, active
@@ -36,7 +38,7 @@ def _as_given(spec: OpSpec, attrs: Attrs) -> Attrs:
 SPEC = Steps(attributes=_as_given, resolve=gran.resolve, broadcast_quantize=gran.broadcast,
              broadcast_dequantize=gran.broadcast, divide=q.divide, to_precision=arith.to_precision,
              to_integer=q.to_integer, to_float=q.to_float, quantize=q.quantize, dequantize=dequantize,
-             dynamic_quantize=dynamic_quantize)
+             dynamic_quantize=dynamic_quantize, compute=MappingProxyType(dict(COMPUTE_OPS)))
 
 #: Values the QuantizeLinear ``precision`` attribute may take. The spec lists none; the kernel accepts the
 #: types a division can be carried out in (ambiguity catalogue: precision-values).

@@ -2,9 +2,10 @@
 
 The kernel computes every operator through a :class:`Steps` value, one field per spec-visible step: the
 attributes as read, the granularity, the broadcasting of scale and zero point, the division, rounding and
-saturation, the float conversions, the whole per-operator computations. ``qdq_conformance.reference.ops.SPEC``
-holds the spec's steps; with it (the default) the kernel is the oracle. A mutant is
-``dataclasses.replace(SPEC, <field>=<shortcut>)`` put in force with :func:`using` while it runs a model.
+saturation, the float conversions, the whole per-operator computations, the compute ops of a graph.
+``qdq_conformance.reference.ops.SPEC`` holds the spec's steps; with it (the default) the kernel is the oracle.
+A mutant is ``dataclasses.replace(SPEC, <field>=<shortcut>)`` put in force with :func:`using` while it runs a
+model.
 
 An evaluation reads the steps in force once, in its operator entry (:func:`active`), and hands them down
 explicitly (the ``steps`` argument of :func:`.quantize.quantize`, :func:`.dequantize.dequantize`,
@@ -25,6 +26,8 @@ import numpy as np
 from ..opspecs import OpSpec
 from ..types import ElementType
 from .granularity import Granularity
+from .interval import Interval
+from .node_args import Attrs
 
 Shape = tuple[int, ...]
 #: attributes as the node carries them -> attributes as the kernel reads them
@@ -43,6 +46,9 @@ ToInteger = Callable[[np.ndarray, np.ndarray, "np.ndarray | None", "np.ndarray |
                       ElementType], None]
 #: (quotient, zero point, float target, saturate) -> the encoded target values
 ToFloat = Callable[[np.ndarray, "np.ndarray | None", ElementType, bool], np.ndarray]
+#: a compute op's oracle: (exact inputs, the node's attributes) -> its outputs' intervals
+#: (:data:`.compute.COMPUTE_OPS`)
+ComputeKernel = Callable[[list["np.ndarray | None"], Attrs], list[Interval]]
 
 
 class Quantize(Protocol):
@@ -96,6 +102,9 @@ class Steps:
     dequantize: Dequantize
     #: DynamicQuantizeLinear: its function body.
     dynamic_quantize: DynamicQuantize
+    #: The compute ops a graph may hold between DequantizeLinear and QuantizeLinear (Conv, MatMul, Sigmoid,
+    #: Softmax ...), by op type: each one's interval oracle (what a legitimate float32 evaluation may give).
+    compute: Mapping[str, ComputeKernel]
 
 
 _ACTIVE: ContextVar[Steps | None] = ContextVar("qdq_conformance_steps", default=None)
