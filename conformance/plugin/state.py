@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from ..backends.markers import MarkerWatch
+from ..backends.registry import BackendOptions
 from ..results import Header, ResultsWriter, Tally
 from ..runner.expectations import Expectations, Tracker
 from ..runner.pool import CasePool
@@ -17,7 +18,7 @@ from ..runner.pool import CasePool
 @dataclass
 class RunState:
     backend_spec: str
-    backend_options: dict[str, str | None]
+    backend_options: BackendOptions
     timeout: float
     strict: bool
     expectations: Expectations

@@ -180,6 +180,7 @@ class Header(TypedDict, total=False):
     shard: str | None  # K/N
     selection: dict[str, str | list[str] | bool]  # what selected the cases (-k, -m, --shard, ...)
     optimization: str  # how the backend runs a model (``backends.registry.settings``)
+    backend_options: dict[str, str]  # --backend-option's settings (absent: none)
     fuzz: dict[str, JSONValue]  # a fuzz run's seed, forms, operators and versions
     reconstructed: str  # a kept run rebuilt from other files: from what
     kept_results: str  # a run a report read from a kept results file: that file (reports.compliance.KEPT)
