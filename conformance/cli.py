@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from . import __version__, compliancecmd, frommodelcmd, opspecs, showcmd
+from . import __version__, compliancecmd, frommodelcmd, opspecs, reprocmd, showcmd
 from .ambiguities import catalogue
 from .ambiguities import markdown as ambiguities_markdown
 from .backends.quark import DEFAULT_QUARK_VERSION, BuildError, build
@@ -306,6 +306,9 @@ COMMANDS: tuple[Command, ...] = (
             + " the interval oracle); from-model.json accounts for"
             + " every node. Run them with `qdq-conformance run --backend NAME --cases DIR`, or in one step"
             + " with `run --model MODEL`.", _exit_statuses(frommodelcmd.EXIT)),
+    Command("repro-check", "Run the repro script of a sample of each finding's cases and check it fails as "
+            "the case did in the run.", reprocmd.add_arguments, reprocmd.run, _doc(reprocmd),
+            _exit_statuses(reprocmd.EXIT)),
     Command("check", _doc(_cmd_check), checker_cli.add_arguments, _cmd_check, _doc(_cmd_check)
             + " Covers QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, com.microsoft QuantizeLinear "
               "/ "

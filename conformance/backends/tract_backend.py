@@ -17,6 +17,7 @@ backtrace asked for, every refusal costs about 0.25 s of symbol resolution.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 import numpy as np
@@ -55,8 +56,9 @@ class TractBackend:
     name = "tract"
 
     def __init__(self) -> None:
-        # an optional dependency (the tract extra), imported when the backend is made: the kit sets
-        # RUST_BACKTRACE before tract's library is loaded (see the module docstring)
+        os.environ["RUST_BACKTRACE"] = "0"  # before tract's library is loaded: see the module docstring (the
+        os.environ["RUST_LIB_BACKTRACE"] = "0"  # kit sets them too, for a repro script)
+        # an optional dependency (the tract extra), imported when the backend is made
         from .kits import tract as kit
 
         self.kit = kit

@@ -85,8 +85,8 @@ def to_ortvalue(array: np.ndarray) -> ort.OrtValue:
     if raw:
         size = packed_size(elem, list(array.shape))
         if len(raw) != size:
-            raise RuntimeError(f"element type {elem}, shape {list(array.shape)}: ONNX's layout has {len(raw)} "
-                               f"bytes, the OrtValue {size}")
+            raise RuntimeError(f"element type {elem}, shape {list(array.shape)}: ONNX's layout has "
+                               f"{len(raw)} bytes, the OrtValue {size}")
         ctypes.memmove(value.data_ptr(), raw, size)
     return value
 
