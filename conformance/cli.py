@@ -18,7 +18,7 @@ from .ambiguities import catalogue
 from .ambiguities import markdown as ambiguities_markdown
 from .backends.quark import DEFAULT_QUARK_VERSION, BuildError, build
 from .checker import cli as checker_cli
-from .domain import ALL_TIERS, BOTH, FORMS, Form, Tier, forms_of, tiers_of
+from .domain import ALL_TIERS, BOTH, FORMS, Tier, forms_of, tiers_of
 from .errors import SpecViolation
 from .fuzz import cli as fuzz_cli
 from .generators.cache import load_file_cached
@@ -236,9 +236,10 @@ def _add_generate_arguments(p: argparse.ArgumentParser) -> None:
                    "refused")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="worker processes (default: one per core)")
-    p.add_argument("--form", choices=(*FORMS, BOTH), default=Form.RUNTIME.value,
-                   help="graph form: inputs fed at run time, scale / zero point as initializers, or both "
-                        "(default: %(default)s)")
+    p.add_argument("--form", choices=(*FORMS, BOTH), default=BOTH,
+                   help="graph form: inputs fed at run time, scale / zero point as initializers, or both, as "
+                        "a run of the corpus has them (default: %(default)s: the suite holds every failure a "
+                        "run of the same cases finds)")
     _add_corpus_options(p)
 
 

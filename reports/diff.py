@@ -104,8 +104,8 @@ class Diff:
                        "optimized them, so a change there may be the setting's")
         oa, ob = options_text(a), options_text(b)
         if oa != ob:
-            out.append(f"the runs used different backend options ({oa or 'none'} and {ob or 'none'}): a change "
-                       "may be the options'")
+            out.append(f"the runs used different backend options ({oa or 'none'} and {ob or 'none'}): a "
+                       "change may be the options'")
         sa, sb = selection_text(a), selection_text(b)
         if sa != sb:
             out.append(f"the runs selected different cases ({sa or 'the whole corpus'} and "

@@ -235,7 +235,8 @@ def _page(results: list[Results], baseline: Results | None, baseline_name: str) 
         return env.get_template("report.html.j2").render(
             head=head, summary=summarize(head, cases), run_summary=summary or {},
             expectation_lines=summary_lines(head.get("expectations_status"),
-                                            (summary or {}).get("expectations")),
+                                            (summary or {}).get("expectations"),
+                                            (summary or {}).get("stale_unchecked")),
             expectations_attention=needs_attention(head.get("expectations_status")),
             ov=ov, verdict=ov.verdict(), findings=pack(finding_rows(ov)), failing=FAILING,
             gone=pack(finding_rows(ov, ov.since.gone)) if ov.since else "",

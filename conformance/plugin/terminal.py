@@ -335,7 +335,7 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus
     out += [(line, {"yellow": True}) for line in mostly_unsupported(state)]
     status = state.header.get("expectations_status") if state.header else None
     loud = {"yellow": True, "bold": True} if needs_attention(status) else {}
-    for line in summary_lines(status, state.tally):  # loud when not recorded for this version
+    for line in summary_lines(status, state.tally, state.stale_unchecked):  # loud when not recorded here
         out.append((line, loud))
     surprises = state.tracker.surprises
     if surprises:

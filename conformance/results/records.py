@@ -204,7 +204,7 @@ class Tally(TypedDict, total=False):
 
     in_force: int | None
     held: int
-    stale: int
+    stale: int | None  # None: not checked (the summary's ``stale_unchecked`` says why)
     changed: int
     new_failures: int
     unexpected_passes: int
@@ -218,6 +218,8 @@ class Summary(TypedDict, total=False):
     counts: dict[str, int]  # status -> cases
     surprises: list[str]  # "id [form]: expected failed, got passed"
     stale_expectations: list[StaleEntry]
+    stale_unchecked: str  # why the run did not check which entries are stale (a subset, stopped early)
+    stale_in_shard: list[StaleEntry]  # a shard's: entries all of whose cases there pass (merge.py reads them)
     stale_markers: list[str]
     expectations: Tally | None
     exitstatus: int | None

@@ -22,6 +22,9 @@ from .records import (
 #: recorded for this version)
 ATTENTION = frozenset({"newer", "between", "older", "unknown"})
 _PASSED = "passed"
+#: how a run says, in its summary's ``stale_unchecked``, that it is one shard and nothing else (after "the
+#: run"): a merge of every shard of the run checks its entries from the shards' ``stale_in_shard``
+SHARD_ONLY = "is a subset of the corpus: --shard "
 
 
 def seen_by_entry(cases: Iterable[CaseRecord]) -> dict[int, list[str]]:
@@ -34,8 +37,9 @@ def seen_by_entry(cases: Iterable[CaseRecord]) -> dict[int, list[str]]:
     return matched
 
 
-def tally(cases: Iterable[CaseRecord], in_force: int | None, stale: int) -> Tally:
-    """The run against its expectations: entries in force, held (a case ended as recorded), stale, changed
+def tally(cases: Iterable[CaseRecord], in_force: int | None, stale: int | None) -> Tally:
+    """The run against its expectations: entries in force, held (a case ended as recorded), stale (None: not
+    checked, the run being no complete run of the corpus), changed
     (matched, none as recorded, not stale); failing cases that are new (no entry, or an entry recording
     another status) and cases that passed against an entry; and apart from them all, the cases this tool's
     own code failed on (harness errors)."""
@@ -99,10 +103,11 @@ def _version_message(a: ExpectationsStatus) -> str:
             f"{path} records for its newest version, {applied}, are applied")
 
 
-def summary_lines(status: ExpectationsStatus | None, tally: Mapping[str, object] | None) -> list[str]:
+def summary_lines(status: ExpectationsStatus | None, tally: Mapping[str, object] | None,
+                  unchecked: str | None = None) -> list[str]:
     """The expectations part of a run's summary (terminal, report header): which entries were in force for
-    which backend version and, once the run ended, how they held. Reads the results file's records, so a saved
-    run says the same as the live one."""
+    which backend version and, once the run ended, how they held (``unchecked``: why the run did not check
+    which are stale). Reads the results file's records, so a saved run says the same as the live one."""
     if not status:
         return []
     lines = [applicability_message(status)]
@@ -110,7 +115,10 @@ def summary_lines(status: ExpectationsStatus | None, tally: Mapping[str, object]
     counts = {k: tally.get(k) or 0 for k in ("held", "stale", "changed", "in_force", "new_failures",
                                              "unexpected_passes")} if tally else None
     if counts and status.get("mode") != "none" and status.get("path"):
-        parts = [f"{counts['held']} held", f"{counts['stale']} stale"]
+        stale = (f"stale entries not checked (the run {unchecked or 'is no complete run of the corpus'}; "
+                 "only a complete run of the corpus checks them)"
+                 if unchecked or (tally or {}).get("stale", 0) is None else f"{counts['stale']} stale")
+        parts = [f"{counts['held']} held", stale]
         if counts.get("changed"):
             parts.append(f"{counts['changed']} ended in another failing status")
         lines.append(f"of the {counts['in_force']} entries in force: {', '.join(parts)}; "
