@@ -20,7 +20,7 @@ from ..generators.layout import MANIFEST
 from ..generators.schema import schema_enum
 from ..resources import cases_dir
 from ..results import ResultsWriter, StaleEntry, Summary, header
-from ..results.tally import SHARD_ONLY
+from ..results.tally import SUBSET
 from ..runner import expectations as expectations_mod
 from ..runner.execute import CaseRef
 from ..runner.suite import scope as suite_scope
@@ -358,9 +358,9 @@ def _unchecked(session: pytest.Session, state: RunState, exitstatus: int) -> str
     if selected:
         said = ", ".join(k if v is True else f"{k} {' '.join(v) if isinstance(v, list) else v}"
                          for k, v in selected.items())
-        return f"is a subset of the corpus: {said}"
+        return f"{SUBSET}{said}"
     if state.deselected:
-        return f"is a subset of the corpus: {state.deselected} case-form(s) left out"
+        return f"{SUBSET}{state.deselected} case-form(s) left out"
     suite = config.getoption("qdq_suite")
     if suite and not suite_scope(Path(suite))[0]:
         return "is a suite of part of the corpus"
@@ -381,7 +381,8 @@ def _stale(session: pytest.Session, state: RunState,
     state.stale_unchecked = _unchecked(session, state, exitstatus) or ""
     if state.stale_unchecked:
         # (a shard and nothing else: what a merge of every shard of the run reads, merge.py)
-        shard_only = state.stale_unchecked.startswith(SHARD_ONLY) and "," not in state.stale_unchecked
+        reason = state.stale_unchecked
+        shard_only = reason.startswith(f"{SUBSET}--shard ") and "," not in reason
         shard: list[StaleEntry] = [{"line": e.line, "cases": e.patterns}
                                    for e, _ in state.tracker.stale(state.expectations, True, forms)] \
             if shard_only else []

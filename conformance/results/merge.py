@@ -28,6 +28,7 @@ shard's case ended as recorded; it is stale only when no shard's case did) and h
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from ..gcpause import gc_paused
 from .files import read
 from .records import READ, CaseRecord, Header, Results, Shards, StaleEntry, Summary, Tally
 from .schema import ResultsError
-from .tally import SHARD_ONLY, tally
+from .tally import SUBSET, tally
 
 #: header fields the shards of one run should share; a difference is a warning shown with the shards
 _SHOULD_MATCH = ("onnx_version", "suite_version", "forms", "tier", "suite", "expectations",
@@ -253,9 +254,10 @@ def _summary(parts: list[_Part], cases: list[CaseRecord]) -> Summary | None:
             out["signal"] = f"{s.get('signal') or 'signal'} in shard {p.k}/{p.n}"
         if s.get("error") and "error" not in out:
             out["error"] = f"shard {p.k}/{p.n}: {s['error']}"
-    # a shard that did not check its entries for a reason of its own (stopped early, -k): nor did the run
-    unchecked = next((str(s["stale_unchecked"]) for s in sums if s.get("stale_unchecked")
-                      and not str(s["stale_unchecked"]).startswith(SHARD_ONLY)), "")
+    # a shard that did not check its entries for a reason besides being a shard (stopped early, -k): nor did
+    # the run
+    unchecked = next((r for r in sorted({_besides_shard(str(s.get("stale_unchecked") or "")) for s in sums})
+                      if r), "")
     stale, tally = _expectations(parts, cases, checked=not unchecked)
     out["stale_expectations"] = stale
     if unchecked:
@@ -263,6 +265,14 @@ def _summary(parts: list[_Part], cases: list[CaseRecord]) -> Summary | None:
     if tally is not None:
         out["expectations"] = tally
     return out
+
+
+def _besides_shard(reason: str) -> str:
+    """A shard's ``stale_unchecked`` without its shard ("" when being a shard was the only reason)."""
+    if not reason.startswith(SUBSET):
+        return reason
+    rest = re.sub(r"(^|, )--shard \d+/\d+", "", reason[len(SUBSET):]).removeprefix(", ")
+    return f"{SUBSET}{rest}" if rest else ""
 
 
 def _shard_stale(summary: Summary) -> list[StaleEntry]:

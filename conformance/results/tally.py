@@ -22,9 +22,10 @@ from .records import (
 #: recorded for this version)
 ATTENTION = frozenset({"newer", "between", "older", "unknown"})
 _PASSED = "passed"
-#: how a run says, in its summary's ``stale_unchecked``, that it is one shard and nothing else (after "the
-#: run"): a merge of every shard of the run checks its entries from the shards' ``stale_in_shard``
-SHARD_ONLY = "is a subset of the corpus: --shard "
+#: how a run's summary says, in ``stale_unchecked`` (after "the run"), that it is a subset, before its
+#: selection (``-k X, --shard 1/3``): a merge of every shard reads one whose only selection is its shard as
+#: checked, from the shards' ``stale_in_shard``
+SUBSET = "is a subset of the corpus: "
 
 
 def seen_by_entry(cases: Iterable[CaseRecord]) -> dict[int, list[str]]:
