@@ -28,7 +28,7 @@ from qdq_conformance.domain import FAILING, HARNESS, RunStatus
 from qdq_conformance.results import CaseRecord, Header, Results, Summary, is_expected
 from qdq_conformance.results.merge import gap, incomplete, load_run
 
-from .page import environment, pack
+from .page import environment, pack, write_page
 
 #: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a diff tests every
 #: record)
@@ -253,6 +253,4 @@ def render_html(d: Diff, out: Path, report: str = "") -> Path:
         old=_run_name(d.old_head), new=_run_name(d.new_head), counts=d.counts(), unchanged=d.unchanged,
         transitions=d.transitions(), data=pack(rows), categories=CATEGORIES, warnings=d.warnings(),
         report=report)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(html, encoding="utf-8")
-    return out
+    return write_page(out, html)

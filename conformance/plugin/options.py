@@ -131,11 +131,19 @@ PYTEST_HABITS: tuple[tuple[tuple[str, ...], str, dict[str, Any]], ...] = (
     (("-x", "--exitfirst"), "exitfirst", {"action": "store_true", "help": "stop at the first failure"}),
     (("--maxfail",), "maxfail", {"type": int, "metavar": "N", "help": "stop after N failures"}),
     (("--lf", "--last-failed"), "lf",
-     {"action": "store_true", "help": "rerun only the cases that failed last time"}),
+     {"action": "store_true", "help": "rerun only the cases that failed (unexpectedly) last time: the last "
+                                      "run of the same corpus, backend and selection"}),
     (("--ff", "--failed-first"), "failedfirst",
      {"action": "store_true", "help": "run last time's failures first"}),
+    (("--lfnf", "--last-failed-no-failures"), "last_failed_no_failures",
+     {"choices": ("all", "none"), "help": "with --lf, when none of the selected cases failed last time: run "
+                                          "all (default) or none"}),
     (("--sw", "--stepwise"), "stepwise", {"action": "store_true", "help": "stop at the first failure, resume "
                                                                          "from it next time"}),
+    (("--sw-skip", "--stepwise-skip"), "stepwise_skip",
+     {"action": "store_true", "help": "--sw, letting the first failure pass and stopping at the next"}),
+    (("--sw-reset", "--stepwise-reset"), "stepwise_reset",
+     {"action": "store_true", "help": "--sw, starting again from the first case"}),
     (("--tb",), "tbstyle",
      {"metavar": "STYLE", "help": "pytest's traceback style (long: each failing case in "
                                  "full; default: no)"}),
