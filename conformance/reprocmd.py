@@ -7,8 +7,8 @@ ran it, and the check against the spec's outputs), run in a fresh Python process
 case when it ends as the run did: outputs that differ (exit status 1, "N element(s) differ") for a case that
 failed, a model the spec forbids running for an invalid one accepted, the backend's exception or a crash for
 a case that errored or crashed. A case that timed out is not run again (listed as not run). Exit status 0 when
-every script reproduces its case, 1 when one does not (each named), 2 when a results file cannot be read or
-holds no finding with a repro.
+every script reproduces its case (or the run has no finding), 1 when one does not (each named), 2 when a
+results file cannot be read or none of its findings has a repro.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from .results import CaseRecord, ResultsError
 from .results.merge import load_run
 from .showcmd import repro_script
 
-EXIT = {0: "every script run failed as its case did in the run",
+EXIT = {0: "every script run failed as its case did in the run (or the run has no finding)",
         1: "a script did not reproduce its case (named, with what it printed)",
-        2: "a results file cannot be read, or no finding has a repro to run"}
+        2: "a results file cannot be read, or none of its findings has a repro to run"}
 
 
 @dataclass
@@ -151,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
     verdicts = check(cases, args.per_finding, args.jobs or usable_cores(), args.timeout, args.cases,
                      say=lambda line: print(line, flush=True))
     ran = [v for v in verdicts if v.reproduced is not None]
+    if not verdicts and not group(cases):
+        print(f"no finding in {', '.join(args.results)}: nothing to reproduce")
+        return 0
     if not ran:
         print(f"error: no finding of {', '.join(args.results)} has a repro to run", file=sys.stderr)
         return 2

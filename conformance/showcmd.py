@@ -45,6 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="without RESULTS: the backend to run the case on (as for run)")
     p.add_argument("--expectations", metavar="PATH",
                    help="without RESULTS: the expectation file (as for run)")
+    p.add_argument("--backend-option", action="append", metavar="KEY=VALUE",
+                   help="without RESULTS: a setting for the backend, repeatable (as for run)")
     p.add_argument("--cases", metavar="DIR", help="folder of case files (default: the repository's cases/)")
     p.add_argument("--repro", metavar="PATH",
                    help="also write a self-contained script that runs the backend on "
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         if find_case(args.case, args.cases) is None:
             print(f"error: no case {args.case} in {args.cases or cases_dir()}", file=sys.stderr)
             return 2
-        got = fresh(args.case, args.backend, args.form, args.expectations, args.cases)
+        got = fresh(args.case, args.backend, args.form, args.expectations, args.cases, args.backend_option)
         if got is None:
             return 1
         records = [c for c in got if c["id"] == args.case and (c.get("form") or "") in forms]
@@ -103,8 +105,8 @@ def find_case(case_id: str, folder: str | None = None) -> tuple[Path, int] | Non
     return None
 
 
-def fresh(case_id: str, backend: str, form: str, expectations: str | None, folder: str | None
-          ) -> list[CaseRecord] | None:
+def fresh(case_id: str, backend: str, form: str, expectations: str | None, folder: str | None,
+          backend_options: list[str] | None = None) -> list[CaseRecord] | None:
     """The records of a run of ``case_id`` alone (pytest's output on stderr: stdout is the case's)."""
     with tempfile.TemporaryDirectory(prefix="qdq-show-") as tmp:
         out = Path(tmp) / "show.jsonl"
@@ -113,6 +115,7 @@ def fresh(case_id: str, backend: str, form: str, expectations: str | None, folde
                 "no:cacheprovider", "-k", case_id, "--workers", "1"]
         args += [f"--expectations={expectations}"] if expectations else []
         args += [f"--cases={folder}"] if folder else []
+        args += [f"--backend-option={option}" for option in backend_options or ()]
         with contextlib.redirect_stdout(sys.stderr):
             code = pytest.main(args)
         if code not in (0, 1) or not out.exists():
