@@ -112,11 +112,16 @@ def run_one(finding: Finding, rec: CaseRecord, folder: Path, timeout: float,
 
 
 def check(cases: Sequence[CaseRecord], per_finding: int = 2, jobs: int = 1, timeout: float = 300.0,
-          folder: str | None = None, say: Callable[[str], None] | None = None) -> list[Verdict]:
-    """The verdicts of the sampled scripts of every finding of ``cases`` (a run's records)."""
+          folder: str | None = None, say: Callable[[str], None] | None = None,
+          limit: int = 0) -> list[Verdict]:
+    """The verdicts of the sampled scripts of every finding of ``cases`` (a run's records); ``limit``: at most
+    that many scripts (0: no limit), the findings taken in ``findings``' order (new ones first, then the
+    biggest)."""
     findings = group(cases)
     records = {(c["id"], str(c.get("form") or "")): c for c in cases}
     chosen = sample(findings, records, per_finding)
+    if limit:
+        chosen = chosen[:limit]
     with tempfile.TemporaryDirectory(prefix="qdq-repro-check-") as tmp, \
             ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(run_one, f, rec, Path(tmp), timeout, folder) for f, rec in chosen]
@@ -134,6 +139,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-finding", type=int, default=2, metavar="N",
                    help="scripts per finding: one per template or family and graph form, at most N (0: every "
                    "one; default: 2)")
+    p.add_argument("--limit", type=int, default=0, metavar="N",
+                   help="at most N scripts in all: the findings in the order findings lists them, new ones "
+                   "first, then the biggest (default: 0, no limit)")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="scripts run at once (default: the usable cores)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
@@ -149,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     verdicts = check(cases, args.per_finding, args.jobs or usable_cores(), args.timeout, args.cases,
-                     say=lambda line: print(line, flush=True))
+                     say=lambda line: print(line, flush=True), limit=args.limit)
     ran = [v for v in verdicts if v.reproduced is not None]
     if not verdicts and not group(cases):
         print(f"no finding in {', '.join(args.results)}: nothing to reproduce")
@@ -159,7 +167,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     failed = [v for v in ran if not v.reproduced]
     findings = len({v.finding for v in verdicts})
+    left = len(group(cases)) - findings
     skipped = f"; {len(verdicts) - len(ran)} not run (timed out)" if len(verdicts) > len(ran) else ""
     print(f"{len(ran)} script(s) run for {findings} finding(s): {len(ran) - len(failed)} failed as their "
-          f"case did in the run, {len(failed)} did not{skipped}")
+          f"case did in the run, {len(failed)} did not{skipped}"
+          + (f"; {left} finding(s) not tried (--limit {args.limit})" if left and args.limit else ""))
     return 1 if failed else 0
