@@ -259,8 +259,8 @@ def test_a_lost_case_is_recorded_without_a_backend_in_this_process(monkeypatch):
     rec = json.loads(got.record)
     assert got.status == "crashed" and rec["status"] == "crashed" and "SIGSEGV" in rec["message"]
     repro = rec["repro"]  # the oracle's own repro, for this model
-    assert ("helper.make_node('QuantizeLinear'" in repro
-            and "import run_any\nfor name, value in zip(['" in repro)
+    assert ("= QuantizeLinear (" in repro  # (its model's text)
+            and "import run_any\nfor name, value in zip(['" in repro and "run_any(model, feeds)" in repro)
     assert "__qdq_conformance" not in repro
 
 
