@@ -406,6 +406,7 @@ def ort_with_a_faulty_adapter(**options):
 
     uint8 = np.dtype(np.uint8)
     ort_kit.NATIVE = frozenset(t for t in ort_kit.NATIVE if t != uint8)
+    ort_kit.NATIVE_NAMES = frozenset(t for t in ort_kit.NATIVE_NAMES if t != "tensor(uint8)")
     ort_kit.math = types.SimpleNamespace(ceil=math.ceil)  # type: ignore[assignment]  # (no prod: packed_size raises)
     return OrtBackend()
 

@@ -28,6 +28,9 @@ NATIVE = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int16, 
                                           np.uint32, np.int64, np.uint64, np.float16, np.float32, np.float64))
 #: ONNX element type by ONNX Runtime's lower-case name (``tensor(float8e4m3fn)``)
 ELEMENT_TYPES = {name.lower(): value for name, value in onnx.TensorProto.DataType.items()}
+#: ONNX Runtime's names of the types in NATIVE
+NATIVE_NAMES = frozenset(
+    f"tensor({onnx.TensorProto.DataType.Name(helper.np_dtype_to_tensor_dtype(d)).lower()})" for d in NATIVE)
 #: bits of an element of the sub-byte types, by ONNX element type name (every other type: its itemsize)
 SUB_BYTE_BITS = {"INT4": 4, "UINT4": 4, "FLOAT4E2M1": 4, "INT2": 2, "UINT2": 2}
 
@@ -107,9 +110,7 @@ def run(sess: ort.InferenceSession, feeds: dict[str, np.ndarray],
         output_names: list[str] | None = None) -> list[np.ndarray]:
     """Run ``sess`` on ``feeds``; the outputs in ``output_names`` (default: all) order."""
     names = list(output_names or [o.name for o in sess.get_outputs()])
-    native = {f"tensor({onnx.TensorProto.DataType.Name(helper.np_dtype_to_tensor_dtype(d)).lower()})"
-              for d in NATIVE}
-    if all(o.type in native for o in sess.get_outputs() if o.name in names) and \
+    if all(o.type in NATIVE_NAMES for o in sess.get_outputs() if o.name in names) and \
             all(np.asarray(v).dtype in NATIVE for v in feeds.values()):
         # plain numpy in and out where numpy carries every type (the shortest path); OrtValues otherwise
         return [np.asarray(o) for o in sess.run(names, {k: np.asarray(v) for k, v in feeds.items()})]
