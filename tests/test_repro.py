@@ -71,6 +71,10 @@ PICKS: list[tuple[str, tuple[str, ...], Any]] = [
     ("DequantizeLinear of a bfloat16 scale", ("runtime",), lambda c: c.id.startswith("dequantizelinear-21-")
      and any(io["element_type"] == "bfloat16" for io in c.metadata()["inputs"])),
     ("DynamicQuantizeLinear", ("runtime",), lambda c: c.id.startswith("dynamicquantizelinear-11-")),
+    ("AMD Quark's ExtendedQuantizeLinear", FORMS,
+     lambda c: c.id.startswith("quark-extendedquantizelinear-1-quantize-types-float-int8")),
+    ("a graph of Quark's operators", ("initializer",),
+     lambda c: c.id.startswith("graph-quark-requant-chain-")),
 ]
 
 
