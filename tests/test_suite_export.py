@@ -100,7 +100,8 @@ def test_a_suite_run_gives_the_corpus_run_s_verdicts(export: dict[str, Any], bac
             ("invalid", "invalid-accepted", True)} <= ended
     if backend == "ort":  # normative failures and errors its expectation file records, held in both runs
         assert {("normative", "failed", True), ("normative", "error", True)} <= ended
-        assert sb["expectations"]["held"] >= 2 and sb["expectations"]["stale"] == 0
+        # (a suite of part of the corpus, like a -k run, does not check which entries are stale)
+        assert sb["expectations"]["held"] >= 2 and sb["expectations"]["stale"] is None
     readings = {r["reading"] for r in rb.values() if r["status"] == "implementation-defined"}
     assert None not in readings and len(readings) >= 2  # a reading named for every implementation-defined one
 

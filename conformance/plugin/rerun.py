@@ -45,7 +45,7 @@ def _option(config: pytest.Config, name: str) -> Any:
     return config.getoption(name, None)
 
 
-def state_key(config: pytest.Config) -> dict[str, Any]:
+def state_key(config: pytest.Config) -> dict[str, str | list[str] | None]:
     """What the state is kept per: the corpus, the backend and the selection."""
     corpus = _option(config, "qdq_suite") or _option(config, "qdq_cases") or "corpus"
     return {"corpus": str(Path(corpus).resolve()) if corpus != "corpus" else corpus,

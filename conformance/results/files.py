@@ -68,6 +68,8 @@ def unwritable(path: Path) -> str | None:
         while not missing.parent.exists() and missing.parent != missing:
             missing = missing.parent
         return f"no such directory: {missing} (make it first)"
+    if not folder.is_dir():  # (a file where a folder of the path should be)
+        return f"cannot write: {folder} is not a directory"
     try:
         with path.open("a", encoding="utf-8"):
             pass
