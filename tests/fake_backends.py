@@ -396,8 +396,8 @@ def declines_everything(**options):
 def ort_with_a_faulty_adapter(**options):
     """ONNX Runtime through this tool's own adapter, with a fault injected into the adapter's code (the
     worker's copy of its kit, ``backends/kits/ort.py``), as an API an old release lacks makes one: every uint8
-    tensor goes through the OrtValue path, whose size computation then raises AttributeError in the kit itself. int8 cases run
-    as ever."""
+    tensor goes through the OrtValue path, whose size computation then raises AttributeError in the kit
+    itself. int8 cases run as ever."""
     import math
     import types
 

@@ -14,9 +14,9 @@ import tomllib
 from onnx import TensorProto, helper
 
 from qdq_conformance.backends import ort_probe
-from qdq_conformance.backends.kits import ort as ort_kit
 from qdq_conformance.backends.base import Unsupported
 from qdq_conformance.backends.builtin import ORT_FLOOR, below_floor, version_tuple
+from qdq_conformance.backends.kits import ort as ort_kit
 from qdq_conformance.types import TYPES, bit_patterns, code_of
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -61,7 +61,7 @@ class OrtBackend:
         ort = require("onnxruntime", "pip install onnxruntime (one before 1.19 needs numpy<2 beside it)")
         if (why := below_floor(ort.__version__)) is not None:
             raise BackendUnavailable(why)
-        from .kits import ort as kit
+        from .kits import ort as kit  # (imports onnxruntime: this backend's worker only, see above)
 
         ort.set_default_logger_severity(4)  # errors come back as exceptions; keep the C++ log quiet
         self.kit = kit
