@@ -2,7 +2,7 @@
 and a case's repro script holds it verbatim and calls it the same way with the same settings, so that the
 script runs the case exactly as the run did (the same model bytes, graph inputs fed as graph inputs, the same
 session or compile options). A kit imports nothing of this package, only numpy, onnx, ml_dtypes and its
-runtime (tests/test_repro_agreement.py checks both: a kit's imports, and that a script's outputs are the
+runtime (tests/test_repro.py checks both: a kit's imports, and that a script's outputs are the
 backend's, bit for bit)."""
 
 from __future__ import annotations
