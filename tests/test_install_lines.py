@@ -85,3 +85,15 @@ def test_the_suite_readme_names_the_wheel_and_the_checkout():
     assert lines[1] == 'python -m pip install -e PATH/TO/THE/CHECKOUT "onnx==1.23.2"'
     assert "onnx-qdq-conformance==" not in text
 
+
+
+def test_matrix_without_uv_prints_the_line_that_installs_it(monkeypatch):
+    from qdq_conformance.matrix import environments
+    from qdq_conformance.matrix.releases import ReleaseError
+
+    monkeypatch.setitem(sys.modules, "uv", None)
+    monkeypatch.setattr(environments.shutil, "which", lambda name: None)
+    with pytest.raises(ReleaseError) as e:
+        environments.uv_binary()
+    assert install.install_hint("matrix") in str(e.value), str(e.value)
+    assert "'onnx-qdq-conformance[" not in str(e.value)
