@@ -24,7 +24,7 @@ from qdq_conformance.domain import FORMS
 from qdq_conformance.runner import expectations as expectations_mod
 from qdq_conformance.runner.execute import ObjRef, Sources, run_case
 from qdq_conformance.runner.repro import model_code
-from qdq_conformance.runner.reprocheck import checking_script
+from qdq_conformance.runner.reprocheck import Expected, checking_script
 from qdq_conformance.types import by_dtype, code_of
 
 KITS = Path(kits.__file__).parent
@@ -54,8 +54,8 @@ def _run_script(path: Path) -> subprocess.CompletedProcess[str]:
                           timeout=600, cwd=path.parent)
 
 
-def _expected_of(outputs: list[np.ndarray]) -> list[tuple[str, list[int], list[int]]]:
-    return [(by_dtype(o.dtype).name, list(o.shape), [int(c) for c in code_of(o).reshape(-1)])
+def _expected_of(outputs: list[np.ndarray]) -> list[Expected]:
+    return [(by_dtype(o.dtype).name, list(o.shape), [int(c) for c in code_of(o).reshape(-1)], None, None)
             for o in outputs]
 
 
