@@ -24,7 +24,7 @@ import numpy as np
 from onnx import TensorProto
 from onnx.reference import ReferenceEvaluator
 
-from qdq_conformance.backends.ort_io import session
+from qdq_conformance.backends.kits.ort import session
 from qdq_conformance.modelbuild import single_node_model
 from qdq_conformance.reference import run
 

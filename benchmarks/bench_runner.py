@@ -99,7 +99,8 @@ def prepare() -> list[tuple[Any, Any]]:
 
 
 def bare_loop(prepared: list[tuple[Any, Any]]) -> float:
-    from qdq_conformance.backends.ort_io import run_session, session
+    from qdq_conformance.backends.kits.ort import run as run_session
+    from qdq_conformance.backends.kits.ort import session
 
     t0 = time.perf_counter()
     for model, feeds in prepared:

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from . import __version__, compliancecmd, frommodelcmd, opspecs, showcmd
+from . import __version__, compliancecmd, frommodelcmd, opspecs, reprocmd, showcmd
 from .ambiguities import catalogue
 from .ambiguities import markdown as ambiguities_markdown
 from .backends.quark import DEFAULT_QUARK_VERSION, BuildError, build
 from .checker import cli as checker_cli
-from .domain import ALL_TIERS, BOTH, FORMS, Form, Tier, forms_of, tiers_of
+from .domain import ALL_TIERS, BOTH, FORMS, Tier, forms_of, tiers_of
 from .errors import SpecViolation
 from .fuzz import cli as fuzz_cli
 from .generators.cache import load_file_cached
@@ -236,9 +236,10 @@ def _add_generate_arguments(p: argparse.ArgumentParser) -> None:
                    "refused")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="worker processes (default: one per core)")
-    p.add_argument("--form", choices=(*FORMS, BOTH), default=Form.RUNTIME.value,
-                   help="graph form: inputs fed at run time, scale / zero point as initializers, or both "
-                        "(default: %(default)s)")
+    p.add_argument("--form", choices=(*FORMS, BOTH), default=BOTH,
+                   help="graph form: inputs fed at run time, scale / zero point as initializers, or both, as "
+                        "a run of the corpus has them (default: %(default)s: the suite holds every failure a "
+                        "run of the same cases finds)")
     _add_corpus_options(p)
 
 
@@ -306,6 +307,9 @@ COMMANDS: tuple[Command, ...] = (
             + " the interval oracle); from-model.json accounts for"
             + " every node. Run them with `qdq-conformance run --backend NAME --cases DIR`, or in one step"
             + " with `run --model MODEL`.", _exit_statuses(frommodelcmd.EXIT)),
+    Command("repro-check", "Run the repro script of a sample of each finding's cases and check it fails as "
+            "the case did in the run.", reprocmd.add_arguments, reprocmd.run, _doc(reprocmd),
+            _exit_statuses(reprocmd.EXIT)),
     Command("check", _doc(_cmd_check), checker_cli.add_arguments, _cmd_check, _doc(_cmd_check)
             + " Covers QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, com.microsoft QuantizeLinear "
               "/ "

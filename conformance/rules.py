@@ -2,10 +2,10 @@
 
 Each rule quotes the sentence of the operator documentation it comes from. QDQ001-QDQ013 are what the kernel
 refuses (and the corpus's invalid cases break); QDQ014 onwards need values or a whole model, so only the
-checker (``qdq-conformance check``) reports them; QDQ021-QDQ024 are about the model around the nodes (graph
-order, IR version, quantization operators the checker does not know). Severity: ``error`` (the model breaks
-the spec), ``warning`` (allowed, but almost certainly not what was meant), ``note`` (something the checker
-could not determine).
+checker (``qdq-conformance check``) reports them; QDQ021-QDQ025 are about the model around the nodes (graph
+order, IR version, quantization operators the checker does not know, negative dimensions). Severity:
+``error`` (the model breaks the spec), ``warning`` (allowed, but almost certainly not what was meant),
+``note`` (something the checker could not determine).
 """
 
 from __future__ import annotations
@@ -84,6 +84,11 @@ _RULES = [
          "The checker covers the operators and versions onnx.defs and its catalogue define (qdq-conformance "
          "specs); other com.amd.quark, com.vai.quantize and com.microsoft quantize / dequantize operators "
          "are named, not checked.", "note"),
+    Rule("QDQ025", "a declared shape has a negative dimension",
+         "IR.md, Static tensor shapes: \"A static tensor shape is a list of records that indicates whether "
+         "the tensor is a vector, a matrix, or a higher-dimensional value. For example, a 100x100 matrix has "
+         "the shape [100,100].\" A dimension is a size: no tensor has one below 0 (a dimension not known is "
+         "a dim_param, or no value at all)."),
 ]
 
 #: Every rule, by id.

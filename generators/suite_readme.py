@@ -33,6 +33,15 @@ def readme(manifest: Manifest) -> str:
     kinds = manifest.get("kinds") or {}
     counts = (f"{manifest.get('case_count', 0)}: "
               + ", ".join(f"{v.get('cases', 0)} {k}" for k, v in kinds.items()))
+    graphs = sum(1 for c in manifest.get("cases", []) if c.get("graph"))
+    nodes = len(manifest.get("cases", [])) - graphs
+    shapes = _count(nodes, "single-node model") + (
+        f" and {_count(graphs, 'graph')} of several nodes (Q / DQ around the operators runtimes fuse them "
+        "with: the manifest's `graph` lists each one's nodes)" if graphs else "")
+    forms = list(manifest.get("forms") or [])
+    both = set(forms) >= {"runtime", "initializer"}
+    forms_note = ("each case in both, as a run of the corpus has it" if both else
+                  "only: a run of the corpus also has the other form, whose failures this suite lacks")
     bounded = sum(1 for c in manifest.get("cases", []) if rule_ulp(c.get("comparison")) > 0)
     intervals = sum(1 for c in manifest.get("cases", []) if rule_interval(c.get("comparison")))
     ulp_note = (f"{bounded} case(s) have a ULP bound." if bounded else
@@ -44,5 +53,9 @@ def readme(manifest: Manifest) -> str:
     return text.safe_substitute(
         suite_version=manifest.get("suite_version", "?"), onnx_version=manifest.get("onnx_version", "?"),
         corpus_sha256=manifest.get("corpus_sha256") or "?", selection=selection,
-        forms=", ".join(manifest.get("forms") or []), counts=counts, ulp_note=ulp_note,
+        forms=", ".join(forms), forms_note=forms_note, shapes=shapes, counts=counts, ulp_note=ulp_note,
         python=made.get("python", "?"), numpy=made.get("numpy", "?"))
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"

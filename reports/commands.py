@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -114,7 +115,7 @@ def run_diff(args: argparse.Namespace) -> int:
     print(diff.render_text(d, limit=args.limit or 10**9, accepted=args.allow_incomplete))
     if args.output:
         try:
-            report = args.report or Path(new[-1]).with_suffix(".html").name
+            report = args.report or _report_next_to(Path(new[-1]), Path(args.output))
             print(f"wrote {diff.render_html(d, Path(args.output), report)}")
         except OSError as e:
             return _error(f"cannot write {args.output}: {e.strerror or e}")
@@ -190,9 +191,18 @@ def add_diff_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=_count, default=50, metavar="N",
                    help="cases listed per category in the text output (default: %(default)s; 0: all)")
     p.add_argument("--report", metavar="URL", help="the new run's HTML report, which -o's cases link to "
-                   "(REPORT#case=ID&form=F; default: the new results file's name with .html, as --report "
-                   "writes it)")
+                   "(REPORT#case=ID&form=F; default: the report next to the new results file, named as "
+                   "--report names it, when there is one; else the cases are not links)")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when cases regressed")
     p.add_argument("--allow-incomplete", action="store_true",
                    help="an incomplete run (either side) does not fail "
                    "the gate by itself; regressions among the cases it holds, and an empty new run, still do")
+
+
+def _report_next_to(results: Path, page: Path) -> str:
+    """The new run's report as ``run --report`` writes it next to its results file (``r.jsonl``: ``r.html``),
+    as a link from ``page``'s folder; "" when there is none (the page then links nowhere)."""
+    report = results.with_suffix(".html")
+    if not report.is_file():
+        return ""
+    return Path(os.path.relpath(report.resolve(), page.resolve().parent)).as_posix()

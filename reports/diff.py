@@ -13,8 +13,9 @@ Cases are matched by (case id, graph form). Every case lands in one category:
 - ``appeared`` / ``disappeared``: present in only one of the two files;
 - unchanged cases are counted, not listed.
 
-Two runs of different backends, backend versions or selections (``-k``, ``-m``, ``--shard``, ``--form``) are
-still compared, and the diff says so first (:meth:`Diff.warnings`).
+Two runs of different backends, backend versions, optimization levels, backend options (``--backend-option``)
+or selections (``-k``, ``-m``, ``--shard``, ``--form``) are still compared, and the diff says so first
+(:meth:`Diff.warnings`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from qdq_conformance.domain import FAILING, RunStatus
 from qdq_conformance.results import CaseRecord, Header, Results, Standing, Summary, standing_of
 from qdq_conformance.results.merge import gap, incomplete, load_run
 
-from .page import environment, pack
+from .page import environment, pack, write_page
 
 #: (bound once: reading an enum member off its class costs 0.3 us on Python 3.11, and a diff tests every
 #: record)
@@ -87,7 +88,8 @@ class Diff:
         return None
 
     def warnings(self) -> list[str]:
-        """What makes the two runs not like for like: another backend, backend version or selection."""
+        """What makes the two runs not like for like: another backend, backend version, optimization, backend
+        options or selection."""
         out = []
         a, b = self.old_head, self.new_head
         if a.get("backend") != b.get("backend"):
@@ -96,6 +98,14 @@ class Diff:
         elif a.get("backend_version") != b.get("backend_version"):
             out.append(f"the backend versions differ ({a.get('backend_version')} and "
                        f"{b.get('backend_version')})")
+        if (a.get("optimization") or "") != (b.get("optimization") or ""):
+            out.append(f"the runs used different optimization ({a.get('optimization') or 'not recorded'} and "
+                       f"{b.get('optimization') or 'not recorded'}): graph cases are judged as the backend "
+                       "optimized them, so a change there may be the setting's")
+        oa, ob = options_text(a), options_text(b)
+        if oa != ob:
+            out.append(f"the runs used different backend options ({oa or 'none'} and {ob or 'none'}): a "
+                       "change may be the options'")
         sa, sb = selection_text(a), selection_text(b)
         if sa != sb:
             out.append(f"the runs selected different cases ({sa or 'the whole corpus'} and "
@@ -125,6 +135,11 @@ def selection_text(head: Header) -> str:
         sel["--shard"] = shard
     return ", ".join(k if v is True else f"{k} {' '.join(v) if isinstance(v, list) else v}"
                      for k, v in sel.items() if v)
+
+
+def options_text(head: Header) -> str:
+    """A run's --backend-option settings (``k=v, k=v``), "" for none."""
+    return ", ".join(f"{k}={v}" for k, v in sorted((head.get("backend_options") or {}).items()))
 
 
 def _key(rec: CaseRecord) -> tuple[str, str]:
@@ -238,6 +253,4 @@ def render_html(d: Diff, out: Path, report: str = "") -> Path:
         old=_run_name(d.old_head), new=_run_name(d.new_head), counts=d.counts(), unchanged=d.unchanged,
         transitions=d.transitions(), data=pack(rows), categories=CATEGORIES, warnings=d.warnings(),
         report=report)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(html, encoding="utf-8")
-    return out
+    return write_page(out, html)

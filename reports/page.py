@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
@@ -35,3 +36,11 @@ def pack(obj: object) -> str:
 def unpack(data: str) -> JSONValue:
     """The inverse of :func:`pack` (for tests and tools reading a rendered report)."""
     return json.loads(gzip.decompress(base64.b64decode(data)))
+
+
+def write_page(out: Path, html: str) -> Path:
+    """Write a page as UTF-8, a lone surrogate (a case id a results file spells ``\\ud800``, say) as U+FFFD,
+    as a browser shows it, rather than failing to encode it."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html.encode("utf-16", "surrogatepass").decode("utf-16", "replace"), encoding="utf-8")
+    return out

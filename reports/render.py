@@ -24,7 +24,7 @@ from .casepage import page_data
 from .compliance import KEPT, run_date
 from .findings import Finding, index
 from .overview import Overview, overview
-from .page import environment, pack
+from .page import environment, pack, write_page
 from .page import unpack as unpack  # (re-exported: tests and tools read a rendered report with it)
 from .wording import shorten
 
@@ -243,9 +243,7 @@ def render(results: list[Results], out: Path, baseline: Results | None = None,
     """One report (one results file, optionally against a baseline run) or a scoreboard (several)."""
     with gc_paused():  # (the page's data is tens of thousands of objects that live until it is written)
         html = _page(results, baseline, baseline_name)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(html, encoding="utf-8")
-    return out
+    return write_page(out, html)
 
 
 def _page(results: list[Results], baseline: Results | None, baseline_name: str) -> str:
@@ -256,7 +254,8 @@ def _page(results: list[Results], baseline: Results | None, baseline_name: str) 
         return env.get_template("report.html.j2").render(
             head=head, summary=summarize(head, cases), run_summary=summary or {},
             expectation_lines=summary_lines(head.get("expectations_status"),
-                                            summary.get("expectations") if summary else None),
+                                            summary.get("expectations") if summary else None,
+                                            summary.get("stale_unchecked") if summary else None),
             expectations_attention=needs_attention(head.get("expectations_status")),
             ov=ov, verdict=ov.verdict(), findings=pack(finding_rows(ov)), failing=FAILING,
             gone=pack(finding_rows(ov, ov.since.gone)) if ov.since else "",

@@ -395,19 +395,19 @@ def declines_everything(**options):
 
 def ort_with_a_faulty_adapter(**options):
     """ONNX Runtime through this tool's own adapter, with a fault injected into the adapter's code (the
-    worker's copy of ``ort_io``), as an API an old release lacks makes one: every uint8 tensor goes through
-    the OrtValue path, whose size computation then raises AttributeError in ``ort_io`` itself. int8 cases run
-    as ever."""
+    worker's copy of its kit, ``backends/kits/ort.py``), as an API an old release lacks makes one: every uint8
+    tensor goes through the OrtValue path, whose size computation then raises AttributeError in the kit
+    itself. int8 cases run as ever."""
     import math
     import types
 
-    from qdq_conformance.backends import ort_io
     from qdq_conformance.backends.builtin import OrtBackend
+    from qdq_conformance.backends.kits import ort as ort_kit
 
     uint8 = np.dtype(np.uint8)
-    ort_io._NATIVE = frozenset(t for t in ort_io._NATIVE if t != uint8)
-    ort_io._NATIVE_TYPE_STRS = frozenset(t for t in ort_io._NATIVE_TYPE_STRS if t != "tensor(uint8)")
-    ort_io.math = types.SimpleNamespace(ceil=math.ceil)  # (no prod: packed_size raises there)
+    ort_kit.NATIVE = frozenset(t for t in ort_kit.NATIVE if t != uint8)
+    ort_kit.NATIVE_NAMES = frozenset(t for t in ort_kit.NATIVE_NAMES if t != "tensor(uint8)")
+    ort_kit.math = types.SimpleNamespace(ceil=math.ceil)  # type: ignore[assignment]  # (no prod: packed_size raises)
     return OrtBackend()
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from qdq_conformance.install import install_hint
 from qdq_conformance.results import read
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,15 +45,16 @@ def _hidden(tmp_path: Path, *modules: str) -> dict[str, str]:
 
 #: backend, how to make it unavailable (None: as it is), the one line (after "--backend=NAME: backend 'NAME'")
 UNAVAILABLE: list[tuple[str, str | None, str]] = [
+    # (the line that installs the extra where this install came from: tests/test_install_lines.py)
     ("openvino", "openvino",
      " could not be created: openvino cannot be imported (No module named 'openvino'); "
-                             "pip install 'onnx-qdq-conformance[openvino]'"),
+     + install_hint("openvino")),
     ("tvm", "tvm",
-     " could not be created: tvm cannot be imported (No module named 'tvm'); Apache TVM: pip install "
-                   "'onnx-qdq-conformance[tvm]'"),
+     " could not be created: tvm cannot be imported (No module named 'tvm'); Apache TVM: "
+     + install_hint("tvm")),
     ("iree", "iree",
-     " could not be created: iree.compiler cannot be imported (No module named 'iree'); pip install "
-                     "'onnx-qdq-conformance[iree]'"),
+     " could not be created: iree.compiler cannot be imported (No module named 'iree'); "
+     + install_hint("iree")),
     ("quark", None, " could not be created: AMD Quark's custom-op library is not built: run `qdq-conformance "
                     "build-quark` once"),
     (FAKE + "unavailable", None, " could not be created: fakevendor-runtime is not installed; pip install "

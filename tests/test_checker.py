@@ -169,7 +169,7 @@ def _fixtures():
 
 
 def _model_rule_fixtures():
-    """QDQ021-QDQ024, the rules on the model around the nodes."""
+    """QDQ021-QDQ025, the rules on the model around the nodes."""
     relu = helper.make_node("Relu", ["a"], ["x"], name="relu")
     sorted_, unsorted = _behind(relu, None, []), _behind(relu, None, [])
     relu_node, q_node = list(unsorted.graph.node)
@@ -191,6 +191,8 @@ def _model_rule_fixtures():
         "QDQ023": (int4_ok, int4_old),
         "QDQ024": (_behind(known, quark, []),
                    _behind(bfp, quark, [helper.make_tensor_value_info("x", F, [2, 4])])),
+        "QDQ025": (_model(inputs=[("x", F, [2, "n"], None), S, Z8]),
+                   _model(inputs=[("x", F, [2, -4], None), S, Z8])),
     }
 
 

@@ -312,7 +312,7 @@ def test_no_quantization_node_at_all_exits_3_and_json_says_why(tmp_path, capsys)
 def test_rules_lists_the_model_rules(capsys):
     assert main(["check", "--rules"]) == 0
     out = capsys.readouterr().out
-    for rule in ("QDQ021", "QDQ022", "QDQ023", "QDQ024"):
+    for rule in ("QDQ021", "QDQ022", "QDQ023", "QDQ024", "QDQ025"):
         assert f"{rule}  {RULES[rule].severity:7}  {RULES[rule].summary}" in out
 
 

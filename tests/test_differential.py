@@ -14,7 +14,8 @@ import pytest
 from onnx import TensorProto
 from onnx.reference import ReferenceEvaluator
 
-from qdq_conformance.backends.ort_io import run_session, session
+from qdq_conformance.backends.kits.ort import run as run_session
+from qdq_conformance.backends.kits.ort import session
 from qdq_conformance.compare import compare
 from qdq_conformance.modelbuild import single_node_model
 from qdq_conformance.reference import run

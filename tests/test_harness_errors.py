@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from qdq_conformance import blame
-from qdq_conformance.backends import ort_io
+from qdq_conformance.backends.kits import ort as ort_kit
 from qdq_conformance.domain import RunStatus
 from qdq_conformance.results import read
 from qdq_conformance.results.tally import tally
@@ -35,10 +35,10 @@ def _raised(fn):
 
 
 def test_blame_follows_the_frames_not_the_words():
-    # this tool's own code (ort_io) raising AttributeError, as an API an old release lacks would make it
-    own = _raised(lambda: ort_io.packed_size(None, [2]))  # type: ignore[arg-type]
+    # this tool's own code (the ort kit) raising AttributeError, as an API an old release lacks would make it
+    own = _raised(lambda: ort_kit.from_ortvalue(None))  # type: ignore[arg-type]
     assert isinstance(own, AttributeError)
-    assert blame.harness_fault(own) and "ort_io.py" in blame.harness_fault(own)
+    assert blame.harness_fault(own) and "kits/ort.py" in blame.harness_fault(own)
     # the same class and words raised by someone else's code (a backend, a third-party adapter) is theirs
     def backend_code():
         raise AttributeError(str(own))
@@ -47,10 +47,10 @@ def test_blame_follows_the_frames_not_the_words():
     bad = helper.make_model(helper.make_graph([helper.make_node("NoSuchOp", ["x"], ["y"])], "g",
                                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
                                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])]))
-    refused = _raised(lambda: ort_io.session(bad))
+    refused = _raised(lambda: ort_kit.session(bad))
     assert blame.harness_fault(refused) is None
     # numpy, onnx and the standard library are passed over: a bad call of them from our code is ours
-    bad_call = _raised(lambda: ort_io.to_ortvalue(object()))  # type: ignore[arg-type]
+    bad_call = _raised(lambda: ort_kit.packed_size(None, [2]))  # type: ignore[arg-type]  # (protobuf: neutral)
     assert blame.harness_fault(bad_call)
     # an adapter's RuntimeError is how it says "the backend failed": the backend's
     assert blame.harness_fault(RuntimeError("tract failed at run time")) is None
@@ -61,7 +61,7 @@ def test_call_backend_makes_a_harness_error_of_the_adapters_own_fault(monkeypatc
         name, version = "ort", "x"
 
         def run(self, model, feeds):
-            return ort_io.from_ortvalue(None)  # type: ignore[arg-type]  # (a bug: this tool's own code raises)
+            return ort_kit.from_ortvalue(None)  # type: ignore[arg-type]  # (a bug: this tool's own code raises)
 
     raw = execute.call_backend(Adapter(), onnx.ModelProto(), {})
     assert raw.kind == RunStatus.HARNESS_ERROR and "the fault is the tool's" in raw.message
@@ -115,7 +115,7 @@ def test_a_fault_injected_into_the_tools_code_is_a_harness_error_and_exits_3(fau
     assert summary["counts"]["harness-error"] == len(uint8) and summary["exitstatus"] == 3
     assert summary["expectations"]["harness_errors"] == len(uint8)
     harness = next(c for c in cases if c["status"] == "harness-error")
-    assert "ort_io.py" in harness["message"] and "the fault is the tool's" in harness["message"]
+    assert "kits/ort.py" in harness["message"] and "the fault is the tool's" in harness["message"]
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("HARNESS ERROR")]
     assert len(lines) == 1 and "the fault is the tool's, not ort" in lines[0], p.stdout[-3000:]
     assert "exit status 3: the fault is qdq-conformance's" in p.stdout

@@ -372,12 +372,16 @@ def test_a_checker_bug_is_one_line_and_the_other_models_are_still_checked(tmp_pa
     assert json.loads(capsys.readouterr().out)["summary"]["exit_status"] == 2
 
 
-def test_a_negative_declared_dimension_is_unknown(tmp_path, capsys):
-    """Some exporters write -1 for an unknown dimension: read as unknown, as a symbolic one."""
+def test_a_negative_declared_dimension_is_one_error_and_unknown_to_the_nodes(tmp_path, capsys):
+    """Some exporters write -1 for an unknown dimension: the model breaks IR.md (a dimension is a size), said
+    once (QDQ025, issue 38), and the nodes are checked with it read as unknown, as a symbolic one (no other
+    finding)."""
     path = _edit(lambda m: m.graph.input[0].type.tensor_type.shape.dim[0].__setattr__("dim_value",
                                                                                       -1))(tmp_path)
-    assert main(["check", str(path)]) == 0
-    assert capsys.readouterr().out.endswith("2 quantization nodes: 0 errors, 0 warnings, 0 notes\n")
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.endswith("2 quantization nodes: 1 error, 0 warnings, 0 notes\n"), out
+    assert "model: error QDQ025: a shape has a negative dimension: graph input" in out
 
 
 def test_output_names_with_control_characters_stay_on_one_line(tmp_path, capsys):

@@ -14,7 +14,8 @@ import pytest
 
 from qdq_conformance.backends import iree_build
 from qdq_conformance.backends.base import Rejected, Unsupported
-from qdq_conformance.backends.iree_runtime import _pack4, _unpack4
+from qdq_conformance.backends.kits.iree import pack4 as _pack4
+from qdq_conformance.backends.kits.iree import unpack4 as _unpack4
 from qdq_conformance.modelbuild import single_node_model
 from qdq_conformance.types import by_dtype
 
@@ -256,4 +257,4 @@ def test_the_repro_runs_the_case_on_iree_alone(backend, tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert (out.stdout.replace("[", " ").replace("]", " ").split()
-            == ["y", "0", "1", "3", "5", "5", "255", "255", "0"])
+            == ["y", "uint8", "0", "1", "3", "5", "5", "255", "255", "0"])

@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                          "qdq_conformance.resources", "qdq_conformance.ambiguities",
                          "qdq_conformance.compare", "qdq_conformance.modelbuild", "qdq_conformance.cachedir",
                          "qdq_conformance.progress", "qdq_conformance.gcpause", "qdq_conformance.cpu",
-                         "qdq_conformance.blame")),
+                         "qdq_conformance.blame", "qdq_conformance.install")),
     ("kernel", ("qdq_conformance.reference",)),
     ("results", ("qdq_conformance.results",)),
     ("checker", ("qdq_conformance.checker",)),
@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reports", ("qdq_conformance.reports",)),
     ("front ends", ("qdq_conformance.plugin", "qdq_conformance.fuzz", "qdq_conformance.mutants.cli",
                     "qdq_conformance.checker.cli", "qdq_conformance.cli",
-                    "qdq_conformance.showcmd", "qdq_conformance.compliancecmd",
+                    "qdq_conformance.showcmd", "qdq_conformance.reprocmd", "qdq_conformance.compliancecmd",
                     "qdq_conformance.frommodelcmd", "qdq_conformance.matrix")),
 )
 
@@ -207,6 +207,10 @@ CODECS_OUTSIDE_RESULTS = {
     ("qdq_conformance.generators.frommodel.output", "_earlier"): "cases --from-model's from-model.json",
     ("qdq_conformance.matrix.environments", "UvEnvironments.make"): "what a release's environment holds",
     ("qdq_conformance.matrix.environments", "_read_json"): "what a release's environment holds",
+    ("qdq_conformance.plugin.rerun", "state_path"): "--lf / --sw state: the key of its file (a digest)",
+    ("qdq_conformance.plugin.rerun", "_read"): "--lf / --ff / --sw state (failed ids, the next case)",
+    ("qdq_conformance.plugin.rerun", "_write"): "--lf / --ff / --sw state (failed ids, the next case)",
+    ("qdq_conformance.install", "origin"): "pip's direct_url.json (PEP 610): where the package came from",
 }
 
 

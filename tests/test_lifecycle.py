@@ -176,6 +176,26 @@ def test_a_report_is_written_for_an_interrupted_run(run, tmp_path):
     r.assert_nothing_left()
 
 
+def test_an_interrupted_run_does_not_call_an_expectation_entry_stale(run, tmp_path):
+    """Issue 38: a run stopped by a signal did not reach every case, so an entry matching none of the cases it
+    reached is not stale for that: the run says it did not check, in the terminal, the results and the
+    report."""
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("backend: slow\nentries:\n  - cases: 'quantizelinear-13-basic-*'\n    status: failed\n"
+                   "    reason: a case the run reaches late, or never\n")
+    report = tmp_path / "report.html"
+    r = run(SLOW, "--workers", "1", "--expectations", str(exp), "--report", str(report))
+    _started(r, cases=1, processes=3)
+    r.proc.send_signal(signal.SIGINT)
+    assert r.wait() == 2
+    assert "stale expectation" not in r.output and "matches no collected case" not in r.output
+    assert "stale entries not checked (the run was interrupted;" in r.output, r.output[-2000:]
+    summary = read(r.results)[2]
+    assert summary["stale_expectations"] == [] and summary["stale_unchecked"] == "was interrupted"
+    assert "Stale entries were not checked: the run was interrupted" in report.read_text()
+    r.assert_nothing_left()
+
+
 def test_a_backend_that_crashes_while_being_created_is_one_line_and_a_results_file(run):
     r = run("python:tests.fake_backends:crash_on_build")
     assert r.wait() == 4
@@ -239,8 +259,8 @@ def test_a_lost_case_is_recorded_without_a_backend_in_this_process(monkeypatch):
     rec = json.loads(got.record)
     assert got.status == "crashed" and rec["status"] == "crashed" and "SIGSEGV" in rec["message"]
     repro = rec["repro"]  # the oracle's own repro, for this model
-    assert ("helper.make_node('QuantizeLinear'" in repro
-            and "import run_any\nfor name, value in zip(['" in repro)
+    assert ("= QuantizeLinear (" in repro  # (its model's text)
+            and "import run_any\nfor name, value in zip(['" in repro and "run_any(model, feeds)" in repro)
     assert "__qdq_conformance" not in repro
 
 

@@ -13,9 +13,10 @@ import onnxruntime as ort
 import tomllib
 from onnx import TensorProto, helper
 
-from qdq_conformance.backends import ort_io, ort_probe
+from qdq_conformance.backends import ort_probe
 from qdq_conformance.backends.base import Unsupported
 from qdq_conformance.backends.builtin import ORT_FLOOR, below_floor, version_tuple
+from qdq_conformance.backends.kits import ort as ort_kit
 from qdq_conformance.types import TYPES, bit_patterns, code_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,16 +36,16 @@ def test_tensor_sizes_are_computed_as_ort_lays_tensors_out():
     """``OrtValue.tensor_size_in_bytes`` arrived in 1.23: the size comes from shape and type, and agrees with
     ONNX's packing and with ORT's own count where it has one."""
     for t in TYPES.values():
-        if t.name in ("float6e2m3", "float6e3m2") or t.dtype in ort_io.NUMPY_NATIVE:
+        if t.name in ("float6e2m3", "float6e3m2") or t.dtype in ort_kit.NATIVE:
             continue
         for shape in ([], [1], [3], [2, 3], [5, 1]):
             value = ort.OrtValue.ortvalue_from_shape_and_type(shape, t.proto)
-            size = ort_io.packed_size(t, shape)
+            size = ort_kit.packed_size(t.proto, shape)
             if hasattr(value, "tensor_size_in_bytes"):
                 assert size == value.tensor_size_in_bytes(), (t.name, shape)
             codes = bit_patterns(t)
             array = np.resize(codes, shape) if shape else codes[min(1, len(codes) - 1)].reshape(())
-            back = ort_io.from_ortvalue(ort_io.to_ortvalue(array))
+            back = ort_kit.from_ortvalue(ort_kit.to_ortvalue(array))
             assert back.shape == array.shape, (t.name, shape)
             assert np.array_equal(code_of(back), code_of(array)), (t.name, shape)
 

@@ -277,3 +277,44 @@ def test_merged_shards_with_one_missing_say_so_on_the_first_screen(tmp_path, chr
         assert line.startswith("2 of 3 shards merged: 1/3 ") and "Shard 2 of 3 is missing" in line
         assert 0 < b.eval("document.getElementById('shards-attention').getBoundingClientRect().bottom") < 1000
         _no_sideways_scrolling(b)
+
+
+def _odd_ids_results(path: Path) -> None:
+    """Four cases, one whose id holds a lone surrogate (a results file may carry one: JSON's \\ud800)."""
+    ids = ["quantizelinear-21-plain", "quantizelinear-21-lone-\ud800-surrogate", "dequantizelinear-21-x",
+           "dequantizelinear-21-y"]
+    write(path, [record(cid, "failed" if k < 2 else "passed", message=f"message {k}",
+                        backend=("demo-backend", "9.9"), operator="QuantizeLinear", domain="ai.onnx",
+                        version=21, types={"x": "float", "y": "int8"}, family="ties",
+                        granularity="per-tensor", case_status="normative", duration=0.001,
+                        **(_failed_details(k) if k < 2 else {}))
+                 for k, cid in enumerate(ids)], head=header("demo-backend", "9.9"))
+
+
+@pytest.mark.parametrize("fragment", ["", "case=%E0%A4%A", "case=no-such-case&form=runtime",
+                                      "finding=Fdeadbeef"])
+def test_odd_ids_and_fragments_leave_the_page_working(tmp_path, chromium, fragment):
+    """Issue 38: a lone surrogate in a case id does not empty the case table (encodeURIComponent throws on
+    it), a malformed fragment does not stop the page, and a deep link to a case or finding the report does not
+    hold says so (not "0 of 0")."""
+    _odd_ids_results(tmp_path / "r.jsonl")
+    page = render_files([tmp_path / "r.jsonl"], tmp_path / "report.html")
+    with Browser(chromium) as b:
+        b.open(page, fragment)
+        b.wait_for("document.body.dataset.ready === '1'")
+        shown = b.eval("document.getElementById('shown').textContent")
+        rows = b.eval("document.querySelectorAll('#cases > tbody > tr:not(.detail)').length")
+        if fragment.startswith("case="):  # (a malformed one is taken as it is: no case has that id)
+            name = "no-such-case" if "no-such" in fragment else "%E0%A4%A"
+            want = f'no case "{name}" in this report (the link names none of its 4 case-forms)'
+            assert rows == 0 and shown == want, shown
+        elif fragment.startswith("finding="):
+            assert shown == 'no finding "Fdeadbeef" in this report', shown
+        else:  # every case listed, the one with the surrogate too, and its link is a working deep link
+            assert rows == 4, shown
+            link = b.eval("[...document.querySelectorAll('#cases tbody tr')].map(tr => tr.id)"
+                          ".find(id => id.includes('lone'))")
+            assert link.startswith("case=quantizelinear-21-lone-%EF%BF%BD-surrogate"), link
+            b.eval(f"location.hash = {link!r}")
+            b.wait_for("document.querySelector('#cases tr.target') !== null")
+            assert b.eval("document.querySelectorAll('#cases > tbody > tr:not(.detail)').length") == 1

@@ -68,7 +68,7 @@ class BackendUnavailable(Exception):
 
 def require(module: str, fix: str = "") -> ModuleType:
     """``import module`` for a backend's factory, or :class:`BackendUnavailable` saying it cannot be imported
-    and ``fix`` (``pip install 'onnx-qdq-conformance[openvino]'``, say). An installed module whose import
+    and ``fix`` (``install.install_hint('openvino')``'s line, say). An installed module whose import
     fails (a native library that does not load: OSError) is unavailable too."""
     try:
         return importlib.import_module(module)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 import itertools
 import unittest
-import warnings
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import onnx
@@ -15,6 +15,7 @@ from .. import __version__
 from ..blame import harness_fault
 from ..errors import SpecViolation
 from ..types import by_dtype
+from . import kits
 from .base import BackendUnavailable, NotApplicable, Rejected, Unsupported, require
 
 #: The oldest ONNX Runtime release this tool runs on (pyproject.toml's ``onnxruntime>=`` says the same, and
@@ -47,38 +48,40 @@ def below_floor(version: str) -> str | None:
 
 
 class OrtBackend:
-    """ONNX Runtime (CPU by default). Every exotic element type goes through OrtValue, never by editing the
-    model."""
+    """ONNX Runtime (CPU by default), run through its kit (``kits/ort.py``: the session, and every exotic
+    element type through an OrtValue, never by editing the model); ``options``: --backend-option's session
+    options and config entries (``options.ort_options`` checks them)."""
 
     name = "ort"
 
     def __init__(self, provider: str = "CPUExecutionProvider", optimization: str = "all", threads: int = 1,
-                 custom_ops_libraries: tuple[str, ...] | list[str] = ()) -> None:
+                 custom_ops_libraries: tuple[str, ...] | list[str] = (),
+                 options: dict[str, str] | None = None) -> None:
         # here, not at the top: only this backend's worker pays its import
         ort = require("onnxruntime", "pip install onnxruntime (one before 1.19 needs numpy<2 beside it)")
         if (why := below_floor(ort.__version__)) is not None:
             raise BackendUnavailable(why)
+        from .kits import ort as kit  # (imports onnxruntime: this backend's worker only, see above)
+
         ort.set_default_logger_severity(4)  # errors come back as exceptions; keep the C++ log quiet
+        self.kit = kit
         self.version = ort.__version__
-        self.provider = provider
-        self.optimization = optimization
-        self.threads = threads
-        self.custom_ops_libraries = list(custom_ops_libraries)
+        self.settings: dict[str, Any] = {
+            "provider": provider, "optimization": optimization, "threads": threads,
+            "custom_ops_libraries": list(custom_ops_libraries), "options": dict(options or {})}
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        from .ort_io import run_session, session  # (both import onnxruntime: see __init__)
-        from .ort_probe import decide, decide_run, feed_refusal
+        from .ort_probe import decide, decide_run, feed_refusal  # (imports onnxruntime: see __init__)
 
         try:
-            sess = session(model, threads=self.threads, optimization=self.optimization,
-                           providers=[self.provider], custom_ops_libraries=self.custom_ops_libraries)
+            sess = self.kit.session(model, **self.settings)
         except Exception as e:  # onnxruntime raises its own exception types, each a subclass of Exception
             if harness_fault(e):  # (this adapter's own mistake: the tool's fault, never ORT's refusal)
                 raise
             # Unsupported or Rejected, decided by asking ONNX Runtime (cached probes), not by its wording.
-            raise decide(model, e, custom_ops=bool(self.custom_ops_libraries)) from None
+            raise decide(model, e, custom_ops=bool(self.settings["custom_ops_libraries"])) from None
         try:
-            return run_session(sess, feeds)
+            return self.kit.run(sess, dict(feeds))
         except Exception as e:
             if harness_fault(e):
                 raise
@@ -87,50 +90,43 @@ class OrtBackend:
             if why is not None:
                 raise Unsupported(why) from None
             # ... or it implements less than it lists (a granularity of an operator version, say): asked too
-            unsupported = decide_run(model, custom_ops=bool(self.custom_ops_libraries))
+            unsupported = decide_run(model, custom_ops=bool(self.settings["custom_ops_libraries"]))
             if unsupported is not None:
                 raise unsupported from None
             raise
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
-        return (
-            f"{model_code}\n"
-            "import onnxruntime as ort\n"
-            f"sess = ort.InferenceSession(model.SerializeToString(), providers=[{self.provider!r}])\n"
-            f"for name, value in zip({output_names!r}, sess.run_with_ort_values({output_names!r}, {{}})):\n"
-            "    print(name, value.data_type(), value.numpy())  # float8 / 4-bit types come back as raw "
-            "codes\n"
-        )
+        return kits.script(self.kit, model_code, [
+            "ort.set_default_logger_severity(4)",
+            f"outputs = run({kits.call('session', 'model', **self.settings)}, feeds)"], output_names)
 
 
 class OnnxReferenceBackend:
-    """onnx.reference.ReferenceEvaluator (a backend under test like any other)."""
+    """onnx.reference.ReferenceEvaluator (a backend under test like any other), run through its kit
+    (``kits/onnx_reference.py``)."""
 
     name = "onnx-reference"
 
     def __init__(self) -> None:
+        from .kits import onnx_reference as kit  # (onnx.reference's import, for this backend only)
+
+        self.kit = kit
         self.version = onnx.__version__
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        from onnx.reference import ReferenceEvaluator  # onnx.reference's import, for this backend only
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                evaluator = ReferenceEvaluator(model)
-            except NotImplementedError as e:  # its own "no implementation" class (an unknown domain, say)
-                raise Unsupported(_first_line(str(e))) from None
-            except RuntimeError as e:  # unsupported only if its operator registry says so (asked, not read)
-                why = _reference_refusal(model)
-                raise (Unsupported(why) if why else Rejected(_first_line(str(e)))) from None
-            except (ValueError, TypeError, KeyError) as e:
-                raise Rejected(_first_line(str(e))) from None
-            return [np.asarray(o) for o in evaluator.run(None, dict(feeds))]
+        try:
+            evaluator = self.kit.evaluator(model)
+        except NotImplementedError as e:  # its own "no implementation" class (an unknown domain, say)
+            raise Unsupported(_first_line(str(e))) from None
+        except RuntimeError as e:  # unsupported only if its operator registry says so (asked, not read)
+            why = _reference_refusal(model)
+            raise (Unsupported(why) if why else Rejected(_first_line(str(e)))) from None
+        except (ValueError, TypeError, KeyError) as e:
+            raise Rejected(_first_line(str(e))) from None
+        return self.kit.run(evaluator, dict(feeds))
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
-        return (f"{model_code}\nfrom onnx.reference import ReferenceEvaluator\n"
-                f"for name, value in zip({output_names!r}, ReferenceEvaluator(model).run(None, {{}})):\n"
-                "    print(name, value.dtype, value)\n")
+        return kits.script(self.kit, model_code, ["outputs = run(evaluator(model), feeds)"], output_names)
 
 
 def _reference_refusal(model: onnx.ModelProto) -> str | None:
@@ -166,7 +162,7 @@ class OracleBackend:
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
         return (f"{model_code}\nfrom qdq_conformance.reference import run_any\n"
-                f"for name, value in zip({output_names!r}, run_any(model, {{}})):\n    print(name, "
+                f"for name, value in zip({output_names!r}, run_any(model, feeds)):\n    print(name, "
                 "value.dtype, value)\n")
 
 
@@ -210,7 +206,9 @@ class OnnxBackendModule:
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
         return (f"{model_code}\nimport {self.module.__name__} as backend\n"
-                f"rep = backend.prepare(model, {self.device!r})\nprint(rep.run([]))\n")
+                f"rep = backend.prepare(model, {self.device!r})\n"
+                f"outputs = rep.run([feeds[i.name] for i in model.graph.input])\n"
+                f"for name, value in zip({output_names!r}, outputs):\n    print(name, value.dtype, value)\n")
 
 
 def _first_line(text: str) -> str:

@@ -78,11 +78,18 @@ class CommandBackend:
             return outputs
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
+        # (what run() does: the case in the exported layout, the command, its outputs read back)
         return (f"{model_code}\nimport os, subprocess, tempfile\n"
                 "d = tempfile.mkdtemp(); os.makedirs(f'{d}/case/test_data_set_0'); os.makedirs(f'{d}/out')\n"
-                "open(f'{d}/case/model.onnx', 'wb').write(model.SerializeToString())\n"
-                f"subprocess.run({self.argv!r} + [f'{{d}}/case', f'{{d}}/out'], check=False)\n"
-                "print(sorted(os.listdir(f'{d}/out')))\n")
+                "onnx.save(model, f'{d}/case/model.onnx')\n"
+                "for k, i in enumerate(model.graph.input):\n"
+                "    onnx.save_tensor(numpy_helper.from_array(feeds[i.name], i.name),\n"
+                "                     f'{d}/case/test_data_set_0/input_{k}.pb')\n"
+                f"done = subprocess.run({self.argv!r} + [f'{{d}}/case', f'{{d}}/out'], check=False)\n"
+                "print('exit status', done.returncode)\n"
+                "outputs = [numpy_helper.to_array(onnx.load_tensor(f'{d}/out/output_{k}.pb'))\n"
+                "           for k in range(len(model.graph.output))]\n"
+                f"for name, value in zip({output_names!r}, outputs):\n    print(name, value.dtype, value)\n")
 
 
 def _last_line(text: str) -> str:

@@ -32,7 +32,7 @@ import numpy as np
 import onnx
 
 from ..cachedir import cache_root
-from . import iree_build
+from . import iree_build, kits
 from .base import Rejected, Unsupported
 from .iree_runtime import Runtime, Signature, signature
 from .markers import Marker, MarkerSet
@@ -59,13 +59,16 @@ def versions() -> tuple[str, str]:
 
 
 def model_key(model: onnx.ModelProto, version: str) -> str:
-    """A hash of the model without its names and documentation (the same node in every case that has it)."""
+    """A hash of the model without its names and documentation (the same node in every case that has it), and
+    of the compiler's flags."""
+    from .kits import iree as kit  # (the iree extra: the kit imports IREE)
+
     m = onnx.ModelProto()
     m.CopyFrom(model)
     m.doc_string = m.graph.name = m.graph.doc_string = ""
     for node in m.graph.node:
         node.name = node.doc_string = ""
-    h = hashlib.sha256(version.encode() + b"\0" + " ".join(iree_build.COMPILE_FLAGS).encode() + b"\0")
+    h = hashlib.sha256(version.encode() + b"\0" + " ".join(kit.COMPILE_FLAGS).encode() + b"\0")
     h.update(m.SerializeToString(deterministic=True))
     return h.hexdigest()
 
@@ -145,8 +148,9 @@ class IreeBackend:
     batch = BATCH
 
     def __init__(self) -> None:
-        import iree.compiler  # noqa: F401  (the iree extra: both halves must be installed)
-        import iree.runtime  # noqa: F401
+        from .kits import iree as kit  # (the iree extra: both halves must be installed; the kit imports them)
+
+        self.kit = kit
 
         compiler, runtime = versions()
         self.version = compiler if compiler == runtime else f"{compiler}+runtime{runtime}"
@@ -189,7 +193,8 @@ class IreeBackend:
         for k, (m, feeds) in zip(keys, items, strict=True):
             entry = entries.get(k)
             if entry is not None and "module" in entry:
-                calls.setdefault(entry["module"], []).append((entry["slot"], k, _arguments(m, feeds)))
+                args = self.kit.arguments(m, dict(feeds))
+                calls.setdefault(entry["module"], []).append((entry["slot"], k, args))
         for module_key, wanted in calls.items():
             self._call_batch(module_key, wanted)
 
@@ -241,7 +246,7 @@ class IreeBackend:
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         key = model_key(model, self.version)
-        args = _arguments(model, feeds)
+        args = self.kit.arguments(model, dict(feeds))
         done = self._done.pop((key, args_key(args)), None)
         if done is not None:
             return done
@@ -264,30 +269,7 @@ class IreeBackend:
         return self.runtime.call(entry["module"], data, sigs, {slot: args})[slot]
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
-        flags = [f for f in iree_build.COMPILE_FLAGS if not f.startswith(("--iree-input-type",
-                                                                           "--iree-hal-target-backends"))]
-        return (
-            f"{model_code}\n"
-            "import iree.compiler as ic\n"
-            "import iree.runtime as rt\n"
-            "from iree.compiler.extras import onnx_importer  # what iree-import-onnx runs\n"
-            "from iree.compiler.ir import Context\n"
-            "model = onnx.shape_inference.infer_shapes(model)\n"
-            "info = onnx_importer.ModelInfo(model)\n"
-            "module = info.create_module(context=Context()).operation\n"
-            "onnx_importer.NodeImporter.define_function(info.main_graph, module).import_all()\n"
-            "vmfb = ic.compile_str(str(module), input_type='onnx', target_backends=['llvm-cpu'], "
-            f"extra_args={flags!r})\n"
-            "outputs = rt.load_vm_flatbuffer(vmfb, driver='local-sync').repro()  # every input is an "
-            "initializer\nfor o, vi in zip(outputs if isinstance(outputs, tuple) else (outputs,), "
-            "model.graph.output):\n    a = o.to_host()  # (IREE's numpy view of a signless type: read it as "
-            "the output's ONNX type)\n    print(vi.name, "
-            "a.view(onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)))\n"
-        )
-
-
-def _arguments(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    """The feeds in the order of the compiled function's arguments: the graph's inputs that are not
-    initializers."""
-    held = {t.name for t in model.graph.initializer}
-    return [np.asarray(feeds[i.name]) for i in model.graph.input if i.name not in held]
+        # (the case compiled on its own, as a public @main: the batch's functions are the same import, flags
+        # and conversions)
+        return kits.script(self.kit, model_code, ["outputs = call(compiled(model), model, feeds)"],
+                           output_names)

@@ -17,7 +17,6 @@ compiler, a time-out) splits the batch in two, down to the single case that caus
 
 from __future__ import annotations
 
-import contextlib
 import re
 import subprocess
 import time
@@ -25,12 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import onnx
-
-#: iree-compile's flags: ONNX input (torch-mlir's conversion), CPU code through LLVM for a generic x86-64
-#: processor (the same code on every machine: a cached module does not depend on where it was compiled)
-COMPILE_FLAGS = ("--iree-input-type=onnx", "--iree-hal-target-backends=llvm-cpu",
-                 "--iree-llvmcpu-target-cpu=generic",
-                 "--iree-vm-bytecode-module-output-format=flatbuffer-binary")
 
 #: rounds of "drop the cases the errors name, compile again" before a batch is split in two instead
 MAX_ROUNDS = 6
@@ -73,32 +66,17 @@ class Built:
     seconds: float = 0.0
 
 
-def iree_compile_path() -> str:
-    from iree.compiler.tools.binaries import find_tool  # (the iree extra)
-
-    return str(find_tool("iree-compile"))
-
-
 def import_slots(models: Sequence[onnx.ModelProto]) -> tuple[dict[int, Slot], dict[int, Refusal]]:
-    """Each model as a private function ``@cK`` (K its position), or why the importer refused it."""
-    from iree.compiler.extras import onnx_importer  # (the iree extra)
-    from iree.compiler.ir import Context
+    """Each model as a private function ``@cK`` (K its position), or why the importer refused it (the kit's
+    importer, as a repro script runs it)."""
+    from .kits import iree as kit  # (the iree extra: the kit imports IREE)
 
-    context = Context()
+    context = kit.Context()
     slots: dict[int, Slot] = {}
     refused: dict[int, Refusal] = {}
     for k, model in enumerate(models):
-        m = onnx.ModelProto()
-        m.CopyFrom(model)
-        with contextlib.suppress(Exception):  # (an invalid model: the importer says what it makes of it)
-            m = onnx.shape_inference.infer_shapes(m)  # (the importer types a node's outputs from value_info)
-        m.graph.name = f"c{k}"
         try:
-            info = onnx_importer.ModelInfo(m)
-            module = info.create_module(context=context).operation
-            imp = onnx_importer.NodeImporter.define_function(info.main_graph, module, private=True)
-            imp.import_all()
-            module.verify()
+            module = kit.imported(model, f"c{k}", context, private=True)
             func = module.regions[0].blocks[0].operations[0]
             ftype = func.attributes["function_type"].value
             text = module.get_asm()
@@ -201,9 +179,11 @@ Compiler = Callable[[str, float], "subprocess.CompletedProcess[bytes]"]
 
 
 def run_compiler(text: str, timeout: float) -> subprocess.CompletedProcess[bytes]:
-    """``iree-compile`` on a module's text (stdin) to a flatbuffer (stdout), in this process's group."""
-    return subprocess.run([iree_compile_path(), "-", *COMPILE_FLAGS, "-o", "-"], input=text.encode(),
-                          capture_output=True, timeout=timeout, check=False)
+    """``iree-compile`` on a module's text (stdin) to a flatbuffer (stdout), in this process's group, with the
+    kit's flags."""
+    from .kits import iree as kit  # (the iree extra)
+
+    return kit.compile_text(text, timeout)
 
 
 def compile_batch(slots: Sequence[Slot], budget: float, compiler: Compiler = run_compiler) -> Built:

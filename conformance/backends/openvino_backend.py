@@ -1,14 +1,11 @@
-"""OpenVINO (CPU): reads the ONNX model directly (``Core.read_model``), compiles it for the CPU and runs it.
-
-Every tensor is handed over as raw bytes in ONNX's layout (sub-byte types packed, low nibble first) in an
-``openvino.Tensor`` of the matching ``openvino.Type``; the model is never changed. Types OpenVINO has no
-element type for (float8 fnuz, int2, float6) make the case unsupported. Inference precision is pinned to f32
-so that the CPU plugin does not lower float arithmetic to bf16 / f16 on CPUs that have it.
+"""OpenVINO (CPU): reads the ONNX model directly (``Core.read_model``), compiles it for the CPU and runs it,
+through its kit (``kits/openvino.py``: inference precision pinned to f32, tensors as raw bytes in ONNX's
+layout). Types OpenVINO has no element type for (float8 fnuz, int2, float6) make the case unsupported; the
+model is never changed.
 """
 
 from __future__ import annotations
 
-import io
 import tempfile
 from collections.abc import Mapping
 
@@ -16,15 +13,10 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ..types import TYPES, by_dtype, from_tensor_proto, to_tensor_proto
+from . import kits
 from .base import NotApplicable, Rejected, Unsupported
+from .options import check_openvino
 
-#: Registry type name -> openvino.Type attribute name.
-OV_TYPES = {
-    "float": "f32", "float16": "f16", "bfloat16": "bf16", "int32": "i32", "uint32": "u32", "int16": "i16",
-    "uint16": "u16", "int8": "i8", "uint8": "u8", "int4": "i4", "uint4": "u4", "uint2": "u2",
-    "float8e4m3fn": "f8e4m3", "float8e5m2": "f8e5m2", "float8e8m0": "f8e8m0", "float4e2m1": "f4e2m1",
-}
 _UNSUPPORTED_MARKERS = ("not supported", "Unsupported", "unsupported", "No conversion rule",
                         "is not implemented", "doesn't support", "does not support", "Cannot create",
                         "not registered")
@@ -45,44 +37,24 @@ def _first_line(text: str) -> str:
 class OpenVinoBackend:
     name = "openvino"
 
-    def __init__(self, device: str = "CPU") -> None:
+    def __init__(self, device: str = "CPU", properties: dict[str, str] | None = None) -> None:
         # an optional dependency (the openvino extra): imported when the backend is made
-        import openvino as ov
+        from .kits import openvino as kit
 
-        self._ov = ov
-        self.version = ov.__version__.split("-")[0]
-        self.full_version = ov.__version__
+        self.kit = kit
+        self._ov = kit.ov
+        self.version = kit.ov.__version__.split("-")[0]
+        self.full_version = kit.ov.__version__
         self.device = device
-        self._core = ov.Core()
-        # (an older release lacks some: OpenVINO 2025.4 has no u2, for one)
-        self._types = {k: getattr(ov.Type, v) for k, v in OV_TYPES.items() if hasattr(ov.Type, v)}
-        self._by_ov = {t.get_type_name(): k for k, t in self._types.items()}
-
-    def _tensor(self, array: np.ndarray):  # noqa: ANN202 - openvino.Tensor
-        t = by_dtype(array.dtype)
-        if t.name not in OV_TYPES:
-            raise NotApplicable(f"OpenVINO has no element type for {t.name}")
-        if t.name not in self._types:
-            raise NotApplicable(f"OpenVINO {self.version} has no element type for {t.name} (openvino.Type."
-                                f"{OV_TYPES[t.name]} arrived in a later release)")
-        tensor = self._ov.Tensor(self._types[t.name], list(array.shape))
-        raw = to_tensor_proto(np.asarray(array, order="C")).raw_data
-        if raw:
-            view = np.asarray(tensor.data).reshape(-1).view(np.uint8)
-            if view.size != len(raw):
-                raise RuntimeError(f"{t.name} tensor of shape {list(array.shape)}: OpenVINO holds "
-                                   f"{view.size} bytes, ONNX's layout {len(raw)}")
-            view[:] = np.frombuffer(raw, np.uint8)
-        return tensor
-
-    def _array(self, tensor) -> np.ndarray:  # noqa: ANN001 - openvino.Tensor
-        name = self._by_ov.get(tensor.element_type.get_type_name())
-        if name is None:
-            raise RuntimeError(f"OpenVINO returned element type {tensor.element_type}, which has no ONNX "
-                               "counterpart here")
-        shape = list(tensor.shape)
-        raw = bytes(np.asarray(tensor.data).reshape(-1).view(np.uint8)) if tensor.byte_size else b""
-        return from_tensor_proto(helper.make_tensor("y", TYPES[name].proto, shape, raw, raw=True))
+        self._core = kit.ov.Core()
+        self.properties = check_openvino(self._core, device, properties or {})
+        if self.properties:  # (a value OpenVINO refuses: refused now, in its words, not in every case)
+            try:
+                self.kit.compiled(self._core, _identity(), device, self.properties)
+            except Exception as e:  # noqa: BLE001 - openvino raises RuntimeError and its own types
+                raise ValueError(f"--backend-option: OpenVINO's {device} plugin refuses "
+                                 f"{', '.join(f'{k}={v}' for k, v in self.properties.items())}: "
+                                 f"{_first_line(str(e))}") from None
 
     def _unconverted(self, model: onnx.ModelProto) -> str | None:
         """Operators OpenVINO's ONNX frontend has no conversion rule for, asked of the frontend itself: a
@@ -103,38 +75,32 @@ class OpenVinoBackend:
                 "frontend's partial conversion left a framework node)") if missing else None
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        tensors = {k: self._tensor(np.asarray(v)) for k, v in feeds.items()}
+        for value in feeds.values():
+            name = self.kit.type_name(np.asarray(value).dtype)
+            if name not in self.kit.OV_TYPES:
+                raise NotApplicable(f"OpenVINO has no element type for {name}")
+            if not hasattr(self._ov.Type, self.kit.OV_TYPES[name]):  # (OpenVINO 2025.4 has no u2, for one)
+                raise NotApplicable(f"OpenVINO {self.version} has no element type for {name} (openvino.Type."
+                                    f"{self.kit.OV_TYPES[name]} arrived in a later release)")
         try:
-            ov_model = self._core.read_model(io.BytesIO(model.SerializeToString()))
-            compiled = self._core.compile_model(ov_model, self.device, {"INFERENCE_PRECISION_HINT": "f32"})
+            compiled = self.kit.compiled(self._core, model, self.device, self.properties)
         except Exception as e:  # openvino raises RuntimeError / OpConversionFailure / GeneralFailure
             text = _first_line(str(e))
             why = self._unconverted(model)
             if why is not None or any(m in str(e) for m in _UNSUPPORTED_MARKERS):
                 raise Unsupported(why or text) from None
             raise Rejected(text) from None
-        request = compiled.create_infer_request()
-        ports = {n for p in compiled.inputs for n in p.get_names()}
-        for name, tensor in tensors.items():
-            if name in ports:  # OpenVINO drops inputs its conversion leaves unused (a float8 zero point, say)
-                request.set_tensor(name, tensor)
-        request.infer()
-        outputs = []
-        for out in model.graph.output:
-            outputs.append(self._array(request.get_tensor(out.name)))
-        return outputs
+        return self.kit.infer(compiled, dict(feeds), [o.name for o in model.graph.output])
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
-        return (
-            f"{model_code}\n"
-            "import io\n"
-            "import openvino as ov\n"
-            "core = ov.Core()\n"
-            "compiled = core.compile_model(core.read_model(io.BytesIO(model.SerializeToString())), 'CPU',\n"
-            "                              {'INFERENCE_PRECISION_HINT': 'f32'})\n"
-            "request = compiled.create_infer_request()\n"
-            "request.infer()  # the repro keeps every input as an initializer\n"
-            f"for name in {output_names!r}:\n"
-            "    t = request.get_tensor(name)\n"
-            "    print(name, t.element_type, t.data)  # float8 / 4-bit types come back as raw bytes\n"
-        )
+        made = kits.call("compiled", "ov.Core()", "model", device=self.device, properties=self.properties)
+        return kits.script(self.kit, model_code, [
+            f"outputs = infer({made}, feeds, {output_names!r})"], output_names)
+
+
+def _identity() -> onnx.ModelProto:
+    """The smallest model (float Identity), compiled once to try --backend-option's properties."""
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "identity",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])

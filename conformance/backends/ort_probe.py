@@ -123,9 +123,9 @@ def type_refusal(elem: int) -> str | None:
 
 @functools.cache
 def ortvalue_refusal(elem: int) -> str | None:
-    """Why ORT cannot make an OrtValue of ``elem`` (None if it can), asked the way ``ort_io`` makes one: from
-    a numpy array for numpy's own types, from the ONNX element type for the others (an API of ORT 1.20 on:
-    before it, ORT's Python API takes numpy element types only)."""
+    """Why ORT cannot make an OrtValue of ``elem`` (None if it can), asked the way the ort kit
+    (``kits/ort.py``) makes one: from a numpy array for numpy's own types, from the ONNX element type for the
+    others (an API of ORT 1.20 on: before it, ORT's Python API takes numpy element types only)."""
     STATS["probes"] += 1
     native = NUMPY_TYPES.get(elem)
     if native is None and not hasattr(C.OrtValue, "ortvalue_from_shape_and_onnx_type"):

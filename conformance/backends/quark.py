@@ -30,6 +30,7 @@ from ..cachedir import cache_root
 from ..opspecs import QUARK
 from .base import BackendUnavailable, NotApplicable
 from .builtin import OrtBackend
+from .options import check_ort
 
 #: The amd-quark release whose sources `build` fetches when none is installed (override: --quark-version).
 DEFAULT_QUARK_VERSION = "0.13"
@@ -171,7 +172,7 @@ class QuarkBackend:
 
     name = "quark"
 
-    def __init__(self, library: Path | None = None) -> None:
+    def __init__(self, library: Path | None = None, options: dict[str, str] | None = None) -> None:
         import onnxruntime as ort  # here, not at the top: only this backend's worker pays its import
 
         self.library = library or find_library()
@@ -182,22 +183,21 @@ class QuarkBackend:
         self.version = f"{DEFAULT_QUARK_VERSION}+ort{ort.__version__}"
         src = self.library.parent / "BUILD"
         self.build_command = src.read_text().strip() if src.exists() else ""
+        self._backend: OrtBackend | None = None
+        self.options = check_ort(options or {})  # (ONNX Runtime's session options, as for ort)
+
+    def _ort(self) -> OrtBackend:
+        """The ort backend with the library registered: the quark backend's run path and its repro's."""
+        if self._backend is None:
+            self._backend = OrtBackend(custom_ops_libraries=[str(self.library)], options=self.options)
+        return self._backend
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         domains = {n.domain for n in model.graph.node}
         if QUARK not in domains or not domains <= {QUARK, "", "ai.onnx"}:
             raise NotApplicable("the quark backend runs com.amd.quark operators (with ai.onnx ops around "
                                 "them in a graph case) only (ai.onnx cases: use --backend ort)")
-        backend = OrtBackend(custom_ops_libraries=[str(self.library)])
-        return backend.run(model, feeds)
+        return self._ort().run(model, feeds)
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
-        return (
-            f"{model_code}\n"
-            "import onnxruntime as ort\n"
-            "so = ort.SessionOptions()\n"
-            f"so.register_custom_ops_library({str(self.library)!r})  # qdq-conformance build-quark\n"
-            "sess = ort.InferenceSession(model.SerializeToString(), so, providers=['CPUExecutionProvider'])\n"
-            f"for name, value in zip({output_names!r}, sess.run({output_names!r}, {{}})):\n"
-            "    print(name, value.dtype, value)\n"
-        )
+        return self._ort().repro(model_code, output_names)  # (the library qdq-conformance build-quark built)

@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import TypedDict
 
+from ..install import install_hint
+from . import options as backend_options
 from .base import Backend, require
 from .builtin import OnnxBackendModule, OnnxReferenceBackend, OracleBackend, OrtBackend
 from .command import CommandBackend
@@ -38,66 +40,74 @@ from .tract_backend import MARKERS as TRACT_MARKERS
 from .tract_backend import TractBackend
 from .tvm_backend import TvmBackend
 
-#: A backend's options by name (``ort_provider``, ``ort_optimization``, ...): command-line values, text or
-#: unset.
-BackendOptions = Mapping[str, "str | None"]
+#: A backend's options by name (``ort_provider``, ``ort_optimization``, ...: command-line values, text or
+#: unset; ``backend_option``: --backend-option's KEY=VALUE pairs, a dict).
+BackendOptions = Mapping[str, "str | dict[str, str] | None"]
+
+
+def _text(options: BackendOptions, key: str) -> str | None:
+    value = options.get(key)
+    return value if isinstance(value, str) else None
 
 
 def _ort(options: BackendOptions) -> Backend:
-    return OrtBackend(provider=options.get("ort_provider") or "CPUExecutionProvider",
-                      optimization=options.get("ort_optimization") or "all",
-                      threads=int(options.get("ort_threads") or 1))
+    return OrtBackend(provider=_text(options, "ort_provider") or "CPUExecutionProvider",
+                      optimization=_text(options, "ort_optimization") or "all",
+                      threads=int(_text(options, "ort_threads") or 1),
+                      options=backend_options.check_ort(backend_options.of(options)))
 
 
-def _onnx_reference(options: BackendOptions) -> Backend:
-    return OnnxReferenceBackend()
+def _plain(make: Callable[[], Backend], name: str) -> Callable[[BackendOptions], Backend]:
+    """The factory of a backend that takes no option."""
+    def factory(options: BackendOptions) -> Backend:
+        backend_options.refuse_any(name, backend_options.of(options))
+        return make()
 
-
-def _oracle(options: BackendOptions) -> Backend:
-    return OracleBackend()
+    return factory
 
 
 def _openvino(options: BackendOptions) -> Backend:
-    require("openvino", "pip install 'onnx-qdq-conformance[openvino]'")  # (an optional dependency)
-    return OpenVinoBackend(device=options.get("openvino_device") or "CPU")
+    require("openvino", install_hint("openvino"))  # (an optional dependency)
+    return OpenVinoBackend(device=_text(options, "openvino_device") or "CPU",
+                           properties=backend_options.of(options))
 
 
 def _quark(options: BackendOptions) -> Backend:
-    return QuarkBackend()
+    return QuarkBackend(options=backend_options.of(options))
 
 
-def _iree(options: BackendOptions) -> Backend:
+def _iree() -> Backend:
     for half in ("iree.compiler", "iree.runtime"):  # (an optional dependency: both halves must be installed)
-        require(half, "pip install 'onnx-qdq-conformance[iree]'")
+        require(half, install_hint("iree"))
     return IreeBackend()
 
 
-def _tvm(options: BackendOptions) -> Backend:
-    require("tvm", "Apache TVM: pip install 'onnx-qdq-conformance[tvm]'")  # (an optional dependency)
+def _tvm() -> Backend:
+    require("tvm", "Apache TVM: " + install_hint("tvm"))  # (an optional dependency)
     return TvmBackend()
 
 
-def _tract(options: BackendOptions) -> Backend:
-    require("tract", "pip install 'onnx-qdq-conformance[tract]'")  # (an optional dependency)
+def _tract() -> Backend:
+    require("tract", install_hint("tract"))  # (an optional dependency)
     return TractBackend()
 
 
-def _tinygrad(options: BackendOptions) -> Backend:
+def _tinygrad() -> Backend:
     set_tinygrad_environment()  # (tinygrad reads DEV and CACHEDB when it is imported, by require() here)
-    require("tinygrad", "pip install 'onnx-qdq-conformance[tinygrad]'")  # (an optional dependency; and clang)
+    require("tinygrad", install_hint("tinygrad"))  # (an optional dependency; and clang)
     return TinygradBackend()
 
 
 BUILTIN: dict[str, Callable[[BackendOptions], Backend]] = {
     "ort": _ort,
-    "onnx-reference": _onnx_reference,
-    "reference": _oracle,
+    "onnx-reference": _plain(OnnxReferenceBackend, "onnx-reference"),
+    "reference": _plain(OracleBackend, "reference"),
     "openvino": _openvino,
     "quark": _quark,
-    "tvm": _tvm,
-    "iree": _iree,
-    "tract": _tract,
-    "tinygrad": _tinygrad,
+    "tvm": _plain(_tvm, "tvm"),
+    "iree": _plain(_iree, "iree"),
+    "tract": _plain(_tract, "tract"),
+    "tinygrad": _plain(_tinygrad, "tinygrad"),
 }
 
 #: Backends whose unsupported-vs-rejected verdict rests on message markers: a whole run reports the markers
@@ -113,20 +123,25 @@ class RunSettings(TypedDict, total=False):
     """How a backend runs a model, as a results header records it."""
 
     optimization: str
+    backend_options: dict[str, str]  # --backend-option's KEY=VALUE pairs (absent: none given)
 
 
 def settings(spec: str, options: BackendOptions | None = None) -> RunSettings:
     """How backend ``spec`` runs a model, for a results header and the report: the graph optimization it
     applies (graph cases are judged as deployed: ONNX Runtime at its default level unless --ort-optimization
-    says otherwise, OpenVINO as ``compile_model`` compiles)."""
+    says otherwise, OpenVINO as ``compile_model`` compiles) and the --backend-option settings."""
     options = options or {}
+    out: RunSettings = {}
     if spec == "ort":
-        level = options.get("ort_optimization") or "all"
-        return {"optimization": f"onnxruntime graph optimization level {level}"
-                                + (" (ORT_ENABLE_ALL, its default)" if level == "all" else "")}
-    if spec == "openvino":
-        return {"optimization": "openvino compile_model with its default configuration"}
-    return {}
+        level = _text(options, "ort_optimization") or "all"
+        out["optimization"] = (f"onnxruntime graph optimization level {level}"
+                               + (" (ORT_ENABLE_ALL, its default)" if level == "all" else ""))
+    elif spec == "openvino":
+        out["optimization"] = "openvino compile_model with its default configuration"
+    given = backend_options.of(options)
+    if given:
+        out["backend_options"] = given
+    return out
 
 
 def known_names() -> list[str]:
@@ -143,6 +158,8 @@ def create(spec: str, options: BackendOptions | None = None) -> Backend:
     options = dict(options or {})
     if spec in BUILTIN:
         return BUILTIN[spec](options)
+    if spec.startswith(("onnx-backend:", "mutant:", "command:")):
+        backend_options.refuse_any(spec, backend_options.of(options))
     if spec.startswith("onnx-backend:"):
         return OnnxBackendModule(spec.split(":", 1)[1])
     if spec.startswith("mutant:"):  # the reference kernel with one shortcut (qdq-conformance mutants --list)
@@ -152,7 +169,7 @@ def create(spec: str, options: BackendOptions | None = None) -> Backend:
 
         return backend(spec.split(":", 1)[1])
     if spec.startswith("command:"):
-        return CommandBackend(spec.split(":", 1)[1], version=options.get("command_version") or "unknown")
+        return CommandBackend(spec.split(":", 1)[1], version=_text(options, "command_version") or "unknown")
     if spec.startswith("python:"):
         try:
             module, factory = spec.split(":", 2)[1:]

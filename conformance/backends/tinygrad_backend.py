@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from importlib import metadata
 
@@ -27,6 +26,7 @@ import numpy as np
 import onnx
 
 from ..cachedir import cache_root
+from . import kits
 from .base import BackendUnavailable, NotApplicable, Rejected, Unsupported
 from .markers import Marker, MarkerSet, exotic_io
 
@@ -62,13 +62,14 @@ class TinygradBackend:
 
     def __init__(self) -> None:
         set_environment()
-        from tinygrad.nn.onnx import OnnxRunner  # optional (the tinygrad extra), after the environment above
+        # optional (the tinygrad extra), after the environment above: its kit imports tinygrad
+        from .kits import tinygrad as kit
 
         compiler = os.environ.get("CC") or "clang"
         if shutil.which(compiler) is None:
             raise ClangMissing(f"tinygrad's CPU device compiles its kernels with {compiler!r}, which is not "
                                "on PATH (Debian / Ubuntu: apt-get install clang; or set CC)")
-        self._runner = OnnxRunner
+        self.kit = kit
         self.version = metadata.version("tinygrad")
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
@@ -76,19 +77,16 @@ class TinygradBackend:
         if exotic:
             raise NotApplicable(f"this adapter exchanges numpy's own types with tinygrad; {exotic} is not "
                                 "one")
-        with tempfile.TemporaryDirectory(prefix="qdq-tinygrad-") as tmp:
-            path = os.path.join(tmp, "model.onnx")
-            onnx.save(model, path)
-            try:
-                runner = self._runner(path)
-            except NotImplementedError as e:
-                raise Unsupported(_message(e)) from None
-            except Exception as e:  # noqa: BLE001 - the frontend's parser raises many types
-                text = _message(e)
-                why = MARKERS.reason(text)
-                raise (Unsupported(why) if why else Rejected(text)) from None
         try:
-            out = runner({k: np.asarray(v) for k, v in feeds.items()})
+            program = self.kit.runner(model)
+        except NotImplementedError as e:
+            raise Unsupported(_message(e)) from None
+        except Exception as e:  # noqa: BLE001 - the frontend's parser raises many types
+            text = _message(e)
+            why = MARKERS.reason(text)
+            raise (Unsupported(why) if why else Rejected(text)) from None
+        try:
+            return self.kit.run(program, model, dict(feeds))
         except NotImplementedError as e:
             raise Unsupported(_message(e)) from None
         except Exception as e:  # noqa: BLE001 - a marker says unsupported; anything else is an error of the case
@@ -96,18 +94,6 @@ class TinygradBackend:
             if why:
                 raise Unsupported(why) from None
             raise
-        return [out[o.name].numpy() for o in model.graph.output]
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
-        return (
-            f"{model_code}\n"
-            "import os, tempfile\n"
-            "os.environ.setdefault('DEV', 'CPU')  # needs clang on PATH\n"
-            "import onnx\n"
-            "from tinygrad.nn.onnx import OnnxRunner\n"
-            "path = os.path.join(tempfile.mkdtemp(), 'model.onnx')\n"
-            "onnx.save(model, path)\n"
-            "out = OnnxRunner(path)({})  # every input kept as an initializer\n"
-            f"for name in {output_names!r}:\n"
-            "    print(name, out[name].numpy().dtype, out[name].numpy())\n"
-        )
+        return kits.script(self.kit, model_code, ["outputs = run(runner(model), model, feeds)"], output_names)

@@ -18,12 +18,12 @@ backtrace asked for, every refusal costs about 0.25 s of symbol resolution.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 
 import numpy as np
 import onnx
 
+from . import kits
 from .base import NotApplicable, Rejected, Unsupported
 from .markers import Marker, MarkerSet, exotic_io
 
@@ -56,12 +56,14 @@ class TractBackend:
     name = "tract"
 
     def __init__(self) -> None:
-        os.environ["RUST_BACKTRACE"] = "0"  # before tract's library is loaded: see the module docstring
-        os.environ["RUST_LIB_BACKTRACE"] = "0"
-        import tract  # an optional dependency (the tract extra): imported when the backend is made
+        os.environ["RUST_BACKTRACE"] = "0"  # before tract's library is loaded: see the module docstring (the
+        os.environ["RUST_LIB_BACKTRACE"] = "0"  # kit sets them too, for a repro script)
+        # an optional dependency (the tract extra), imported when the backend is made
+        from .kits import tract as kit
 
-        self._tract = tract
-        self.version = tract.version()
+        self.kit = kit
+        self._tract = kit.tract
+        self.version = kit.tract.version()
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         exotic = exotic_io(model)
@@ -69,35 +71,21 @@ class TractBackend:
             raise NotApplicable(f"tract's Python API has no {exotic} tensor type (tract.DatumType: bool, "
                                 "integers, float16/32/64), so a graph input or output of that type cannot be "
                                 "exchanged")
-        with tempfile.TemporaryDirectory(prefix="qdq-tract-") as tmp:
-            path = os.path.join(tmp, "model.onnx")
-            onnx.save(model, path)
-            try:
-                runnable = self._tract.onnx().load(path).into_model().into_runnable()
-            except self._tract.TractError as e:
-                text = _message(e)
-                why = MARKERS.reason(text)
-                raise (Unsupported(why) if why else Rejected(text)) from None
-        inputs = [np.asarray(feeds[i.name]) for i in model.graph.input]
         try:
-            outs = runnable.run(inputs)
+            program = self.kit.runnable(model)
+        except self._tract.TractError as e:
+            text = _message(e)
+            why = MARKERS.reason(text)
+            raise (Unsupported(why) if why else Rejected(text)) from None
+        try:
+            return self.kit.run(program, model, dict(feeds))
         except self._tract.TractError as e:
             text = _message(e)
             why = MARKERS.reason(text)
             if why:
                 raise Unsupported(why) from None
             raise RuntimeError(f"tract failed at run time: {text}") from None
-        return [o.to_numpy() for o in outs]
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
-        return (
-            f"{model_code}\n"
-            "import os, tempfile\n"
-            "os.environ['RUST_BACKTRACE'] = '0'\n"
-            "import onnx, tract\n"
-            "path = os.path.join(tempfile.mkdtemp(), 'model.onnx')\n"
-            "onnx.save(model, path)\n"
-            "runnable = tract.onnx().load(path).into_model().into_runnable()\n"
-            f"for name, value in zip({output_names!r}, runnable.run([])):  # every input kept as an "
-            "initializer\n    print(name, value.to_numpy().dtype, value.to_numpy())\n"
-        )
+        return kits.script(self.kit, model_code, ["outputs = run(runnable(model), model, feeds)"],
+                           output_names)

@@ -104,7 +104,7 @@ def check_model(model: onnx.ModelProto, base_dir: Path, label: str = "<model>",
     keeps each quantization node with its scope and findings (``qdq-conformance cases --from-model``)."""
     report = ModelReport(label)
     for mf in [*model_rules.ir_for_opsets(model), *model_rules.ir_for_types(model),
-               *model_rules.order(model)]:
+               *model_rules.order(model), *model_rules.negative_dimensions(model)]:
         report.findings.append(_model_finding(label, mf))
     inferred, failure = _infer(model)
     if failure:

@@ -1,7 +1,8 @@
-"""The rules on a whole model (QDQ021-QDQ024): node order, the IR version against the opsets and the element
-types the model uses, and quantization operators the checker does not know.
+"""The rules on a whole model (QDQ021-QDQ025): node order, the IR version against the opsets and the element
+types the model uses, quantization operators the checker does not know, and negative dimensions.
 
-Each rule is reported at most once per graph (QDQ021), per model (QDQ022, QDQ023) or per operator (QDQ024),
+Each rule is reported at most once per graph (QDQ021), per model (QDQ022, QDQ023, QDQ025) or per operator
+(QDQ024),
 with a count and the first place it applies, so a model with a thousand offending nodes still reads in a few
 lines.
 """
@@ -230,6 +231,37 @@ def ir_for_types(model: onnx.ModelProto) -> Iterator[ModelFinding]:
                       for e in sorted(places, key=lambda e: (TYPE_IR[e], e)))
     used = [w for e in places for w in places[e]]
     yield ModelFinding("QDQ023", f"IR version {model.ir_version} has no {types}; used by {_listed(used)}")
+
+
+# --- QDQ025: negative dimensions
+# --------------------------------------------------------------------------------
+
+
+def _shape_text(dims: Iterable[onnx.TensorShapeProto.Dimension]) -> str:
+    return "[" + ", ".join(str(d.dim_value) if d.HasField("dim_value") else d.dim_param or "?"
+                           for d in dims) + "]"
+
+
+def _negative_dims(g: onnx.GraphProto, where: str) -> Iterator[str]:
+    """Where ``g`` (and its subgraphs) declares a shape with a dimension below 0."""
+    for kind, infos in (("graph input", g.input), ("graph output", g.output), ("value_info", g.value_info)):
+        for vi in infos:
+            shape = vi.type.tensor_type.shape if vi.type.HasField("tensor_type") else None
+            if shape is not None and any(d.HasField("dim_value") and d.dim_value < 0 for d in shape.dim):
+                yield f"{where}{kind} {vi.name!r} {_shape_text(shape.dim)}"
+    for t in g.initializer:
+        if any(d < 0 for d in t.dims):
+            yield f"{where}initializer {t.name!r} {list(t.dims)}"
+    for k, n in enumerate(g.node):
+        for label, sub in _subgraphs(n):
+            yield from _negative_dims(sub, f"{where}node {k} {n.name!r}'s {label}: ")
+
+
+def negative_dimensions(model: onnx.ModelProto) -> Iterator[ModelFinding]:
+    """QDQ025: declared shapes with a dimension below 0 (graph inputs, outputs, value_info, initializers)."""
+    places = list(_negative_dims(model.graph, ""))
+    if places:
+        yield ModelFinding("QDQ025", f"a shape has a negative dimension: {_listed(places)}")
 
 
 # --- QDQ024: quantization operators the checker does not know

@@ -14,6 +14,7 @@ from .. import opspecs
 from ..backends.names import help_text as backend_names
 from ..cachedir import cache_root
 from ..domain import BOTH, FORMS, TEMPLATE_GRANULARITIES, Form, forms_of
+from ..install import install_hint
 from ..progress import duration
 from ..results import ResultsError, header
 from ..runner import expectations as expectations_mod
@@ -117,8 +118,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import hypothesis  # noqa: F401
     except ImportError:
-        print("error: qdq-conformance fuzz needs Hypothesis: pip install 'onnx-qdq-conformance[fuzz]'",
-              file=sys.stderr)
+        print(f"error: qdq-conformance fuzz needs Hypothesis: {install_hint('fuzz')}", file=sys.stderr)
         return 2
     from .strategies import (  # imports Hypothesis, an optional dependency (the fuzz extra)
         combinations,

@@ -32,6 +32,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from ..cachedir import cache_root
+from ..install import install_hint
 from .releases import Distribution, ReleaseError
 
 DIST_NAME = "onnx-qdq-conformance"
@@ -109,7 +110,7 @@ def constraints(tree: Path | None, freed: list[str]) -> list[str]:
 
 
 def uv_binary() -> str:
-    """The uv executable: the ``uv`` package's (``pip install 'onnx-qdq-conformance[matrix]'``), or uv on
+    """The uv executable: the ``uv`` package's (the ``matrix`` extra: ``install.install_hint``), or uv on
     PATH."""
     try:
         from uv import find_uv_bin  # (an optional dependency: only matrix needs it)
@@ -120,7 +121,7 @@ def uv_binary() -> str:
         if found:
             return found
     raise ReleaseError("matrix makes each release's environment with uv, which is not installed: "
-                       "pip install 'onnx-qdq-conformance[matrix]' (or pip install uv)")
+                       f"{install_hint('matrix')} (or python -m pip install uv)")
 
 
 class UvEnvironments:

@@ -147,7 +147,7 @@ class MutantBackend:
 
     def repro(self, model_code: str, output_names: list[str]) -> str:
         return (f"{model_code}\nfrom qdq_conformance.mutants import backend\n"
-                f"for name, value in zip({output_names!r}, backend({self.mutant.id!r}).run(model, {{}})):\n"
+                f"for name, value in zip({output_names!r}, backend({self.mutant.id!r}).run(model, feeds)):\n"
                 "    print(name, value.dtype, value)\n")
 
 

@@ -19,7 +19,8 @@ from ..domain import FAILING, FORMS, HARNESS, CaseStatus, GranularityKind, RunSt
 from ..generators.layout import MANIFEST
 from ..generators.schema import schema_enum
 from ..resources import cases_dir
-from ..results import ResultsWriter, Summary, header
+from ..results import ResultsWriter, StaleEntry, Summary, header
+from ..results.tally import SUBSET
 from ..runner import expectations as expectations_mod
 from ..runner.execute import CaseRef
 from ..runner.suite import scope as suite_scope
@@ -27,6 +28,7 @@ from ..types import TYPES
 from . import fastpath, options, selection, sharding, stopping
 from .distributed import is_controller, is_worker
 from .items import CaseFailure, CaseFile, CaseItem, LoadErrorItem, SuiteFile, forms_of
+from .rerun import Rerun
 from .state import STATE, RunState
 from .terminal import RunTerminal
 
@@ -49,6 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not spec:
         return
     options.check(config)  # (usage errors known before a backend starts: one line, exit status 4)
+    rerun = Rerun(config)  # (--lf, --ff, --sw; --sw under pytest-xdist is a usage error)
     _register_markers(config)
     suite = config.getoption("qdq_suite")
     worker = is_worker(config)
@@ -93,7 +96,9 @@ def pytest_configure(config: pytest.Config) -> None:
         **registry.settings(config.getoption("qdq_backend"), options.backend_options(config))})
     if not worker and (config.getoption("qdq_results") or config.getoption("qdq_report")):
         state.results = ResultsWriter(_results_path(config))
+    state.rerun = rerun
     config.stash[STATE] = state
+    config.pluginmanager.register(state.rerun, "qdq-conformance-rerun")
     config.pluginmanager.register(_Recorder(state), "qdq-conformance-recorder")
     config.pluginmanager.register(_LoadErrorsStay(), "qdq-conformance-load-errors")
     if not worker:  # progress while the cases run, the summary at the very end (terminal.py)
@@ -166,6 +171,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = [item for item, ok in zip(items, kept, strict=True) if ok]
+    if state.rerun is not None:  # --lf, --ff, --sw
+        chosen = state.rerun.select(items)
+        ids = {id(item) for item in chosen}
+        dropped = [item for item in items if id(item) not in ids]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = chosen
+        if state.header is not None and state.rerun.selected:
+            state.header["selection"] = {**(state.header.get("selection") or {}), **state.rerun.selected}
     # The collected corpus lives until the end of the run: move it out of the garbage collector's way, or
     # every collection (pytest runs gc.collect() several times at exit) walks tens of thousands of case
     # objects.
@@ -295,8 +309,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         state.pool.close()
     if is_worker(config):
         return
-    stale = _stale(config, state)
-    state.tally = state.tracker.tally(state.expectations, len(stale))
+    if state.rerun is not None:
+        state.rerun.save(exitstatus == pytest.ExitCode.INTERRUPTED)
+    stale, in_shard = _stale(session, state, exitstatus)
+    state.tally = state.tracker.tally(state.expectations, None if state.stale_unchecked else len(stale))
     if nothing_tested(state.tracker.counts) and session.exitstatus == pytest.ExitCode.OK:
         state.all_unsupported = True  # (the summary says so in capitals: terminal.py)
         if not state.allow_all_unsupported:
@@ -314,6 +330,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                         "exitstatus": int(exitstatus),
                         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                         "duration_s": round(time.time() - state.started, 1)}
+    if state.stale_unchecked:
+        summary["stale_unchecked"] = state.stale_unchecked
+        summary["stale_in_shard"] = in_shard
     if state.all_unsupported:
         summary["all_unsupported"] = True
     if state.results is not None and state.header is not None:
@@ -324,31 +343,65 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     gc.freeze()
 
 
-def _stale(config: pytest.Config, state: RunState) -> list[tuple[expectations_mod.Entry, str]]:
+def _unchecked(session: pytest.Session, state: RunState, exitstatus: int) -> str | None:
+    """Why this run cannot say which expectation entries are stale (said after "the run"), or None: only a
+    complete run of the whole
+    corpus (or of a complete suite; one graph form, for that form's entries) can. A subset (-k, -m, --shard,
+    --lf, --sw, deselection), a run stopped early (a signal, -x, --maxfail, --sw) or one in which no case ran
+    did not reach every case an entry names, so an entry it did not see is not stale for that."""
+    config = session.config
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        return "was interrupted"
+    if session.shouldfail or session.shouldstop:
+        return f"stopped early ({session.shouldfail or session.shouldstop})"
+    if not state.tracker.counts:
+        return "ran no case"
+    selection = (state.header.get("selection") if state.header else None) or {}
+    selected = {k: v for k, v in selection.items() if k != "--form"}
+    if selected:
+        said = ", ".join(k if v is True else f"{k} {' '.join(v) if isinstance(v, list) else v}"
+                         for k, v in selected.items())
+        return f"{SUBSET}{said}"
+    if state.deselected:
+        return f"{SUBSET}{state.deselected} case-form(s) left out"
+    suite = config.getoption("qdq_suite")
+    if suite and not suite_scope(Path(suite))[0]:
+        return "is a suite of part of the corpus"
+    return None
+
+
+def _stale(session: pytest.Session, state: RunState,
+           exitstatus: int) -> tuple[list[tuple[expectations_mod.Entry, str]], list[StaleEntry]]:
     """The run's stale expectation entries (their sentences in ``state.stale``) and stale markers, each also a
-    pytest warning where warnings are on."""
-    # A subset run (-k, -m, deselection), a run in which no case ran, or an entry for a graph form that did
-    # not run says nothing about entries it did not reach; only entries whose cases all ran and passed, or
-    # that no full run reaches, are stale.
-    subset = bool(config.getoption("keyword") or config.getoption("markexpr") or state.deselected
-                  or not state.tracker.counts)
+    pytest warning where warnings are on; none, and ``state.stale_unchecked`` saying why, for a run that is
+    not a complete run of the corpus (:func:`_unchecked`). Second: a shard's entries whose every case ran and
+    passed there (or was unsupported), which a merge of every shard of a run reads."""
+    config = session.config
     forms = set(forms_of(config))
-    # a suite of part of the corpus, or of some graph forms, is such a subset
-    if config.getoption("qdq_suite"):
-        complete, suite_forms = suite_scope(Path(config.getoption("qdq_suite")))
-        subset, forms = subset or not complete, forms & set(suite_forms)
-    stale = state.tracker.stale(state.expectations, subset, forms)
+    suite = config.getoption("qdq_suite")
+    if suite:  # (an entry for a graph form the suite lacks is never stale)
+        forms &= set(suite_scope(Path(suite))[1])
+    state.stale_unchecked = _unchecked(session, state, exitstatus) or ""
+    if state.stale_unchecked:
+        # (a shard and nothing else: what a merge of every shard of the run reads, merge.py)
+        reason = state.stale_unchecked
+        shard_only = reason.startswith(f"{SUBSET}--shard ") and "," not in reason
+        shard: list[StaleEntry] = [{"line": e.line, "cases": e.patterns}
+                                   for e, _ in state.tracker.stale(state.expectations, True, forms)] \
+            if shard_only else []
+        return [], shard
+    stale = state.tracker.stale(state.expectations, False, forms)
     warn = config.pluginmanager.has_plugin("warnings")  # a corpus run turns it off (-p no:warnings)
     for e, why in stale:
         state.stale.append(state.expectations.stale_sentence(e, why))
         if warn:
             warnings.warn(pytest.PytestWarning(state.stale[-1]), stacklevel=1)
-    if state.markers is not None and not subset:
+    if state.markers is not None:
         state.stale_markers = state.markers.stale(forms)
         if warn:
             for line in state.stale_markers:
                 warnings.warn(pytest.PytestWarning(line), stacklevel=1)
-    return stale
+    return stale, []
 
 
 def _render_report(session: pytest.Session, state: RunState) -> None:

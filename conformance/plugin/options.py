@@ -6,15 +6,20 @@ import argparse
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..backends.names import help_text as backend_names
+from ..backends.options import KEYWORD
+from ..backends.options import parse as parse_backend_options
 from ..cachedir import cache_root
 from ..cpu import usable_cores
 from ..domain import ALL_TIERS, BOTH, FORMS, Tier, parse_shard
 from .distributed import is_worker
+
+if TYPE_CHECKING:  # (the registry imports every backend: this module is loaded by every pytest process)
+    from ..backends.registry import BackendOptions
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,12 @@ OPTIONS: tuple[Option, ...] = (
                                  "help": "ort backend: execution provider (default: CPUExecutionProvider)"}),
     Option(("--ort-optimization",), {"choices": ("disable", "basic", "extended", "all"), "default": None,
                                      "help": "ort backend: graph optimization level (default: all)"}),
+    Option(("--backend-option",), {"action": "append", "metavar": "KEY=VALUE", "default": None,
+                                   "help": "a setting for the backend, repeatable: ort (and quark) a session "
+                                           "config entry or SessionOptions attribute (e.g. "
+                                           "session.disable_quant_qdq=1), openvino a compile property (e.g. "
+                                           "INFERENCE_NUM_THREADS=1); recorded in the results header and "
+                                           "applied by every repro; an unknown key is a usage error"}),
 )
 
 
@@ -120,11 +131,19 @@ PYTEST_HABITS: tuple[tuple[tuple[str, ...], str, dict[str, Any]], ...] = (
     (("-x", "--exitfirst"), "exitfirst", {"action": "store_true", "help": "stop at the first failure"}),
     (("--maxfail",), "maxfail", {"type": int, "metavar": "N", "help": "stop after N failures"}),
     (("--lf", "--last-failed"), "lf",
-     {"action": "store_true", "help": "rerun only the cases that failed last time"}),
+     {"action": "store_true", "help": "rerun only the cases that failed (unexpectedly) last time: the last "
+                                      "run of the same corpus, backend and selection"}),
     (("--ff", "--failed-first"), "failedfirst",
      {"action": "store_true", "help": "run last time's failures first"}),
+    (("--lfnf", "--last-failed-no-failures"), "last_failed_no_failures",
+     {"choices": ("all", "none"), "help": "with --lf, when none of the selected cases failed last time: run "
+                                          "all (default) or none"}),
     (("--sw", "--stepwise"), "stepwise", {"action": "store_true", "help": "stop at the first failure, resume "
                                                                          "from it next time"}),
+    (("--sw-skip", "--stepwise-skip"), "stepwise_skip",
+     {"action": "store_true", "help": "--sw, letting the first failure pass and stopping at the next"}),
+    (("--sw-reset", "--stepwise-reset"), "stepwise_reset",
+     {"action": "store_true", "help": "--sw, starting again from the first case"}),
     (("--tb",), "tbstyle",
      {"metavar": "STYLE", "help": "pytest's traceback style (long: each failing case in "
                                  "full; default: no)"}),
@@ -160,6 +179,9 @@ def to_pytest_args(ns: argparse.Namespace) -> list[str]:
         if opt.kwargs.get("action") == "store_true":
             if value:
                 args.append(opt.flags[0])
+        elif opt.kwargs.get("action") == "append":
+            for one in value or ():
+                args += [opt.flags[0], str(one)]
         elif value is not None and value != opt.kwargs.get("default"):
             args += [opt.flags[0], str(value)]
     return args
@@ -169,9 +191,11 @@ def _dest(opt: Option) -> str:
     return "qdq_" + opt.flags[0].lstrip("-").replace("-", "_")
 
 
-def backend_options(config: pytest.Config) -> dict[str, str | None]:
+def backend_options(config: pytest.Config) -> BackendOptions:
+    """The backend's options: --ort-provider, --ort-optimization, --backend-option's pairs."""
     return {"ort_provider": config.getoption("qdq_ort_provider"),
-            "ort_optimization": config.getoption("qdq_ort_optimization")}
+            "ort_optimization": config.getoption("qdq_ort_optimization"),
+            KEYWORD: parse_backend_options(config.getoption("qdq_backend_option"))}
 
 
 def create_timeout(config: pytest.Config) -> float:
@@ -217,6 +241,10 @@ def check(config: pytest.Config) -> None:
     --cases folder with no case file or a --suite folder that is not an exported suite, an expectation file
     that is not a file, a results file or report that cannot be written (tried, not guessed: permission bits
     say nothing to root)."""
+    try:
+        parse_backend_options(config.getoption("qdq_backend_option"))
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
     for flag in ("--case-timeout", "--backend-timeout"):
         timeout = config.getoption(_dest(OPTION[flag]))
         if timeout is not None and not (math.isfinite(timeout) and timeout > 0):

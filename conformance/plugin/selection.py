@@ -206,7 +206,8 @@ def marker_names(case: Case, form: str) -> list[str]:
 
 def recorded(config: pytest.Config) -> dict[str, str | list[str] | bool]:
     """What selected the run's cases, for the results header (empty: the whole corpus in both forms): -k, -m,
-    --shard, --form (one form), --lf / --sw / --deselect and node ids on the command line."""
+    --shard, --form (one form), --deselect and node ids on the command line (--lf and --sw when they leave
+    cases out: ``rerun.py`` adds them once it knows)."""
     out: dict[str, str | list[str] | bool] = {}
     for flag, name in (("-k", "keyword"), ("-m", "markexpr"), ("--shard", "qdq_shard"),
                        ("--deselect", "deselect")):
@@ -216,9 +217,6 @@ def recorded(config: pytest.Config) -> dict[str, str | list[str] | bool]:
     form = config.getoption("qdq_form", None)
     if form and form != domain.BOTH:
         out["--form"] = form
-    for flag, name in (("--lf", "lf"), ("--sw", "stepwise")):
-        if config.getoption(name, False):
-            out[flag] = True
     given = [a for a in config.args if "::" in str(a)]  # (node ids: one case picked by hand)
     if given:
         out["node ids"] = given

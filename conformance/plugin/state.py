@@ -9,15 +9,17 @@ from dataclasses import dataclass, field
 import pytest
 
 from ..backends.markers import MarkerWatch
+from ..backends.registry import BackendOptions
 from ..results import Header, ResultsWriter, Tally
 from ..runner.expectations import Expectations, Tracker
 from ..runner.pool import CasePool
+from .rerun import Rerun
 
 
 @dataclass
 class RunState:
     backend_spec: str
-    backend_options: dict[str, str | None]
+    backend_options: BackendOptions
     timeout: float
     strict: bool
     expectations: Expectations
@@ -30,6 +32,7 @@ class RunState:
     # the cases per status, and how they met the expectations
     tracker: Tracker = field(default_factory=Tracker)
     stale: list[str] = field(default_factory=list)  # stale expectations, as sentences
+    stale_unchecked: str = ""  # why this run did not check which entries are stale (hooks._unchecked)
     markers: MarkerWatch | None = None  # the backend's message markers, and which ones refusals matched
     stale_markers: list[str] = field(default_factory=list)  # markers a whole run's refusals did not match
     form_counts: dict[str, Counter[str]] = field(default_factory=dict)  # graph form -> cases per status
@@ -44,6 +47,7 @@ class RunState:
     gc_paused: bool = False  # automatic garbage collection is off while the corpus is collected
     reported: int = 0  # corpus items whose protocol has started
     started: float = field(default_factory=time.time)
+    rerun: Rerun | None = None  # --lf, --ff, --sw (rerun.py)
 
     def backend(self) -> CasePool:
         """The backend's worker processes, started on first use."""

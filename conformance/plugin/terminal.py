@@ -53,15 +53,16 @@ EXIT_STATUS: dict[int, str] = {
        "expectation says",
     1: "unexpected failures: a case failed, errored, crashed, timed out or accepted an invalid model with no "
        "expectation saying so (under --strict-expectations: ended other than its expectation says), or a "
-       "case file could not be loaded",
+       "case file could not be loaded; -x, --maxfail and --sw stop at one",
     2: f"{INTERRUPTED}; `qdq-conformance run`: its command line could not be parsed",
     3: "the fault is this tool's: an exception in qdq-conformance's own code while running a case (a harness "
        "error: the case's status is harness-error, counted apart, never a finding; said in one line at the "
        "end, the finished results kept), or an internal error in the runner or a pytest plugin",
     4: "usage error: an unknown backend or option, an option out of range (--case-timeout, "
        "--backend-timeout, --workers), a --cases folder with no case file or a --suite folder with no "
-       "manifest.json, a --results or --report that cannot be written, a backend that cannot be created (its "
-       "package not installed, its factory raising, or taking longer than --backend-timeout), or an "
+       "manifest.json, a --results or --report that cannot be written (its folder missing too), a backend "
+       "option it does not know, a backend that cannot be created (its package not installed, its factory "
+       "raising, or taking longer than --backend-timeout), or an "
        "expectation file that cannot be read (said in one line before any case runs); also a run that found "
        "nothing else wrong but whose report could not be written at its end (said in one line; the results "
        "are kept)",
@@ -335,7 +336,7 @@ def run_summary(state: RunState, tally: Tally, config: pytest.Config, exitstatus
     out += [(line, {"yellow": True}) for line in mostly_unsupported(state)]
     status = state.header.get("expectations_status") if state.header else None
     loud = {"yellow": True, "bold": True} if needs_attention(status) else {}
-    for line in summary_lines(status, state.tally):  # loud when not recorded for this version
+    for line in summary_lines(status, state.tally, state.stale_unchecked):  # loud when not recorded here
         out.append((line, loud))
     surprises = state.tracker.surprises
     if surprises:

@@ -66,7 +66,9 @@ def header(backend: str, backend_version: str, extra: Mapping[str, object] | Non
 
 def unwritable(path: Path) -> str | None:
     """Why ``path`` cannot be written (None: it can), found by trying (permission bits say nothing to root); a
-    file created to find out is removed. Said before a run (or a report) begins, not after it ends."""
+    file created to find out is removed. Said before a run (or a report) begins, not after it ends. A folder
+    that does not exist is not made (``--results /missing/r.jsonl`` would make one at the filesystem's root
+    unasked): it is "no such directory"."""
     try:
         mode = path.stat().st_mode
     except OSError:
@@ -75,8 +77,15 @@ def unwritable(path: Path) -> str | None:
         return "is a directory"
     if mode is not None and not stat.S_ISREG(mode):
         return None  # a device or a pipe (/dev/null, a FIFO a reader waits on): opening it here could block
+    folder = path.parent
+    if not folder.exists():
+        missing = folder
+        while not missing.parent.exists() and missing.parent != missing:
+            missing = missing.parent
+        return f"no such directory: {missing} (make it first)"
+    if not folder.is_dir():  # (a file where a folder of the path should be)
+        return f"cannot write: {folder} is not a directory"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8"):
             pass
     except (FileExistsError, NotADirectoryError) as e:  # (a file where a folder of the path should be)

@@ -28,6 +28,7 @@ shard's case ended as recorded; it is stale only when no shard's case did) and h
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from ..gcpause import gc_paused
 from .files import read
 from .records import READ, CaseRecord, ExpectationRecord, Header, Results, Shards, StaleEntry, Summary, Tally
 from .schema import ResultsError
-from .tally import tally
+from .tally import SUBSET, tally
 
 #: header fields the shards of one run should share; a difference is a warning shown with the shards
 _SHOULD_MATCH = ("onnx_version", "suite_version", "forms", "tier", "suite", "expectations",
@@ -258,25 +259,47 @@ def _summary(parts: list[_Part], cases: list[CaseRecord]) -> Summary | None:
             out["signal"] = f"{s.get('signal') or 'signal'} in shard {p.k}/{p.n}"
         if s.get("error") and "error" not in out:
             out["error"] = f"shard {p.k}/{p.n}: {s['error']}"
-    stale, tally = _expectations(parts, cases)
+    # a shard that did not check its entries for a reason besides being a shard (stopped early, -k): nor did
+    # the run
+    unchecked = next((r for r in sorted({_besides_shard(str(s.get("stale_unchecked") or "")) for s in sums})
+                      if r), "")
+    stale, tally = _expectations(parts, cases, checked=not unchecked)
     out["stale_expectations"] = stale
+    if unchecked:
+        out["stale_unchecked"] = unchecked
     if tally is not None:
         out["expectations"] = tally
     return out
 
 
-def _expectations(parts: list[_Part], cases: list[CaseRecord]) -> tuple[list[StaleEntry], Tally | None]:
+def _besides_shard(reason: str) -> str:
+    """A shard's ``stale_unchecked`` without its shard ("" when being a shard was the only reason)."""
+    if not reason.startswith(SUBSET):
+        return reason
+    rest = re.sub(r"(^|, )--shard \d+/\d+", "", reason[len(SUBSET):]).removeprefix(", ")
+    return f"{SUBSET}{rest}" if rest else ""
+
+
+def _shard_stale(summary: Summary) -> list[StaleEntry]:
+    return list(summary.get("stale_in_shard") or summary.get("stale_expectations") or [])
+
+
+def _expectations(parts: list[_Part], cases: list[CaseRecord],
+                  checked: bool = True) -> tuple[list[StaleEntry], Tally | None]:
     """The stale entries and the tally of the whole run: an entry is stale when every shard that matched it
     (or every shard: one that matches none) lists it stale; the rest counted over the cases of all shards, as
     the run counts them (:func:`qdq_conformance.results.tally.tally`)."""
-    lists = [{e.get("line"): e for e in (p.summary or _NO_SUMMARY).get("stale_expectations") or []}
-             for p in parts]
+    # (a shard checks no entry itself, being a subset: its stale_in_shard are the entries all of whose cases
+    # passed there; a results file written before says them in stale_expectations)
+    lists = [{e.get("line"): e for e in _shard_stale(p.summary or _NO_SUMMARY)} for p in parts]
     shard_matched = [{(c["expectation"] or _NO_ENTRY).get("line") for c in p.cases} for p in parts]
     candidates = {line: e for lst in lists for line, e in lst.items()}
     stale = [e for line, e in sorted(candidates.items(), key=lambda kv: kv[0] or 0)
-             if all(line in lst or line not in m for lst, m in zip(lists, shard_matched, strict=True))]
+             if all(line in lst or line not in m for lst, m in zip(lists, shard_matched, strict=True))] \
+        if checked else []
     tallies = [(p.summary or _NO_SUMMARY).get("expectations") for p in parts]
     if any(not isinstance(t, dict) for t in tallies):
         return stale, None
     in_force = tallies[0].get("in_force") if tallies[0] else None
-    return stale, tally(cases, in_force if isinstance(in_force, int) else None, len(stale))
+    return stale, tally(cases, in_force if isinstance(in_force, int) else None,
+                        len(stale) if checked else None)

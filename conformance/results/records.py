@@ -202,6 +202,7 @@ class Header(_HeaderKeys, total=False):
     shard: str | None  # K/N
     selection: dict[str, str | list[str] | bool]  # what selected the cases (-k, -m, --shard, ...)
     optimization: str  # how the backend runs a model (``backends.registry.settings``)
+    backend_options: dict[str, str]  # --backend-option's settings (absent: none)
     fuzz: dict[str, JSONValue]  # a fuzz run's seed, forms, operators and versions
     reconstructed: str  # a kept run rebuilt from other files: from what
     kept_from: str  # a kept results file (results.kept): the file it was kept from, and what it leaves out
@@ -225,7 +226,7 @@ class StaleEntry(TypedDict):
 class _TallyKeys(TypedDict):
     in_force: int | None
     held: int
-    stale: int
+    stale: int | None  # None: not checked (the summary's ``stale_unchecked`` says why)
     changed: int
     new_failures: int
     unexpected_passes: int
@@ -250,6 +251,8 @@ class Summary(_SummaryKeys, total=False):
     type: str  # "summary"
     surprises: list[str]  # "id [form]: expected failed, got passed"
     stale_expectations: list[StaleEntry]
+    stale_unchecked: str  # why the run did not check which entries are stale (a subset, stopped early)
+    stale_in_shard: list[StaleEntry]  # a shard's: entries all of whose cases there pass (merge.py reads them)
     stale_markers: list[str]
     expectations: Tally | None
     exitstatus: int | None

@@ -72,7 +72,8 @@ _KINDS: dict[object, str] = {ExpectationRecord: "expectation", PreviewRecord: "p
                              Tally: "tally", StaleEntry: "stale", SpecText: "spec", ClauseText: "clause",
                              SourceText: "source"}
 #: the fields of a header and a summary the views read (and so the reader checks)
-_HEADER_READ = frozenset({"backend", "backend_version", "started", "expectations", "expectations_status"})
+_HEADER_READ = frozenset({"backend", "backend_version", "started", "expectations", "expectations_status",
+                          "optimization", "backend_options"})
 _SUMMARY_READ = frozenset({"expectations", "duration_s", "counts", "stale_expectations", "stale_markers"})
 
 

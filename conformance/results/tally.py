@@ -12,6 +12,10 @@ from .standing import Standing, standing_of
 #: modes of the expectations' applicability whose message must stand out (the entries in force were not
 #: recorded for this version)
 ATTENTION = frozenset({"newer", "between", "older", "unknown"})
+#: how a run's summary says, in ``stale_unchecked`` (after "the run"), that it is a subset, before its
+#: selection (``-k X, --shard 1/3``): a merge of every shard reads one whose only selection is its shard as
+#: checked, from the shards' ``stale_in_shard``
+SUBSET = "is a subset of the corpus: "
 
 
 def standings_by_entry(cases: Iterable[Mapping[str, object]]) -> dict[int, list[Standing]]:
@@ -26,8 +30,9 @@ def standings_by_entry(cases: Iterable[Mapping[str, object]]) -> dict[int, list[
     return matched
 
 
-def tally(cases: Iterable[Mapping[str, object]], in_force: int | None, stale: int) -> Tally:
-    """The run against its expectations: entries in force, held (a case ended as recorded), stale, changed
+def tally(cases: Iterable[Mapping[str, object]], in_force: int | None, stale: int | None) -> Tally:
+    """The run against its expectations: entries in force, held (a case ended as recorded), stale (None: not
+    checked, the run being no complete run of the corpus), changed
     (matched, none as recorded, some failing otherwise); failing cases that are new (no entry, or an entry
     recording another status) and cases that passed against an entry (each case as
     :func:`.standing.standing_of` says); and apart from them all, the cases this tool's own code failed on
@@ -82,10 +87,11 @@ def _version_message(a: ExpectationsStatus) -> str:
             f"{path} records for its newest version, {applied}, are applied")
 
 
-def summary_lines(status: ExpectationsStatus | None, tally: Mapping[str, object] | None) -> list[str]:
+def summary_lines(status: ExpectationsStatus | None, tally: Mapping[str, object] | None,
+                  unchecked: str | None = None) -> list[str]:
     """The expectations part of a run's summary (terminal, report header): which entries were in force for
-    which backend version and, once the run ended, how they held. Reads the results file's records, so a saved
-    run says the same as the live one."""
+    which backend version and, once the run ended, how they held (``unchecked``: why the run did not check
+    which are stale). Reads the results file's records, so a saved run says the same as the live one."""
     if not status:
         return []
     lines = [applicability_message(status)]
@@ -93,7 +99,10 @@ def summary_lines(status: ExpectationsStatus | None, tally: Mapping[str, object]
     counts = {k: tally.get(k) or 0 for k in ("held", "stale", "changed", "in_force", "new_failures",
                                              "unexpected_passes")} if tally else None
     if counts and status.get("mode") != "none" and status.get("path"):
-        parts = [f"{counts['held']} held", f"{counts['stale']} stale"]
+        stale = (f"stale entries not checked (the run {unchecked or 'is no complete run of the corpus'}; "
+                 "only a complete run of the corpus checks them)"
+                 if unchecked or (tally or {}).get("stale", 0) is None else f"{counts['stale']} stale")
+        parts = [f"{counts['held']} held", stale]
         if counts.get("changed"):
             parts.append(f"{counts['changed']} ended in another failing status")
         lines.append(f"of the {counts['in_force']} entries in force: {', '.join(parts)}; "

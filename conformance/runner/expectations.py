@@ -268,7 +268,7 @@ class Tracker:
                             "its cases pass or are unsupported now"))
         return out
 
-    def tally(self, expectations: Expectations, stale: int) -> Tally:
+    def tally(self, expectations: Expectations, stale: int | None) -> Tally:
         """The run against its expectations (:func:`qdq_conformance.results.tally.tally`, over the cases
         noted)."""
         return tally(self.cases, len(expectations.entries), stale)

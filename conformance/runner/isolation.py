@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import weakref
+from collections.abc import Mapping
 from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +57,7 @@ class BackendStartError(Exception):
 class IsolatedBackend:
     """A backend in a replaceable worker process (under a keeper, in a folder of its own: ``lifecycle``)."""
 
-    def __init__(self, spec: str, options: dict[str, Any] | None = None, timeout: float = 60.0,
+    def __init__(self, spec: str, options: Mapping[str, Any] | None = None, timeout: float = 60.0,
                  expectations_path: str | None = None, create_timeout: float | None = None) -> None:
         self.spec = spec
         self.options = dict(options or {})

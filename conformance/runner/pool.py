@@ -23,6 +23,7 @@ import itertools
 import time
 from collections import deque
 
+from ..backends.registry import BackendOptions
 from ..results.files import encode_record
 from ..results.records import case_record
 from .execute import CaseRef, CaseResult, FileRef, Sources, finish
@@ -36,7 +37,7 @@ Ticket = int
 
 
 class CasePool:
-    def __init__(self, spec: str, options: dict[str, str | None], timeout: float, size: int = 1,
+    def __init__(self, spec: str, options: BackendOptions, timeout: float, size: int = 1,
                  expectations_path: str | None = None, window: int = 24, chunk: int = 8,
                  create_timeout: float | None = None) -> None:
         self.workers = [IsolatedBackend(spec, options, timeout, expectations_path, create_timeout)

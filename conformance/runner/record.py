@@ -88,7 +88,7 @@ def build(case: Case, form: str, outcome: Outcome, entry: Expectation | None, ba
             rec["readings"] = {r.key: None if r.outputs is None else [preview(o) for o in r.outputs]
                                for r in case.readings}
         if outcome.status in FAILING or (outcome.mismatches and implementation_defined):
-            code = model_code(model, values)
+            code = model_code(model, feeds)
             try:
                 rec["repro"] = repro(code, [o.name for o in model.graph.output]) if repro else code
             except Exception:  # a backend that cannot write its repro still gets the model

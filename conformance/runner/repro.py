@@ -1,55 +1,60 @@
-"""A short, self-contained Python reproduction of one case, for a vendor's bug report.
-
-It rebuilds the single-node model with onnx.helper, every input an initializer holding the exact bytes of the
-case (so no exotic-type feeding is needed), and runs it with the backend's own API.
+"""A case as Python that a backend's repro script runs: the model exactly as the run gave it to the backend
+(its serialized bytes: graph inputs stay graph inputs, initializers stay initializers) and the inputs it was
+fed, each as the bytes of a TensorProto, so that no value or element type is rewritten on the way. The model's
+text (``onnx.printer``) and each input's values are comments, for a reader.
 """
 
 from __future__ import annotations
 
+import base64
+
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from ..reference.graph import tensor_value
-from ..types import NUMPY_NATIVE, by_dtype
+
+#: a comment line of the model's text or of an input's values is cut here; the model's text after this many
+#: lines (a big initializer)
+COMMENT_WIDTH = 110
+COMMENT_LINES = 40
 
 
-def array_code(a: np.ndarray) -> str:
-    if a.dtype == np.int64:  # a graph case's shapes and indices
-        return f"np.array({a.tolist()!r}, np.int64)"
-    t = by_dtype(a.dtype)
-    dtype = f"np.{t.dtype.name}" if t.dtype in NUMPY_NATIVE else f"ml_dtypes.{t.dtype.name}"
-    raw = np.ascontiguousarray(a).view(np.uint8).tobytes().hex()
-    return f"np.frombuffer(bytes.fromhex({raw!r}), np.uint8).view({dtype}).reshape({list(a.shape)!r})"
+def _bytes_code(data: bytes, indent: str = "    ") -> str:
+    """``base64.b64decode(...)`` of ``data``, its text in lines of at most 100 characters."""
+    text = base64.b64encode(data).decode("ascii")
+    parts = [text[i:i + 96] for i in range(0, len(text), 96)] or [""]
+    return "base64.b64decode(\n" + "\n".join(f'{indent}    "{p}"' for p in parts) + ")"
 
 
-def model_code(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> str:
-    """Python that defines ``model``: its nodes (one for a single-node case, several for a graph case) with
-    every input an initializer."""
-    nodes = [n for n in model.graph.node if n.op_type != "Constant"]
-    lines = ["import ml_dtypes", "import numpy as np", "import onnx", "from onnx import helper, numpy_helper",
-             ""]
-    lines.append("inputs = {")
-    for name in dict.fromkeys(i for n in nodes for i in n.input):
-        if name and name in values:
-            lines.append(f"    {name!r}: {array_code(values[name])},")
+def _shown(a: np.ndarray) -> str:
+    text = " ".join(np.array2string(np.asarray(a), threshold=16, max_line_width=10**6).split())
+    return text if len(text) < 80 else text[:76] + " ..."
+
+
+def model_code(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> str:
+    """Python that defines ``model`` (the onnx.ModelProto the backend was given) and ``feeds`` (its graph
+    inputs by name, as the run fed them)."""
+    lines = ["import base64", "", "import numpy as np", "import onnx", "from onnx import numpy_helper", "",
+             "# the model (onnx.printer's text):"]
+    try:
+        text = onnx.printer.to_text(model).splitlines()
+    except Exception:  # noqa: BLE001 - the text is for a reader; the bytes below are the model
+        text = ["(onnx.printer cannot print this model)"]
+    shown = [ln.rstrip()[:COMMENT_WIDTH - 4] for ln in text if ln.strip()]
+    if len(shown) > COMMENT_LINES:
+        shown = shown[:COMMENT_LINES] + [f"... ({len(shown) - COMMENT_LINES} more lines)"]
+    lines += [f"#   {ln}" for ln in shown]
+    data = model.SerializeToString(deterministic=True)
+    lines.append(f"model = onnx.load_model_from_string({_bytes_code(data)})")
+    lines.append("feeds = {  # the graph inputs, fed at run time")
+    for name, value in feeds.items():
+        a = np.asarray(value)
+        proto = numpy_helper.from_array(a, name).SerializeToString()
+        lines.append(f"    # {name}: {a.dtype}{list(a.shape)} = {_shown(a)}")
+        lines.append(f"    {name!r}: numpy_helper.to_array(onnx.load_tensor_from_string("
+                     f"{_bytes_code(proto, '        ')})),")
     lines.append("}")
-    outs = ", ".join(f"helper.make_tensor_value_info({o.name!r}, {o.type.tensor_type.elem_type}, None)"
-                     for o in model.graph.output)
-    opsets = ", ".join(f"helper.make_opsetid({o.domain!r}, {o.version})" for o in model.opset_import)
-    made = []
-    for k, node in enumerate(nodes):
-        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-        name = "node" if len(nodes) == 1 else f"node{k}"
-        made.append(name)
-        lines.append(f"{name} = helper.make_node({node.op_type!r}, {list(node.input)!r}, "
-                     f"{list(node.output)!r}, "
-                     f"domain={node.domain!r}{''.join(f', {k}={v!r}' for k, v in sorted(attrs.items()))})")
-    lines += [
-        f"graph = helper.make_graph([{', '.join(made)}], 'repro', [], [{outs}],",
-        "                          initializer=[numpy_helper.from_array(v, k) for k, v in inputs.items()])",
-        f"model = helper.make_model(graph, opset_imports=[{opsets}])",
-        f"model.ir_version = {model.ir_version}",
-    ]
     return "\n".join(lines)
 
 

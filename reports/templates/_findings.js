@@ -15,7 +15,7 @@ function qdqFindingsTable(table, rows, links) {
     if (!links) return el("span", text, cls);
     var a = el("a", text, cls); a.setAttribute("data-finding", f.n);
     // the report's deep links (#case=ID&form=F, #finding=F...): a click routes through them, so they can be copied
-    a.href = open ? "#case=" + encodeURIComponent(f.example) + "&form=" + encodeURIComponent(f.example_form)
+    a.href = open ? "#case=" + qdqEncodeURI(f.example) + "&form=" + qdqEncodeURI(f.example_form)
                   : "#finding=" + f.id;
     if (open) { a.setAttribute("data-open", "1"); a.title = "open this case: inputs, expected vs actual, repro"; } else { a.title = "list these cases"; }
     return a;

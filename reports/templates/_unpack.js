@@ -23,3 +23,19 @@ function qdqUnpack(id, use) {
       document.body.insertBefore(p, document.body.firstChild);
     });
 }
+/* Deep links: a case id from a results file may hold a lone surrogate, which encodeURIComponent refuses (it
+   throws), and a fragment typed or cut by hand may be malformed percent-encoding, which decodeURIComponent refuses:
+   neither may stop a page. */
+function qdqWellFormed(s) {
+  "use strict";
+  s = String(s);
+  return s.toWellFormed ? s.toWellFormed() : s.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|([^\uD800-\uDBFF]|^)[\uDC00-\uDFFF]/g, "$1\uFFFD");
+}
+function qdqEncodeURI(s) {
+  "use strict";
+  return encodeURIComponent(qdqWellFormed(s));
+}
+function qdqDecodeURI(s) {
+  "use strict";
+  try { return decodeURIComponent(s); } catch (e) { return s; }
+}
