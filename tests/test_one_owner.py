@@ -30,6 +30,7 @@ _BITS = {"code_of", "tobytes", "view", "bit_patterns"}
 #: (module, function) that compare bit patterns of what is not an output, and why that is no verdict
 ALLOWED = {
     ("qdq_conformance.mutants.rewrites", "_equal"): "a model's scale and zero point, the same by value",
+    ("qdq_conformance.mutants.around", "_same"): "a graph's constants (a Pad's, a Q's), the same by value",
     ("qdq_conformance.generators.graph_coverage", "_same_values"): "a graph's parameters, the same by value",
     ("qdq_conformance.reports.signature", "_element_kind"): "the kind of an element the verdict marked",
 }

@@ -57,5 +57,7 @@ def test_the_repro_runs_the_case_on_tvm_alone(tvm, tmp_path):
     script.write_text(tvm.repro(model_code(model, values_of(model, dict(inputs))), ["y"]))
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    printed = [float(v) for v in out.stdout.replace("[", " ").replace("]", " ").split()]
+    name, dtype, values = out.stdout.split(None, 2)  # (as every repro prints an output: name, type, values)
+    assert (name, dtype) == ("y", "float32")
+    printed = [float(v) for v in values.replace("[", " ").replace("]", " ").split()]
     assert printed == [float(f"{v:.7e}") for v in got]  # (as numpy prints float32: 8 digits)
