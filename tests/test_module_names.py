@@ -23,3 +23,14 @@ def test_command_modules_follow_one_convention() -> None:
            if (path.stem.endswith("cmd") and not path.stem.endswith("_cmd"))
            or path.stem in {"commands", "cli"} and name != "qdq_conformance.cli"]
     assert not odd, f"command modules not named <command>_cmd.py: {odd}"
+
+
+def test_the_self_check_backend_is_oracle_and_its_old_name_says_it_is_deprecated(capsys) -> None:
+    from qdq_conformance.backends import names
+    from qdq_conformance.backends.registry import create
+
+    names._warned.clear()
+    assert create("oracle").name == "oracle" and capsys.readouterr().err == ""
+    assert create("reference").name == "oracle"
+    err = capsys.readouterr().err
+    assert "'reference' is deprecated" in err and "use 'oracle'" in err and len(err.splitlines()) == 1
