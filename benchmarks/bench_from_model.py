@@ -108,7 +108,7 @@ def main() -> None:
         model = folder / "big500.onnx"
         size = sum(p.stat().st_size for p in (model, folder / "big500.bin")) / 2**20
         out = Path(tmp) / "cases"
-        make = ("import contextlib, io, shutil; from qdq_conformance.frommodelcmd import make; "
+        make = ("import contextlib, io, shutil; from qdq_conformance.frommodel_cmd import make; "
                 f"shutil.rmtree({str(out)!r}, ignore_errors=True); "
                 "said = io.StringIO(); quiet = contextlib.redirect_stdout(said); quiet.__enter__(); "
                 f"status = make([{str(model)!r}], __import__('pathlib').Path({str(out)!r}))[0]; "

@@ -13,22 +13,22 @@ from typing import Any
 import numpy as np
 import pytest
 
-from . import __version__, compliancecmd, frommodelcmd, opspecs, reprocmd, showcmd
+from . import __version__, compliance_cmd, frommodel_cmd, opspecs, repro_cmd, show_cmd
 from .ambiguities import catalogue
 from .ambiguities import markdown as ambiguities_markdown
 from .backends.quark import DEFAULT_QUARK_VERSION, BuildError, build
-from .checker import cli as checker_cli
+from .checker import check_cmd as checker_cli
 from .domain import ALL_TIERS, BOTH, FORMS, Tier, forms_of, tiers_of
 from .errors import SpecViolation
-from .fuzz import cli as fuzz_cli
+from .fuzz import fuzz_cmd as fuzz_cli
 from .generators.cache import load_file_cached
 from .generators.corpus import CASES_DIR, case_files, load
 from .generators.coverage import coverage, render, render_layouts
 from .generators.export import OutFolderError
 from .generators.graph_coverage import graph_coverage, render_graph
 from .generators.parallel import generate
-from .matrix import cli as matrix_cli
-from .mutants import cli as mutants_cli
+from .matrix import matrix_cmd as matrix_cli
+from .mutants import mutants_cmd as mutants_cli
 from .plugin.options import (
     RUN_FLAGS,
     add_habits,
@@ -40,7 +40,7 @@ from .plugin.options import (
 from .plugin.terminal import EXIT_STATUS
 from .progress import Progress
 from .reference import evaluate
-from .reports import commands as report_commands
+from .reports import reports_cmd as report_commands
 
 
 def _cmd_specs(args: argparse.Namespace) -> int:
@@ -174,8 +174,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print("error: --model makes its own cases; it does not go with --cases or --suite",
                   file=sys.stderr)
             return 2
-        folder = frommodelcmd.model_cases_dir(args.models)
-        status, _ = frommodelcmd.make(args.models, folder)
+        folder = frommodel_cmd.model_cases_dir(args.models)
+        status, _ = frommodel_cmd.make(args.models, folder)
         if status in (2, 3):
             return status
         model_cases = ["--cases", str(folder)]
@@ -295,9 +295,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("show", "Show one case in full (spec clause, inputs, expected vs actual with bit codes, why each "
             "differing element is hard, expectation, reading), from a results file or a fresh run of that "
             "case.",
-            showcmd.add_arguments, showcmd.run, _doc(showcmd), _exit_statuses(showcmd.EXIT)),
-    Command("cases", _doc(frommodelcmd.run_cases), frommodelcmd.add_arguments, frommodelcmd.run_cases,
-            _doc(frommodelcmd.run_cases)
+            show_cmd.add_arguments, show_cmd.run, _doc(show_cmd), _exit_statuses(show_cmd.EXIT)),
+    Command("cases", _doc(frommodel_cmd.run_cases), frommodel_cmd.add_arguments, frommodel_cmd.run_cases,
+            _doc(frommodel_cmd.run_cases)
             + " One case file per distinct node configuration (operator version, types, zero point,"
             + " granularity, axis and its spelling, block size, attributes; nodes and models deduplicated),"
             + " with the node's own scale and zero point (large ones sliced, keeping their per-axis and"
@@ -306,10 +306,10 @@ COMMANDS: tuple[Command, ...] = (
             + " data movement, activations, and compute ops with the model's own weights, sliced, judged by"
             + " the interval oracle); from-model.json accounts for"
             + " every node. Run them with `qdq-conformance run --backend NAME --cases DIR`, or in one step"
-            + " with `run --model MODEL`.", _exit_statuses(frommodelcmd.EXIT)),
+            + " with `run --model MODEL`.", _exit_statuses(frommodel_cmd.EXIT)),
     Command("repro-check", "Run the repro script of a sample of each finding's cases and check it fails as "
-            "the case did in the run.", reprocmd.add_arguments, reprocmd.run, _doc(reprocmd),
-            _exit_statuses(reprocmd.EXIT)),
+            "the case did in the run.", repro_cmd.add_arguments, repro_cmd.run, _doc(repro_cmd),
+            _exit_statuses(repro_cmd.EXIT)),
     Command("check", _doc(_cmd_check), checker_cli.add_arguments, _cmd_check, _doc(_cmd_check)
             + " Covers QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, com.microsoft QuantizeLinear "
               "/ "
@@ -325,7 +325,7 @@ COMMANDS: tuple[Command, ...] = (
             "~/.cache/onnx-qdq-conformance/quark. Exit status 1 (one line saying why) when the library "
             "cannot be built: a source that is not one, no compiler, a failed compilation, a cache that "
             "cannot be written."),
-    Command("compliance", _doc(compliancecmd.run), compliancecmd.add_arguments, compliancecmd.run),
+    Command("compliance", _doc(compliance_cmd.run), compliance_cmd.add_arguments, compliance_cmd.run),
     Command("matrix", _doc(matrix_cli), matrix_cli.add_arguments, matrix_cli.run,
             _doc(matrix_cli) + " Each release's environment is made with uv (wheels cached under the cache "
             "folder), this tool installed into it from its source tree; the runs are sharded like any run "

@@ -21,9 +21,9 @@ from qdq_conformance.types import TYPES, ElementType, by_dtype, by_name
 
 from .boundaries import SCALE_RECIPES, TARGETS, place, scale_values
 from .case import Clause, ConcreteCase
-from .granularity import GVar
 from .limits import check_elements, check_id
 from .recipe import Ctx
+from .shape_variants import GVar
 from .status import catalogue_readings, decide
 from .template import Template
 from .values import (

@@ -16,9 +16,9 @@ from qdq_conformance.resources import cases_dir
 
 from .case import ConcreteCase
 from .expand import expand
+from .file_schemas import validate
 from .graph_expand import expand_graph
 from .loader import CaseFileError, load_yaml
-from .schema import validate
 from .template import Template
 
 CASES_DIR = cases_dir()

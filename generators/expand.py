@@ -19,8 +19,8 @@ from qdq_conformance.types import TYPES, ElementType, by_name
 
 from .build import Build, Skip, build
 from .case import ConcreteCase
-from .granularity import variants
 from .limits import check_cases
+from .shape_variants import variants
 from .template import Template
 
 CATEGORIES = {

@@ -1,5 +1,5 @@
 """Exporting concrete cases as a suite a vendor runs: ONNX's backend-test layout by kind of case
-(``layout.py``), ``manifest.json`` for non-Python consumers, a README and the license.
+(``suite_layout.py``), ``manifest.json`` for non-Python consumers, a README and the license.
 
 The same corpus exported twice gives identical bytes: cases are written in id order, data is seeded, the
 manifest is sorted, the README says nothing that changes from one run to the next.
@@ -28,7 +28,7 @@ import onnx
 from qdq_conformance import __version__
 from qdq_conformance.domain import FORMS
 
-from . import layout
+from . import suite_layout as layout
 from .case import ConcreteCase, TemplateMetadata
 from .suite_readme import LICENSE, README, license_text, readme
 

@@ -1,5 +1,5 @@
 """A concrete graph case: a small graph of quantization nodes, exact ops and compute ops, its values, and the
-oracle's node-by-node outputs (``qdq_conformance.reference.graph``): each output's representative value
+oracle's node-by-node outputs (``qdq_conformance.reference.graph_oracle``): each output's representative value
 (``expected``) and, where a compute op leaves more than one acceptable value, its interval (``bounds``)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from qdq_conformance.ambiguities import Reading
 from qdq_conformance.compare import rule_text
 from qdq_conformance.domain import FORMS, CaseMetadata, CaseStatus, Form, SourceText, SpecText
 from qdq_conformance.modelbuild import CONTRIB_AI_ONNX_OPSET
-from qdq_conformance.reference.graph import QUANT_OPS, tensor_proto
+from qdq_conformance.reference.graph_oracle import QUANT_OPS, tensor_proto
 from qdq_conformance.types import by_dtype
 
 from .case import Clause, FromTemplate

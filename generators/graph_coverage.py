@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qdq_conformance import opspecs
-from qdq_conformance.reference.graph import COMPARING, COMPUTE_OPS, EXACT_OPS
+from qdq_conformance.reference.graph_oracle import COMPARING, COMPUTE_OPS, EXACT_OPS
 from qdq_conformance.types import by_dtype
 
 from .case import ConcreteCase
+from .file_schemas import schema_enum
 from .graph_case import GraphCase
-from .schema import schema_enum
 
 
 @dataclass

@@ -30,7 +30,7 @@ from qdq_conformance import opspecs
 from qdq_conformance.compare import compare
 from qdq_conformance.domain import CaseStatus, Form
 from qdq_conformance.errors import CaseFileError, SpecViolation
-from qdq_conformance.reference.graph import (
+from qdq_conformance.reference.graph_oracle import (
     COMPUTE_OPS,
     CONSTANTS,
     INDEX_TYPE,

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import onnx
 
-from qdq_conformance.reference.graph import COMPUTE_OPS, EXACT_OPS, QUANT_OPS, Interval, Step
+from qdq_conformance.reference.graph_oracle import COMPUTE_OPS, EXACT_OPS, QUANT_OPS, Interval, Step
 from qdq_conformance.types import by_dtype
 
 from .graph_case import GraphNode

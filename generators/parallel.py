@@ -35,8 +35,8 @@ from .export import (
     write_cases,
     write_top_files,
 )
-from .layout import Manifest, ManifestEntry, Selection
 from .loader import CaseFileError
+from .suite_layout import Manifest, ManifestEntry, Selection
 
 
 class _Claim(NamedTuple):

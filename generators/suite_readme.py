@@ -9,7 +9,7 @@ from string import Template
 from qdq_conformance.compare import rule_interval, rule_ulp
 from qdq_conformance.resources import suite_templates_dir
 
-from .layout import GeneratedWith, Manifest
+from .suite_layout import GeneratedWith, Manifest
 
 README = "README.md"
 LICENSE = "LICENSE"

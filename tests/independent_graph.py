@@ -1,5 +1,6 @@
-"""A graph case's outputs computed apart from the kernel and its graph runner (``reference/graph.py``): the
-nodes in the model's order, each exact op (data movement, activations) by ``onnx.reference`` on that one node,
+"""A graph case's outputs computed apart from the kernel and its graph runner (``reference/graph_oracle.py``):
+the nodes in the model's order, each exact op (data movement, activations) by ``onnx.reference`` on that one
+node,
 each QuantizeLinear / DequantizeLinear on an integer type (ai.onnx's, and com.microsoft's, whose formula is
 the same) by the spec's formula written here:
 

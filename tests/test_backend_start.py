@@ -95,7 +95,7 @@ def test_a_factory_that_never_returns_is_a_usage_error_within_its_time_limit(tmp
 
 @pytest.mark.parametrize("value", ["nan", "0", "-1", "inf"])
 def test_a_backend_timeout_out_of_range_is_one_usage_error_line(tmp_path, value):
-    p, lines, _ = _run(tmp_path, "reference", "--backend-timeout", value, results=False)
+    p, lines, _ = _run(tmp_path, "oracle", "--backend-timeout", value, results=False)
     assert p.returncode == 4 and len(lines) == 1, lines
     assert ("--backend-timeout: expected a positive number of seconds, got "
             f"{float(value):g}") in lines[0], lines

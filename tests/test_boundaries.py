@@ -16,8 +16,8 @@ from qdq_conformance import opspecs
 from qdq_conformance.generators import boundaries as bnd
 from qdq_conformance.generators.boundaries import SCALE_RECIPES, TARGETS, overflow_threshold, realize
 from qdq_conformance.generators.expand import Template, expand
+from qdq_conformance.generators.file_schemas import schema
 from qdq_conformance.generators.labels import labels
-from qdq_conformance.generators.schema import schema
 from qdq_conformance.generators.values import X_RECIPES, ZP_RECIPES, Ctx, to_type
 from qdq_conformance.reference import evaluate
 from qdq_conformance.reference.arith import F32, round_to

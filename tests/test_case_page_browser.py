@@ -17,8 +17,8 @@ import urllib.parse
 import pytest
 
 from qdq_conformance.cli import build_parser
-from qdq_conformance.reports.commands import run_diff
 from qdq_conformance.reports.render import render_files
+from qdq_conformance.reports.reports_cmd import run_diff
 from qdq_conformance.results import CaseRecord
 
 from .browser import SPLIT_WORDS_JS, Browser, find_chromium

@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from qdq_conformance.checker import check_file, check_model
-from qdq_conformance.checker import graph as checker_graph
+from qdq_conformance.checker import tensor_facts as checker_graph
 from qdq_conformance.cli import main
 from qdq_conformance.rules import RULES
 

@@ -90,7 +90,7 @@ def test_links_to_folders_are_not_followed(tmp_path, capsys):
 
 def test_a_folder_that_cannot_be_listed_is_one_line(tmp_path, capsys, monkeypatch):
     """(Listing refused as os.walk reports it: a chmod 0 folder is still listed by root.)"""
-    from qdq_conformance.checker import cli
+    from qdq_conformance.checker import check_cmd as cli
 
     onnx.save(_qdq(), tmp_path / "m.onnx")
     locked = tmp_path / "locked"

@@ -39,7 +39,7 @@ from qdq_conformance.runner.execute import CaseResult
 from qdq_conformance.runner.outcome import Outcome, classify
 from qdq_conformance.runner.outputs import RawResult
 from qdq_conformance.runner.record import preview
-from qdq_conformance.showcmd import repro_script
+from qdq_conformance.show_cmd import repro_script
 
 F32_NAN, F32_INF, F32_ONE, F32_MAX = 0x7FC00000, 0x7F800000, 0x3F800000, 0x7F7FFFFF
 

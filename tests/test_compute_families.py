@@ -20,10 +20,10 @@ from onnx.reference import ReferenceEvaluator
 from qdq_conformance.cli import main
 from qdq_conformance.compare import compare
 from qdq_conformance.generators.corpus import case_files, load_file
-from qdq_conformance.mutants.base import Mutant, MutantBackend
 from qdq_conformance.mutants.fused_kernel import Shortcut, fuse
+from qdq_conformance.mutants.mutant import Mutant, MutantBackend
 from qdq_conformance.reference.exact_ops import EXACT_OPS
-from qdq_conformance.reference.graph import run_graph_bounded
+from qdq_conformance.reference.graph_oracle import run_graph_bounded
 from qdq_conformance.reference.ops import SPEC
 from qdq_conformance.resources import cases_dir
 from qdq_conformance.runner.execute import call_backend

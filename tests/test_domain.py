@@ -26,7 +26,7 @@ from qdq_conformance.domain import (
 )
 from qdq_conformance.generators.corpus import load_file
 from qdq_conformance.generators.export import export
-from qdq_conformance.generators.schema import schema
+from qdq_conformance.generators.file_schemas import schema
 from qdq_conformance.opspecs import all_specs
 from qdq_conformance.resources import cases_dir
 from qdq_conformance.results import FIELDS, KEYS, CaseRecord, encode_record

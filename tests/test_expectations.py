@@ -99,7 +99,7 @@ def test_bad_entries_name_their_line(tmp_path, body, message, line):
 
 def test_the_schema_and_the_registries_share_their_vocabularies():
     from qdq_conformance.domain import EXPECTABLE, FORMS
-    from qdq_conformance.generators.schema import expectation_schema
+    from qdq_conformance.generators.file_schemas import expectation_schema
 
     entry = expectation_schema()["$defs"]["entry"]["properties"]
     assert set(entry["status"]["enum"]) == set(EXPECTABLE)
@@ -107,8 +107,8 @@ def test_the_schema_and_the_registries_share_their_vocabularies():
 
 
 def test_every_bundled_expectation_file_follows_the_schema():
+    from qdq_conformance.generators.file_schemas import check_document, expectation_schema
     from qdq_conformance.generators.loader import EXPECTATION_FILE, load_yaml
-    from qdq_conformance.generators.schema import check_document, expectation_schema
     from qdq_conformance.resources import expectations_dir
 
     files = sorted(expectations_dir().glob("*.yaml"))
@@ -440,7 +440,7 @@ def test_a_run_on_a_newer_version_says_so_on_the_terminal_and_in_the_results(tmp
                    "broken\n")
     res = tmp_path / "r.jsonl"
     p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--cases",
-                        str(root / "tests" / "data" / "runner_cases"), "--backend=reference", "--form",
+                        str(root / "tests" / "data" / "runner_cases"), "--backend=oracle", "--form",
                         "runtime", "--expectations", str(exp), "--results", str(res)],
                        cwd=root, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-3000:]

@@ -17,7 +17,7 @@ import yaml
 from onnx import numpy_helper
 
 from qdq_conformance.cli import main
-from qdq_conformance.frommodelcmd import make
+from qdq_conformance.frommodel_cmd import make
 from qdq_conformance.generators.corpus import case_files, load
 from qdq_conformance.generators.expand import expand
 from qdq_conformance.generators.loader import CaseFileError
@@ -179,7 +179,7 @@ def test_bad_input_is_one_line_with_the_checks_exit_statuses(models, tmp_path):
     assert "Traceback" not in err and (tmp_path / "o1" / "from-model.json").exists()
     code, _, err = _make([models["u8"].parent / "float.onnx"], tmp_path / "o2")
     assert code == 3 and "NOTHING MADE" in err and not (tmp_path / "o2").exists()
-    assert main(["run", "--backend", "reference", "--model", str(models["u8"]), "--cases",
+    assert main(["run", "--backend", "oracle", "--model", str(models["u8"]), "--cases",
                  str(tmp_path)]) == 2
 
 
@@ -195,7 +195,7 @@ def test_external_data_reads_only_the_parameters(models, tmp_path, monkeypatch):
         return original(t, base_dir)
 
     monkeypatch.setattr(tensors, "read_external", spy)
-    monkeypatch.setattr("qdq_conformance.checker.graph.read_external", spy)
+    monkeypatch.setattr("qdq_conformance.checker.tensor_facts.read_external", spy)
     code, text, _ = _make([tmp_path / "ext.onnx"], tmp_path / "out")
     assert code == 0 and read
     assert not {"w8", "w4", "w_bad"} & set(read), read
@@ -217,7 +217,8 @@ def test_an_explicit_shape_granularity_is_checked(change, message):
 
 
 def test_a_defect_of_this_tool_costs_its_node_only_and_says_so(models, tmp_path, monkeypatch):
-    from qdq_conformance.generators.frommodel import convert, nodes
+    from qdq_conformance.generators.frommodel import convert
+    from qdq_conformance.generators.frommodel import node_configs as nodes
 
     def broken(checked, model, base_dir):  # noqa: ANN001, ANN202
         if checked.site.node.name == "dq_f8":

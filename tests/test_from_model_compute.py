@@ -19,7 +19,7 @@ import pytest
 import yaml
 from onnx import numpy_helper
 
-from qdq_conformance.frommodelcmd import make
+from qdq_conformance.frommodel_cmd import make
 from qdq_conformance.generators.corpus import case_files, load
 
 pytest.importorskip("onnxruntime.quantization")
@@ -196,7 +196,7 @@ def models_external(quantized_models, tmp_path, monkeypatch) -> tuple[Path, Path
         return some(t, base_dir, wanted)
 
     monkeypatch.setattr(tensors, "read_external", spy)
-    monkeypatch.setattr("qdq_conformance.checker.graph.read_external", spy)
+    monkeypatch.setattr("qdq_conformance.checker.tensor_facts.read_external", spy)
     monkeypatch.setattr(weights, "read_external_ranges", spy_ranges)
     code, _ = _make([tmp_path / "ext.onnx"], tmp_path / "out")
     assert code == 0

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from qdq_conformance.cli import main
-from qdq_conformance.frommodelcmd import make
+from qdq_conformance.frommodel_cmd import make
 from qdq_conformance.generators.corpus import case_files, load
 from qdq_conformance.reports.page import unpack
 

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from qdq_conformance.compare import Mismatch
-from qdq_conformance.fuzz.cli import parse_duration
 from qdq_conformance.fuzz.describe import Description, build, template
+from qdq_conformance.fuzz.fuzz_cmd import parse_duration
 from qdq_conformance.fuzz.search import Executor, signature_of, signature_parts
-from qdq_conformance.generators.schema import validate
+from qdq_conformance.generators.file_schemas import validate
 from qdq_conformance.opspecs import BLOCKED, PER_AXIS, PER_TENSOR
 from qdq_conformance.runner.execute import CaseResult
 from qdq_conformance.runner.expectations import Expectation
@@ -99,7 +99,7 @@ def test_the_case_file_fails_on_the_backend_and_passes_on_the_oracle(planted, tm
     bad = _cli("run", "--backend", PLANTED, "--cases", str(out / "cases"), "--expectations", "none",
                "--results", str(tmp_path / "bad.jsonl"))
     assert bad.returncode == 1, bad.stdout + bad.stderr
-    good = _cli("run", "--backend", "reference", "--cases", str(out / "cases"), "--results",
+    good = _cli("run", "--backend", "oracle", "--cases", str(out / "cases"), "--results",
                 str(tmp_path / "ok.jsonl"))
     assert good.returncode == 0, good.stdout + good.stderr
     statuses = [json.loads(line)["status"]
@@ -145,17 +145,17 @@ def test_the_database_carries_findings_to_the_next_run(tmp_path):
 
 
 def test_the_oracle_gives_no_finding(tmp_path):
-    p, found = _fuzz(tmp_path / "oracle", "--no-database", backend="reference", examples=60)
+    p, found = _fuzz(tmp_path / "oracle", "--no-database", backend="oracle", examples=60)
     assert p.returncode == 0, p.stdout + p.stderr
     assert found["findings"] == [] and "no finding" in p.stdout
 
 
 def test_usage_errors(tmp_path):
-    p = _cli("fuzz", "--backend", "reference", "--ops", "NoSuchOp", "--out", str(tmp_path / "x"))
+    p = _cli("fuzz", "--backend", "oracle", "--ops", "NoSuchOp", "--out", str(tmp_path / "x"))
     assert p.returncode == 2 and "no operator version matches" in p.stderr
     p = _cli("fuzz", "--backend", "no-such-backend", "--examples", "1", "--out", str(tmp_path / "y"))
     assert p.returncode == 4 and "unknown backend" in p.stderr
-    p = _cli("fuzz", "--backend", "reference", "--budget", "soon")
+    p = _cli("fuzz", "--backend", "oracle", "--budget", "soon")
     assert p.returncode == 2 and "duration" in p.stderr
     p = _cli("fuzz", "--help")
     assert p.returncode == 0 and "--budget" in p.stdout and "exit status" in p.stdout
@@ -263,7 +263,7 @@ def test_a_finding_is_new_unless_a_failing_corpus_case_has_its_root_cause(plante
             and judged["findings"][0]["corpus_case"].startswith("quantize"))
     assert judged["summary"]["new_findings"] == 0 and judged["summary"]["root_causes"] == 1
     # a corpus where nothing fails exposes nothing: the finding is new
-    good = _cli("run", "--backend", "reference", "--cases", str(tmp_path / "corpus"), "--results",
+    good = _cli("run", "--backend", "oracle", "--cases", str(tmp_path / "corpus"), "--results",
                 str(tmp_path / "good.jsonl"))
     assert good.returncode == 0, good.stdout + good.stderr
     p = _cli("fuzz", "--judge", str(out), "--corpus-results", str(tmp_path / "good.jsonl"))

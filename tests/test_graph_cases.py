@@ -20,11 +20,11 @@ from qdq_conformance.compare import compare
 from qdq_conformance.errors import CaseFileError
 from qdq_conformance.generators.corpus import case_files, load_file
 from qdq_conformance.generators.export import export
+from qdq_conformance.generators.file_schemas import schema
 from qdq_conformance.generators.graph_coverage import graph_coverage
-from qdq_conformance.generators.schema import schema
 from qdq_conformance.plugin.selection import marker_names
 from qdq_conformance.reference import run_any
-from qdq_conformance.reference.graph import (
+from qdq_conformance.reference.graph_oracle import (
     COMPUTE_OPS,
     EXACT_OPS,
     GRAPH_OPS,
@@ -73,7 +73,8 @@ BEYOND = {"com.amd.quark ExtendedQuantizeLinear": 28, "DynamicQuantizeLinear": 3
 
 
 def test_every_graph_case_is_normative_and_its_expected_values_are_the_oracles(graphs):
-    """The expected outputs (the kernel's composition, reference/graph.py) are what a computation written
+    """The expected outputs (the kernel's composition, reference/graph_oracle.py) are what a computation
+    written
     apart gives: the nodes in order, the exact ops by onnx.reference, the integer QuantizeLinear /
     DequantizeLinear by the spec's formula in tests/independent_graph.py; same type, shape and bits (around a
     compute op, within the case's interval: that evaluation is one a float32 backend may make). The
@@ -261,7 +262,7 @@ def test_a_failing_graph_case_says_rewrite_or_node(graphs):
     rec = decode_record(result.record)
     assert rec["status"] == "failed" and rec["defect"] == "node", rec.get("defect_why")
     assert "QuantizeLinear" in rec["defect_why"]
-    ok = run_case(create("reference"), ObjRef(chain), "initializer", Sources(), Expectations())
+    ok = run_case(create("oracle"), ObjRef(chain), "initializer", Sources(), Expectations())
     assert ok.status == "passed" and "defect" not in decode_record(ok.record)
 
 

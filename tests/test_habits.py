@@ -117,7 +117,7 @@ def test_a_complete_run_checks_stale_expectations(tmp_path):
     exp.write_text("backend: reference\nentries:\n  - cases: 'no-such-case-*'\n    status: failed\n"
                    "    reason: gone\n")
     env = {**os.environ, "QDQ_CACHE_DIR": str(tmp_path / "cache")}
-    p = subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", "reference",
+    p = subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", "oracle",
                         "--cases", str(CASES), "--expectations", str(exp)], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0 and "1 stale expectation(s):" in p.stdout and "matches no collected case" in \

@@ -328,7 +328,7 @@ def _external_scale(tmp: Path, count: int, size: int | None = None) -> Path:
 def test_a_2_gib_scale_is_not_read(tmp_path, monkeypatch):
     """A scale whose file really holds 2 GiB (sparse): the shape rule reports it, its values are never
     read."""
-    from qdq_conformance.checker import graph
+    from qdq_conformance.checker import tensor_facts as graph
 
     path = _external_scale(tmp_path, 2**29)
     read: list[str] = []
@@ -341,7 +341,8 @@ def test_a_2_gib_scale_is_not_read(tmp_path, monkeypatch):
 
 def test_external_values_are_read_in_bounded_chunks(tmp_path, monkeypatch):
     """Read 8 bytes at a time, a scale's values are still all checked: the zero at index 3 is found."""
-    from qdq_conformance.checker import graph, tensors
+    from qdq_conformance.checker import tensor_facts as graph
+    from qdq_conformance.checker import tensors
 
     path = _external_scale(tmp_path, 4)
     (tmp_path / "s.bin").write_bytes(np.array([0.5, 0.25, 1.0, 0.0], np.float32).tobytes())
@@ -358,7 +359,7 @@ def test_external_values_are_read_in_bounded_chunks(tmp_path, monkeypatch):
 
 def test_a_checker_bug_is_one_line_and_the_other_models_are_still_checked(tmp_path, good, capsys,
                                                                           monkeypatch):
-    from qdq_conformance.checker import cli
+    from qdq_conformance.checker import check_cmd as cli
 
     real = cli.check_file
     monkeypatch.setattr(cli, "check_file", lambda p: real(p) if p == good else [][1])

@@ -208,7 +208,7 @@ def test_bad_run_options_are_one_usage_error_line(tmp_path, options, line):
     (tmp_path / "entries.yaml").write_text("entries: [1, 2]\n")
     (tmp_path / "empty").mkdir()
     args = [o.replace("{tmp}", str(tmp_path)) for o in options]
-    backend = [] if "--backend" in args else ["--backend", "reference"]
+    backend = [] if "--backend" in args else ["--backend", "oracle"]
     p = _cli("run", *backend, "--cases", str(SMALL), *args, timeout=120)
     lines = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.strip()]
     assert p.returncode == 4, lines
@@ -227,7 +227,7 @@ def test_a_run_in_which_no_case_ran_calls_no_expectation_stale(tmp_path):
     entries = tmp_path / "exp.yaml"
     entries.write_text("backend: reference\nentries:\n  - cases: 'quantizelinear-*'\n    status: failed\n"
                        "    reason: a reason\n")
-    p = _cli("run", "--backend", "reference", "--cases", str(folder), "--expectations", str(entries),
+    p = _cli("run", "--backend", "oracle", "--cases", str(folder), "--expectations", str(entries),
              timeout=120)
     out = p.stdout + p.stderr
     assert p.returncode == 5, out[-2000:]

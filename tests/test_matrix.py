@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from qdq_conformance import compliancecmd
+from qdq_conformance import compliance_cmd
 from qdq_conformance.cli import build_parser
-from qdq_conformance.matrix import cli as matrix_cli
+from qdq_conformance.matrix import matrix_cmd as matrix_cli
 from qdq_conformance.matrix.environments import Environment
 from qdq_conformance.matrix.releases import Distribution, ReleaseError, expand, newest_of_each_minor
-from qdq_conformance.reports import history
+from qdq_conformance.reports import release_table as history
 from qdq_conformance.results import header
 from qdq_conformance.results.merge import load_run
 from qdq_conformance.runner.expectations import load
@@ -97,7 +97,7 @@ def test_matrix_on_three_fake_releases_writes_first_bad_and_first_good(tmp_path,
     assert sum(len(load_run([p])[1]) for p in kept) < sum(len(r[1]) for r in runs)
     assert "exit 1" in capsys.readouterr().err
     # the compliance page's history section, from the kept files
-    section = compliancecmd.histories(tmp_path / "kept")
+    section = compliance_cmd.histories(tmp_path / "kept")
     assert section.startswith("## python_tests.fake_backends_versioned across releases\n")
     assert f"| {off.id}: " in section and "| &lt;= 1.0.2 | 2.0.1 | 2 | 2 | ok |" in section
 

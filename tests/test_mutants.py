@@ -24,7 +24,7 @@ from qdq_conformance.compare import compare
 from qdq_conformance.errors import SpecViolation
 from qdq_conformance.generators.status import changes_answer
 from qdq_conformance.mutants import REGISTRY, names
-from qdq_conformance.mutants.base import GraphWitness
+from qdq_conformance.mutants.mutant import GraphWitness
 from qdq_conformance.reference import evaluate, ops, quantize
 from qdq_conformance.reference.readings import readings
 from qdq_conformance.reference.steps import active, using
@@ -110,7 +110,7 @@ def test_a_witness_that_only_makes_the_mutant_refuse_is_no_witness():
     kernel runs."""
     from dataclasses import replace
 
-    from qdq_conformance.mutants.base import Witness
+    from qdq_conformance.mutants.mutant import Witness
 
     refusing = replace(REGISTRY["axis-default-0"], witness=lambda: Witness(
         "QuantizeLinear", 21, [np.ones((2, 3), np.float32), np.array([1, 2, 4], np.float32)], {}, "(2, 3)"))
@@ -254,7 +254,7 @@ def test_a_kill_is_a_failure_of_the_real_worker_path(small_corpus):
         for form in ("runtime", "initializer"):
             result = run_case(create(f"mutant:{mid}"), ObjRef(case), form, Sources(), Expectations())
             assert result.status == "failed", (mid, case.id, form, result.message)
-            assert run_case(create("reference"), ObjRef(case), form, Sources(),
+            assert run_case(create("oracle"), ObjRef(case), form, Sources(),
                             Expectations()).status == "passed"
 
 
@@ -314,8 +314,8 @@ def test_docs_list_every_mutant():
 def test_a_mutant_whose_steps_cannot_be_built_is_reported():
     from dataclasses import replace
 
-    from qdq_conformance.mutants.base import Mutant
-    from qdq_conformance.mutants.cli import summary
+    from qdq_conformance.mutants.mutant import Mutant
+    from qdq_conformance.mutants.mutants_cmd import summary
     from qdq_conformance.mutants.score import score
 
     def steps():

@@ -205,7 +205,7 @@ def test_compliance_keeps_a_column_from_kept_results_when_the_backend_cannot_run
     from qdq_conformance.reports.compliance import render_files
     from qdq_conformance.results import read
     from qdq_conformance.results.kept import keep
-    from qdq_conformance.results.schema import KEPT_LEAVES_OUT
+    from qdq_conformance.results.record_schema import KEPT_LEAVES_OUT
 
     from .results_files import record, write
     from .test_reports import _results

@@ -148,7 +148,7 @@ def test_show_without_a_file_runs_the_case_and_its_repro_fails_on_the_backend(tm
 # ------------------------------------------------------------------------
 
 def _collected(*args: str, env: dict[str, str] | None = None) -> list[str]:
-    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--backend=reference",
+    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--backend=oracle",
                         "--workers", "1", "--collect-only", "-q", *args], cwd=ROOT, capture_output=True,
                        text=True, timeout=900, env={**os.environ, **(env or {})})
     assert p.returncode in (0, 5), p.stdout + p.stderr
@@ -166,7 +166,7 @@ def test_run_takes_pytest_habits_and_records_the_selection(tmp_path, shared_expa
     cache = shared_expansions(tmp_path / "cache")  # (a folder of its own: pytest's cache is looked for there)
     env = {"QDQ_CACHE_DIR": str(cache), "QDQ_CORPUS_CACHE": os.environ.get("QDQ_CORPUS_CACHE", "1")}
     results = tmp_path / "r.jsonl"
-    p = _cli("run", "--backend", "reference", "-k", "quantizelinear-21-ties-float-int8", "-x", "--maxfail",
+    p = _cli("run", "--backend", "oracle", "-k", "quantizelinear-21-ties-float-int8", "-x", "--maxfail",
              "2", "--form", "runtime", "--results", str(results), env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "(a subset of the corpus: -k quantizelinear-21-ties-float-int8, --form runtime)" in p.stdout
@@ -175,9 +175,9 @@ def test_run_takes_pytest_habits_and_records_the_selection(tmp_path, shared_expa
     # the cache plugin is on, its cache under the project's cache directory
     assert (cache / "pytest").is_dir()
     for habit in ("--lf", "--sw"):
-        p = _cli("run", "--backend", "reference", "-k", "quantizelinear-21-ties-float-int8", habit, env=env)
+        p = _cli("run", "--backend", "oracle", "-k", "quantizelinear-21-ties-float-int8", habit, env=env)
         assert p.returncode == 0, p.stdout + p.stderr
-    p = _cli("run", "--backend", "reference", "--no-such-option", env=env)
+    p = _cli("run", "--backend", "oracle", "--no-such-option", env=env)
     assert p.returncode == 2 and "put pytest arguments after --" in p.stderr
 
 

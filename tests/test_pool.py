@@ -106,7 +106,7 @@ def test_a_case_file_changed_since_collection_fails_that_case_only(tmp_path):
     path.write_bytes(src.read_bytes())
     refs = _refs(path, lambda i: True)
     stale = FileRef(refs[0].path, TIERS, refs[0].index, "no-longer-this-case")
-    pool = CasePool("reference", {}, timeout=30, size=1)
+    pool = CasePool("oracle", {}, timeout=30, size=1)
     try:
         pool.start()
         bad = pool.get(stale, "runtime")

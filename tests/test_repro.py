@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from qdq_conformance import reprocmd
+from qdq_conformance import repro_cmd
 from qdq_conformance.backends import kits
 from qdq_conformance.backends.base import NotApplicable, Rejected, Unsupported
 from qdq_conformance.backends.registry import create, unavailable
@@ -159,7 +159,7 @@ def ort_run(corpus) -> list[dict[str, Any]]:
 
 
 def test_the_repro_of_every_finding_of_an_ort_run_fails_as_its_case_did(ort_run, capsys):
-    verdicts = reprocmd.check(ort_run, per_finding=0, jobs=2)
+    verdicts = repro_cmd.check(ort_run, per_finding=0, jobs=2)
     ran = [v for v in verdicts if v.reproduced is not None]
     failing = sum(1 for r in ort_run if r["status"] in ("failed", "error", "crashed", "invalid-accepted"))
     with capsys.disabled():  # (the figures the issue asks for)
@@ -184,9 +184,9 @@ def test_show_repro_of_an_invalid_model_accepted_fails(tmp_path):
 
 
 def test_reproduces_judges_by_how_the_run_ended():
-    assert reprocmd.reproduces("failed", 1, "3 element(s) differ")
-    assert not reprocmd.reproduces("failed", 0, "the outputs match the spec")
-    assert not reprocmd.reproduces("failed", 1, "Traceback ... ModuleNotFoundError")
-    assert reprocmd.reproduces("error", 1, "Traceback ... onnxruntime...Fail")
-    assert reprocmd.reproduces("crashed", -11, "")
-    assert reprocmd.reproduces("invalid-accepted", 1, "it must reject it")
+    assert repro_cmd.reproduces("failed", 1, "3 element(s) differ")
+    assert not repro_cmd.reproduces("failed", 0, "the outputs match the spec")
+    assert not repro_cmd.reproduces("failed", 1, "Traceback ... ModuleNotFoundError")
+    assert repro_cmd.reproduces("error", 1, "Traceback ... onnxruntime...Fail")
+    assert repro_cmd.reproduces("crashed", -11, "")
+    assert repro_cmd.reproduces("invalid-accepted", 1, "it must reject it")

@@ -34,10 +34,10 @@ def read_results(path):
 
 def test_reference_backend_passes_everything_and_streams_results(tmp_path):
     res = tmp_path / "r.jsonl"
-    p = run_pytest("--backend=reference", "--results", str(res), "-q")
+    p = run_pytest("--backend=oracle", "--results", str(res), "-q")
     assert p.returncode == 0, p.stdout[-3000:]
     head, cases, summary = read_results(res)
-    assert head["backend"] == "reference" and head["onnx_version"] and head["python"]
+    assert head["backend"] == "oracle" and head["onnx_version"] and head["python"]
     assert len(cases) == 2 * 8  # 8 concrete cases x 2 graph forms
     assert {c["status"] for c in cases} == {"passed", "implementation-defined"}
     assert summary["type"] == "summary" and summary["exitstatus"] == 0
@@ -114,17 +114,17 @@ def test_expectations_turn_known_failures_into_xfail_and_warn_on_stale(tmp_path)
 
 
 def test_selection_by_markers_and_keywords():
-    p = run_pytest("--backend=reference", "-m", "v21 and y_int8 and runtime", "--collect-only", "-q")
+    p = run_pytest("--backend=oracle", "-m", "v21 and y_int8 and runtime", "--collect-only", "-q")
     ids = [ln for ln in p.stdout.splitlines() if "::" in ln]
     assert ids == ["tests/data/runner_cases/small.yaml::quantizelinear-21-basic-float-int8[runtime]"]
-    p = run_pytest("--backend=reference", "-m", "family_nan and implementation_defined", "--collect-only",
+    p = run_pytest("--backend=oracle", "-m", "family_nan and implementation_defined", "--collect-only",
                    "-q")
     assert sum("::" in ln for ln in p.stdout.splitlines()) == 2
 
 
 def test_xdist_and_junit(tmp_path):
     res, junit = tmp_path / "r.jsonl", tmp_path / "j.xml"
-    p = run_pytest("--backend=reference", "-n", "2", "--results", str(res), f"--junitxml={junit}")
+    p = run_pytest("--backend=oracle", "-n", "2", "--results", str(res), f"--junitxml={junit}")
     assert p.returncode == 0, p.stdout[-2000:]
     _, cases, _ = read_results(res)
     assert len(cases) == 16
@@ -137,7 +137,7 @@ def test_suite_folder_runs_like_the_cases(tmp_path):
     suite = tmp_path / "suite"
     assert main(["generate", "--cases", str(CASES), "--out", str(suite), "--form", "both"]) == 0
     res = tmp_path / "r.jsonl"
-    p = run_pytest("--backend=reference", "--suite", str(suite), "--results", str(res), cwd=tmp_path)
+    p = run_pytest("--backend=oracle", "--suite", str(suite), "--results", str(res), cwd=tmp_path)
     assert p.returncode == 0, p.stdout[-2000:]
     _, cases, _ = read_results(res)
     assert len(cases) == 16
@@ -149,7 +149,7 @@ def test_a_bad_case_file_is_one_failure_not_the_end(tmp_path):
     (cases / "ok.yaml").write_text((CASES / "small.yaml").read_text())
     (cases / "bad.yaml").write_text("cases:\n  - id: x\n    colour: red\n")
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--cases", str(cases),
-           "--backend=reference", "-q", "-k", "basic or load"]
+           "--backend=oracle", "-q", "-k", "basic or load"]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 1
     assert "case file error:" in p.stdout and "bad.yaml:2" in p.stdout

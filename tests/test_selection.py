@@ -100,7 +100,7 @@ def case_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _collected(folder: Path, env: dict[str, str], *args: str) -> list[str]:
-    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--backend=reference",
+    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--backend=oracle",
                         "--workers", "1", "--cases", str(folder), "--collect-only", "-q", *args], cwd=ROOT,
                        capture_output=True, text=True, timeout=900, env=env)
     assert p.returncode in (0, 5), p.stdout[-2000:] + p.stderr[-2000:]

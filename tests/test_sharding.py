@@ -33,7 +33,7 @@ def test_default_corpus_in_three_shards_is_a_balanced_stable_partition(corpus):
 def _run(tmp_path, *extra):
     out = tmp_path / f"r{len(list(tmp_path.iterdir()))}.jsonl"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-                           "--backend=reference", "--form", "runtime", "--workers", "1", "--results",
+                           "--backend=oracle", "--form", "runtime", "--workers", "1", "--results",
                            str(out), "-k", "quantizelinear-21-basic", *extra], capture_output=True, text=True,
                           cwd=tmp_path)
     return proc, [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []

@@ -122,7 +122,7 @@ def test_one_line_failure_in_the_short_summary_and_junit(tmp_path):
 
 
 def test_progress_line_on_a_terminal():
-    cmd = [sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", "reference", "--cases",
+    cmd = [sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", "oracle", "--cases",
            str(CASES)]
     code, raw = run_in_pty(cmd)
     assert code == 0, raw[-3000:]
@@ -160,7 +160,7 @@ def test_exit_status_meanings_are_documented(tmp_path):
     for code, meaning in EXIT_STATUS.items():
         assert f" {code} {meaning}" in help_text
         assert f"| {code} | {meaning} |" in vendors
-    p = run_cli("--backend", "reference", "--", "-k", "no-such-case", tmp=tmp_path)
+    p = run_cli("--backend", "oracle", "--", "-k", "no-such-case", tmp=tmp_path)
     assert p.returncode == 5 and p.stdout.rstrip().splitlines()[-1] == f"exit status 5: {EXIT_STATUS[5]}"
 
 

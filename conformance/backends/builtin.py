@@ -148,12 +148,12 @@ def _reference_refusal(model: onnx.ModelProto) -> str | None:
 class OracleBackend:
     """This project's reference kernel (a self-check: it must pass everything)."""
 
-    name = "reference"
+    name = "oracle"
     version = __version__
 
     def run(self, model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         from ..reference import run_any  # the kernel's import (0.1 s), for this backend's worker only
-        from ..reference.graph import GraphError
+        from ..reference.graph_oracle import GraphError
 
         try:
             return run_any(model, feeds)

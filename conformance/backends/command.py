@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from ..generators.layout import DATA_SET, MODEL, input_file, output_file, read_tensor
+from ..generators.suite_layout import DATA_SET, MODEL, input_file, output_file, read_tensor
 from ..types import to_tensor_proto
 from .base import Rejected, Unsupported
 

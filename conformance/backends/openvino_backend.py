@@ -14,8 +14,8 @@ import onnx
 from onnx import helper
 
 from . import kits
+from .backend_options import check_openvino
 from .base import NotApplicable, Rejected, Unsupported
-from .options import check_openvino
 
 _UNSUPPORTED_MARKERS = ("not supported", "Unsupported", "unsupported", "No conversion rule",
                         "is not implemented", "doesn't support", "does not support", "Cannot create",

@@ -28,9 +28,9 @@ import onnx
 
 from ..cachedir import cache_root
 from ..opspecs import QUARK
+from .backend_options import check_ort
 from .base import BackendUnavailable, NotApplicable
 from .builtin import OrtBackend
-from .options import check_ort
 
 #: The amd-quark release whose sources `build` fetches when none is installed (override: --quark-version).
 DEFAULT_QUARK_VERSION = "0.13"

@@ -23,14 +23,14 @@ from importlib.metadata import entry_points
 from typing import TypedDict
 
 from ..install import install_hint
-from . import options as backend_options
+from . import backend_options as backend_options
 from .base import Backend, require
 from .builtin import OnnxBackendModule, OnnxReferenceBackend, OracleBackend, OrtBackend
 from .command import CommandBackend
 from .iree_backend import MARKERS as IREE_MARKERS
 from .iree_backend import IreeBackend
 from .markers import MarkerSet
-from .names import BUILTIN_NAMES, ENTRY_POINT_GROUP, PARAMETRIZED
+from .names import BUILTIN_NAMES, ENTRY_POINT_GROUP, PARAMETRIZED, canonical
 from .openvino_backend import OpenVinoBackend
 from .quark import QuarkBackend
 from .tinygrad_backend import MARKERS as TINYGRAD_MARKERS
@@ -101,7 +101,7 @@ def _tinygrad() -> Backend:
 BUILTIN: dict[str, Callable[[BackendOptions], Backend]] = {
     "ort": _ort,
     "onnx-reference": _plain(OnnxReferenceBackend, "onnx-reference"),
-    "reference": _plain(OracleBackend, "reference"),
+    "oracle": _plain(OracleBackend, "oracle"),
     "openvino": _openvino,
     "quark": _quark,
     "tvm": _plain(_tvm, "tvm"),
@@ -156,6 +156,7 @@ def create(spec: str, options: BackendOptions | None = None) -> Backend:
     creates it in a worker process (``runner.isolation``): either ends the run before its first case as a
     usage error."""
     options = dict(options or {})
+    spec = canonical(spec)
     if spec in BUILTIN:
         return BUILTIN[spec](options)
     if spec.startswith(("onnx-backend:", "mutant:", "command:")):

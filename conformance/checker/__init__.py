@@ -18,10 +18,11 @@ import onnx.shape_inference
 
 from ..opspecs import OpSpec, import_version, normalize_domain
 from ..rules import RULES
-from . import model_rules, nodes
-from .errors import Unreadable
-from .graph import Site, walk
+from . import model_rules
+from . import node_checks as nodes
 from .loading import read_model
+from .model_errors import Unreadable
+from .tensor_facts import Site, walk
 
 __all__ = ["CheckedNode", "ModelReport", "NodeFinding", "Unreadable", "check_file", "check_model"]
 

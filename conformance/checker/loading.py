@@ -22,7 +22,7 @@ from google.protobuf.message import DecodeError
 from onnx import AttributeProto, TensorProto
 
 from ..opspecs import AI_ONNX, OPERATORS, normalize_domain
-from .errors import Unreadable
+from .model_errors import Unreadable
 from .tensors import MAX_ELEMENTS, check_tensor, file_kind
 
 __all__ = ["Unreadable", "check_external_data", "check_opsets", "check_shapes", "read_model"]

@@ -17,7 +17,7 @@ import onnx
 from onnx import AttributeProto, TensorProto, helper
 
 from ..opspecs import AI_ONNX, import_table, import_version, normalize_domain
-from .graph import Site
+from .tensor_facts import Site
 
 #: The IR version that added each element type (onnx.proto, "Version" comments); older types are in every IR
 #: version a model can carry.

@@ -30,8 +30,8 @@ from ..reference import granularity as gran
 from ..reference.ops import PLANS, Plan, check_attributes
 from ..rules import RULES
 from ..types import TYPES, ElementType, by_proto
-from .graph import Facts, Site
 from .standins import Shape, fill, known, stand_in
+from .tensor_facts import Facts, Site
 from .tensors import MAX_ELEMENTS
 
 #: Rules about the scale's and zero point's shapes against x and the attributes.

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from onnx import TensorProto, numpy_helper
 
-from .errors import Unreadable
+from .model_errors import Unreadable
 
 #: More elements than this in one tensor or declared shape is taken for a corrupt header (2**56: an exbibyte
 #: of int8), and keeps every stand-in array the checker builds within numpy's limits.

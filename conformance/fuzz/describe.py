@@ -19,8 +19,8 @@ import numpy as np
 from ..domain import PER_TENSOR_1D, CaseStatus, JSONValue
 from ..generators.case import ConcreteCase
 from ..generators.expand import expand
+from ..generators.file_schemas import validate
 from ..generators.loader import CaseFileError
-from ..generators.schema import validate
 from ..generators.template import Template
 from ..generators.values import literal, literals
 from ..opspecs import BLOCKED, PER_AXIS

@@ -24,7 +24,7 @@ from ..results import decode_record
 from ..runner.execute import ObjRef
 from ..runner.expectations import Expectations
 from ..runner.pool import CasePool
-from .export import FindingRow, root_cause
+from .fuzz_output import FindingRow, root_cause
 
 #: corpus cases run per finding to look for its root cause among the expected failures
 PER_FINDING = 4

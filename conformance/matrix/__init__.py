@@ -2,7 +2,7 @@
 
 Each release runs the corpus in an environment of its own (:mod:`.environments`: made with uv, wheels cached),
 one results file per release (:mod:`.runs`); the history table (findings as rows, releases as columns, each
-finding's first bad and first good release) is a view of those files (``reports/history.py``); the
+finding's first bad and first good release) is a view of those files (``reports/release_table.py``); the
 version-ranged expectation file is checked or written from them (:mod:`.expectations_writer`).
 
 - :mod:`.releases`: which package a backend's release is, what else a release needs (ONNX Runtime before 1.19

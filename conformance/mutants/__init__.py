@@ -9,24 +9,24 @@ from . import (  # noqa: F401  (each registers its mutants)
     around,
     dequant,
     division,
-    dynamic,
+    dynamic_mutants,
     floats,
     fused,
-    history,
+    history_rewrites,
     integer,
-    layout,
+    layout_mutants,
     rewrites,
     scales,
     tables,
 )
-from .base import REGISTRY, Mutant, MutantBackend
+from .mutant import REGISTRY, Mutant, MutantBackend
 
 __all__ = ["REGISTRY", "Mutant", "MutantBackend", "backend", "names"]
 
 
 #: The zoo's order: the modules in the order of the computation.
-ORDER = ("integer", "division", "floats", "dequant", "scales", "layout", "dynamic", "rewrites", "history",
-         "around", "fused", "tables")
+ORDER = ("integer", "division", "floats", "dequant", "scales", "layout_mutants", "dynamic_mutants",
+         "rewrites", "history_rewrites", "around", "fused", "tables")
 
 
 def names() -> list[str]:

@@ -17,11 +17,11 @@ import onnx
 from onnx import helper
 
 from ..reference.compute import COMPUTE_OPS
-from ..reference.graph import tensor_proto
+from ..reference.graph_oracle import tensor_proto
 from ..types import by_dtype
-from .base import F32, I8, U8, GraphWitness, a, rewrite_mutant
 from .fused import DQ, GRAPH, Q, dq_op_q, graph_witness
 from .fused_kernel import Feeds, values_of
+from .mutant import F32, I8, U8, GraphWitness, a, rewrite_mutant
 
 F8 = ml_dtypes.float8_e4m3fn
 

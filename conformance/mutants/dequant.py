@@ -26,7 +26,7 @@ from ..reference.granularity import Granularity
 from ..reference.ops import SPEC
 from ..reference.steps import Steps
 from ..types import ElementType, by_dtype
-from .base import F32, I32, U8, W, a, mutant, wrap
+from .mutant import F32, I32, U8, W, a, mutant, wrap
 
 FORMULA = "The dequantization formula is `y = (x - x_zero_point) * x_scale`."
 OUTPUT = ("The output type is determined by the attribute `output_dtype`. If `output_dtype` is not supplied "

@@ -21,7 +21,7 @@ from ..reference import quantize as qmod
 from ..reference.ops import SPEC
 from ..reference.steps import Divide, Steps
 from ..types import ElementType
-from .base import F16, F32, I16, U8, W, a, mutant
+from .mutant import F16, F32, I16, U8, W, a, mutant
 
 PRECISION = ("The type of `y_scale` determines the precision of the division operation between `x` and "
              "`y_scale`, unless the `precision` attribute is specified.")

@@ -21,7 +21,7 @@ from ..reference.granularity import Granularity
 from ..reference.ops import SPEC
 from ..reference.steps import Steps
 from ..types import ElementType, by_dtype
-from .base import F32, W, a, mutant
+from .mutant import F32, W, a, mutant
 
 CAST = ("Cast 19+, conversion to float 8 (table rows): 0 -> 0; -0 -> -0 (FNUZ: 0); NaN -> NaN; Inf -> "
         "FLT_MAX; -Inf -> -FLT_MAX; [x] > FLT_MAX -> FLT_MAX; else RNE. The behavior changes if the "

@@ -15,10 +15,10 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ..reference.graph import tensor_proto
+from ..reference.graph_oracle import tensor_proto
 from ..types import by_dtype
-from .base import F32, I8, I32, U8, GraphWitness, a, rewrite_mutant
 from .fused_kernel import Feeds, Shortcut, fuse, values_of
+from .mutant import F32, I8, I32, U8, GraphWitness, a, rewrite_mutant
 
 DQ = "DequantizeLinear: The dequantization formula is y = (x - x_zero_point) * x_scale."
 Q = ("QuantizeLinear: y = saturate ((x / y_scale) + y_zero_point). For (x / y_scale), it rounds to the "

@@ -34,7 +34,14 @@ from onnx import helper
 from .. import opspecs
 from ..errors import SpecViolation
 from ..reference import granularity as gran
-from ..reference.graph import GraphError, Step, node_attrs, run_graph_bounded, tensor_proto, tensor_value
+from ..reference.graph_oracle import (
+    GraphError,
+    Step,
+    node_attrs,
+    run_graph_bounded,
+    tensor_proto,
+    tensor_value,
+)
 from ..reference.model import opset_version
 from ..reference.node_args import Attrs, integer, ints, real
 from ..reference.sliding import windows

@@ -22,7 +22,7 @@ from ..reference.granularity import Granularity
 from ..reference.ops import SPEC
 from ..reference.steps import Steps
 from ..types import ElementType
-from .base import F16, F32, I8, I16, U8, W, a, mutant, store_int, wrap
+from .mutant import F16, F32, I8, I16, U8, W, a, mutant, store_int, wrap
 
 Rounding = Callable[[np.ndarray], np.ndarray]
 

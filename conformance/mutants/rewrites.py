@@ -15,9 +15,9 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ..reference.graph import tensor_proto, tensor_value
+from ..reference.graph_oracle import tensor_proto, tensor_value
 from ..types import by_dtype
-from .base import F32, I8, U8, GraphWitness, a, rewrite_mutant
+from .mutant import F32, I8, U8, GraphWitness, a, rewrite_mutant
 
 GRAPH = ("ONNX IR: each computation dataflow graph is structured as a topologically sorted list of nodes ... "
          "Each node represents a call to an operator. (A model's outputs are its nodes', executed in order.)")

@@ -20,7 +20,7 @@ from ..reference.granularity import Granularity
 from ..reference.ops import SPEC
 from ..reference.steps import Steps
 from ..types import ElementType
-from .base import F32, I8, U8, W, a, mutant
+from .mutant import F32, I8, U8, W, a, mutant
 
 Q_FORMULA = "The quantization formula is `y = saturate((x / y_scale) + y_zero_point)`."
 DQ_FORMULA = "The dequantization formula is `y = (x - x_zero_point) * x_scale`."

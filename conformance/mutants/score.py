@@ -31,7 +31,7 @@ from ..cpu import usable_cores
 from ..domain import Case, CaseStatus, Form, RunStatus
 from ..runner.execute import call_backend
 from ..runner.outcome import classify
-from .base import Mutant, MutantBackend
+from .mutant import Mutant, MutantBackend
 
 
 @dataclass

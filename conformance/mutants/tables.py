@@ -18,8 +18,8 @@ from ..reference.interval import Interval
 from ..reference.node_args import Attrs, Inputs, axis_of, float32, integer, need
 from ..reference.ops import SPEC
 from ..reference.steps import Steps
-from .base import F32, U8, GraphWitness, a, mutant
 from .fused import GRAPH, graph_witness
+from .mutant import F32, U8, GraphWitness, a, mutant
 
 #: the tables' grid: 256 points, 1/16 apart (Sigmoid: [-8, 8); Softmax's exp: [-16, 0])
 STEP = 1.0 / 16

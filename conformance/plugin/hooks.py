@@ -16,8 +16,8 @@ from ..backends import registry
 from ..backends.markers import MarkerWatch
 from ..backends.registry import MARKERS
 from ..domain import FAILING, FORMS, HARNESS, CaseStatus, GranularityKind, RunStatus, parse_shard
-from ..generators.layout import MANIFEST
-from ..generators.schema import schema_enum
+from ..generators.file_schemas import schema_enum
+from ..generators.suite_layout import MANIFEST
 from ..resources import cases_dir
 from ..results import ResultsWriter, StaleEntry, Summary, header
 from ..results.tally import SUBSET

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..backends.backend_options import KEYWORD
+from ..backends.backend_options import parse as parse_backend_options
+from ..backends.names import canonical
 from ..backends.names import help_text as backend_names
-from ..backends.options import KEYWORD
-from ..backends.options import parse as parse_backend_options
 from ..cachedir import cache_root
 from ..cpu import usable_cores
 from ..domain import ALL_TIERS, BOTH, FORMS, Tier, parse_shard
@@ -29,7 +30,7 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option(("--backend",), {"metavar": "NAME", "default": None,
+    Option(("--backend",), {"metavar": "NAME", "default": None, "type": canonical,
                             "help": "run the conformance corpus against this backend: " + backend_names()}),
     Option(("--suite",), {"metavar": "DIR", "default": None,
                           "help": "run an exported suite folder (qdq-conformance generate) instead of "

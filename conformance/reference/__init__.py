@@ -4,7 +4,7 @@ Public API::
 
     conformance.reference.run(model, feeds) -> list[np.ndarray]
     conformance.reference.evaluate(domain, op, version, inputs, attrs) -> list[np.ndarray]
-    conformance.reference.run_any(model, feeds) -> list[np.ndarray]   (a graph case's model too: graph.py)
+    conformance.reference.run_any(model, feeds) -> list[np.ndarray]  (graphs too: graph_oracle.py)
 
 Both raise :class:`conformance.errors.SpecViolation` (and nothing else for a model they cannot or must not
 compute): an operator or version the kernel does not know, a type not allowed at that version, a shape or an
@@ -20,7 +20,7 @@ import onnx
 
 from .. import opspecs
 from ..errors import SpecViolation
-from .graph import is_graph, run_graph
+from .graph_oracle import is_graph, run_graph
 from .model import bind
 from .ops import ENTRIES
 

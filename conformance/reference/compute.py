@@ -34,7 +34,7 @@ COMPUTE_OPS: dict[str, ComputeKernel] = {
 }
 #: the compute ops whose every output element is one correctly rounded operation on its inputs' elements:
 #: monotone in each input (rounding is monotone), so an input with more than one acceptable value (an earlier
-#: compute op's interval) passes through them by its ends (``graph.py``)
+#: compute op's interval) passes through them by its ends (``graph_oracle.py``)
 ROUNDED_ONCE: frozenset[str] = frozenset({"Add", "Mul", "LeakyRelu", "Cast"})
 #: the compute ops' inputs that must be constants (initializers): Resize's roi, scales and sizes
 COMPUTE_CONSTANT_INPUTS: dict[str, tuple[int, ...]] = {"Resize": (1, 2, 3)}

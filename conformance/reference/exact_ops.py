@@ -5,7 +5,7 @@ computes them exactly and the composition stays bit for bit the spec's.
 vocabulary of graph ops is checked against it). Relu, Clip, Max, Min and MaxPool compare values: the spec does
 not say what they give for NaN or for -0 against +0, so they refuse such an input (``ambiguous``), and a graph
 case keeps them away. Every one of them is monotone (non-decreasing) in each input, element by element, which
-is what lets an interval pass through them (``graph.py`` maps its endpoints).
+is what lets an interval pass through them (``graph_oracle.py`` maps its endpoints).
 """
 
 from __future__ import annotations

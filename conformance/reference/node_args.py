@@ -1,5 +1,6 @@
-"""A graph node's inputs and attributes as the graph ops of the oracle read them (``graph.py``, the exact ops,
-the compute ops): required inputs, and attributes of the types ONNX gives them (INT, INTS, FLOAT, STRING)."""
+"""A graph node's inputs and attributes as the graph ops of the oracle read them (``graph_oracle.py``, the
+exact ops, the compute ops): required inputs, and attributes of the types ONNX gives them (INT, INTS, FLOAT,
+STRING)."""
 
 from __future__ import annotations
 

@@ -29,6 +29,19 @@ from .files import (
     read,
     unwritable,
 )
+from .record_schema import (
+    FIELDS,
+    FORMAT,
+    FORMAT_PREFIX,
+    KEYS,
+    Each,
+    Number,
+    Obj,
+    ResultsError,
+    Spec,
+    check,
+    valid,
+)
 from .records import (
     MESSAGE_LIMIT,
     READ,
@@ -48,7 +61,6 @@ from .records import (
     case_record,
     expectation_of,
 )
-from .schema import FIELDS, FORMAT, FORMAT_PREFIX, KEYS, Each, Number, Obj, ResultsError, Spec, check, valid
 from .standing import Standing, standing, standing_of
 
 __all__ = [

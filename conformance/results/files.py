@@ -33,8 +33,16 @@ import onnx
 
 from .. import __version__
 from ..gcpause import gc_paused
+from .record_schema import (
+    FORMAT,
+    FORMAT_PREFIX,
+    FORMAT_VERSION,
+    ResultsError,
+    check_keys,
+    check_record,
+    json_type,
+)
 from .records import READ, CaseRecord, Header, Results, Summary
-from .schema import FORMAT, FORMAT_PREFIX, FORMAT_VERSION, ResultsError, check_keys, check_record, json_type
 from .standing import TABLE
 
 #: seconds between flushes of a results file (flushing after every case would cost the pytest process a system

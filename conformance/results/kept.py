@@ -27,8 +27,8 @@ from pathlib import Path
 
 from ..domain import FAILING, RunStatus
 from .files import read
+from .record_schema import KEPT_LEAVES_OUT, SUBSET_KEEPS, SUBSET_LEAVES_OUT, ResultsError
 from .records import CaseRecord, Header, Results, Summary
-from .schema import KEPT_LEAVES_OUT, SUBSET_KEEPS, SUBSET_LEAVES_OUT, ResultsError
 
 SUFFIX = ".jsonl.gz"
 _UNSUPPORTED, _FAILED = RunStatus.UNSUPPORTED.value, RunStatus.FAILED.value

@@ -39,8 +39,8 @@ from typing import cast
 from ..domain import parse_shard
 from ..gcpause import gc_paused
 from .files import read
+from .record_schema import ResultsError
 from .records import READ, CaseRecord, ExpectationRecord, Header, Results, Shards, StaleEntry, Summary, Tally
-from .schema import ResultsError
 from .tally import SUBSET, tally
 
 #: header fields the shards of one run should share; a difference is a warning shown with the shards

@@ -20,7 +20,7 @@ import onnx
 from ..backends.base import Backend
 from ..compare import compare
 from ..generators.graph_case import GraphCase
-from ..reference.graph import Interval, Step, run_graph, run_node
+from ..reference.graph_oracle import Interval, Step, run_graph, run_node
 from .outputs import RawResult
 
 REWRITE, NODE = "rewrite", "node"

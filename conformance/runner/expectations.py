@@ -51,8 +51,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from ..cpu import FEATURE, cpu_features
+from ..generators.file_schemas import check_document, expectation_schema
 from ..generators.loader import EXPECTATION_FILE, CaseFileError, line_of, load_yaml
-from ..generators.schema import check_document, expectation_schema
 from ..resources import expectations_dir
 from ..results.records import ExpectationRecord, ExpectationsStatus, Tally
 from ..results.standing import UNEXPECTED, Standing, standing

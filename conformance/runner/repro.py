@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ..reference.graph import tensor_value
+from ..reference.graph_oracle import tensor_value
 
 #: a comment line of the model's text or of an input's values is cut here; the model's text after this many
 #: lines (a big initializer)

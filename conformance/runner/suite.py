@@ -4,7 +4,7 @@ A :class:`SuiteCase` is a :class:`qdq_conformance.domain.Case` with the same dat
 exported from: its status, comparison rule, the rule an invalid case breaks, the kernel's outputs and, for an
 implementation-defined case, every catalogued reading's outputs (with the elements each constrains), so that
 ``runner.outcome.classify`` gives it the same status, reading and mismatches. The suite's layout is
-``generators/layout.py``'s; this module follows the paths ``manifest.json`` records.
+``generators/suite_layout.py``'s; this module follows the paths ``manifest.json`` records.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..compare import rule_ulp
 from ..domain import CaseMetadata, CaseStatus, SpecText
 from ..generators.case import TemplateMetadata
 from ..generators.labels import labels
-from ..generators.layout import (
+from ..generators.suite_layout import (
     DATA_SET,
     EXPECTED,
     MANIFEST,

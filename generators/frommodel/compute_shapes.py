@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .modelgraph import Attrs, int_list
-from .nodes import NodeConfig
+from .node_configs import NodeConfig
 from .shapes import PER_TENSOR_BUDGET, ROW_BUDGET, SYMBOLIC, capped, extremes, listed, shape_text, spread
 
 OUT_CHANNELS = 8

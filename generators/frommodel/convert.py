@@ -12,12 +12,12 @@ from qdq_conformance.checker import ModelReport, Unreadable, check_file
 from qdq_conformance.errors import CaseFileError
 
 from ..expand import expand
+from ..file_schemas import validate
 from ..graph_expand import expand_graph
-from ..schema import validate
 from ..template import Template
 from . import graph_templates, graphs
 from .graphs import Pattern
-from .nodes import NodeConfig, NodeRef, Skipped, node_ref, read_node
+from .node_configs import NodeConfig, NodeRef, Skipped, node_ref, read_node
 from .shapes import TooLarge, concrete
 from .templates import config_id, config_text, templates
 

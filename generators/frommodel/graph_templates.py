@@ -22,7 +22,7 @@ from ..recipe import Ctx
 from ..values import X_RECIPES, literals, to_type
 from .clauses import clause
 from .modelgraph import Attrs
-from .nodes import NodeConfig, NodeRef
+from .node_configs import NodeConfig, NodeRef
 from .templates import source
 
 #: the seed of a float input's values (inputs no quantization places)

@@ -28,15 +28,15 @@ import numpy as np
 import onnx
 
 from qdq_conformance import opspecs
-from qdq_conformance.checker.graph import Scope
-from qdq_conformance.reference.graph import COMPUTE_OPS, CONSTANTS, MIN_OPSET, QUANT_OPS
+from qdq_conformance.checker.tensor_facts import Scope
+from qdq_conformance.reference.graph_oracle import COMPUTE_OPS, CONSTANTS, MIN_OPSET, QUANT_OPS
 
-from ..schema import schema_enum
-from . import compute
+from ..file_schemas import schema_enum
+from . import compute_patterns as compute
 from .compute_shapes import pooled
 from .graph_templates import First, Found, GraphData, GraphInput, Input, op_data, params, qnode
 from .modelgraph import Attrs, ModelGraph, attributes, int_list
-from .nodes import NodeConfig, NodeRef
+from .node_configs import NodeConfig, NodeRef
 from .shapes import PER_TENSOR_BUDGET, SYMBOLIC, capped
 
 #: the family of a graph case by the exact op between the quantization nodes (compute ops: compute.FAMILIES)

@@ -13,9 +13,9 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, numpy_helper
 
-from qdq_conformance.checker.graph import Scope
+from qdq_conformance.checker.tensor_facts import Scope
 
-from .nodes import NodeConfig, NodeRef
+from .node_configs import NodeConfig, NodeRef
 
 #: an attribute as a case writes it (INT, INTS, FLOAT, FLOATS, STRING)
 AttrValue = int | float | str | list[int] | list[float]

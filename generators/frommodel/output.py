@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from .convert import Conversion
-from .nodes import NodeRef
+from .node_configs import NodeRef
 
 ACCOUNTING = "from-model.json"
 FORMAT = "onnx-qdq-conformance-from-model/1"

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .nodes import NodeConfig
+from .node_configs import NodeConfig
 
 SYMBOLIC = 2
 PER_TENSOR_BUDGET = 256

@@ -23,7 +23,7 @@ from qdq_conformance.types import TYPES
 from ..status import declared_entry
 from ..values import literals
 from .clauses import clause, rule_clause
-from .nodes import NodeConfig, NodeRef
+from .node_configs import NodeConfig, NodeRef
 from .shapes import Concrete
 
 #: nodes a case's ``source`` lists (the rest are counted: ``more_nodes``; all of them are in the accounting)

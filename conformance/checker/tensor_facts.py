@@ -16,7 +16,7 @@ import onnx
 from onnx import AttributeProto, TensorProto
 
 from ..opspecs import AI_ONNX, import_table, normalize_domain
-from .errors import Unreadable
+from .model_errors import Unreadable
 from .tensors import decode, decode_chunks, element_count, read_external, storage_bytes
 
 

@@ -21,7 +21,7 @@ from ..reference.granularity import Granularity
 from ..reference.ops import SPEC
 from ..reference.steps import Broadcast, Steps
 from ..types import ElementType, by_dtype
-from .base import F32, U8, W, a, mutant
+from .mutant import F32, U8, W, a, mutant
 
 AXIS = ("axis: (Optional) The axis of the dequantizing dimension of the input tensor. Used only for per-axis "
         "and blocked quantization. Negative value means counting dimensions from the back. Accepted range is "

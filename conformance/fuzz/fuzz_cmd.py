@@ -20,7 +20,8 @@ from ..results import ResultsError, header
 from ..runner import expectations as expectations_mod
 from ..runner.isolation import BackendStartError
 from ..runner.pool import CasePool
-from . import export, known
+from . import fuzz_output as export
+from . import known
 from .search import Executor, Search
 
 EXIT = {0: "no new finding: every example passed, was unsupported or implementation-defined, or failed as an "

@@ -20,7 +20,7 @@ import onnx
 from .. import __version__, reference
 from ..backends.base import Rejected
 from ..errors import SpecViolation
-from ..reference.graph import GraphError
+from ..reference.graph_oracle import GraphError
 from ..reference.ops import SPEC
 from ..reference.steps import Steps, using
 

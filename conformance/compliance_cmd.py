@@ -12,13 +12,14 @@ from .backends.names import BUILTIN_NAMES
 from .backends.registry import unavailable
 from .domain import BOTH, FORMS, Form
 from .plugin.options import RUN_FLAGS, cache_flags
-from .reports import compliance, history
+from .reports import compliance
+from .reports import release_table as history
 from .reports.render import render as render_page
 from .results import ResultsError
 from .results import kept as archive
 from .results.merge import load_run
 
-COMPLIANCE_BACKENDS = ",".join(n for n in BUILTIN_NAMES if n != "reference")
+COMPLIANCE_BACKENDS = ",".join(n for n in BUILTIN_NAMES if n != "oracle")
 COMPLIANCE_COMMAND = "qdq-conformance compliance"
 #: The graph forms a backend's compliance run covers when --form is not given: the runtime form, but both for
 #: tract, which refuses a scale fed at run time (its runtime form is all but unsupported), and tinygrad, whose

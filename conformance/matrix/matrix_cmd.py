@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from ..domain import BOTH, FORMS
-from ..reports import history
+from ..reports import release_table as history
 from ..results import Results, ResultsError
 from ..results import kept as archive
 from ..results.merge import load_run

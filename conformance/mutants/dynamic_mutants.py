@@ -17,7 +17,7 @@ from ..reference import quantize as qmod
 from ..reference.ops import SPEC
 from ..reference.steps import Steps
 from ..types import TYPES
-from .base import F32, W, a, mutant
+from .mutant import F32, W, a, mutant
 
 BODY = ("y_scale = (maximum(0, max(x)) - minimum(0, min(x))) / (qmax - qmin); intermediate_zero_point = qmin "
         "- min(x)/y_scale; y_zero_point = cast(round(saturate(itermediate_zero_point))) ... rounding to "

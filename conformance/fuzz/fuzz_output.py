@@ -3,7 +3,7 @@
 - ``cases/fuzz-<key>.yaml``: one case file per finding, its minimal example with literal values (valid against
   cases/case.schema.json), the spec clause, a description naming the mismatch, and the oracle's outputs as
   golden ``expected`` values. ``qdq-conformance run --backend NAME --cases OUT/cases`` fails on the backend
-  that produced it and passes on the oracle (``--backend reference``).
+  that produced it and passes on the oracle (``--backend oracle``).
 - ``findings/<case id>/``: the model and its inputs and expected outputs (ONNX backend-test layout,
   ``model.onnx``, ``test_data_set_0/input_K.pb``, ``output_K.pb``), ``repro.py`` (standalone, the backend's
   own API) and ``record.json`` (the results record of the failure).
@@ -25,7 +25,7 @@ from typing import Any, TypedDict
 import yaml
 
 from ..generators.corpus import load_file
-from ..generators.layout import test_name, write_folder
+from ..generators.suite_layout import test_name, write_folder
 from ..generators.values import literals
 from ..reports.findings import FAILING, group
 from ..reports.findings import Finding as Group

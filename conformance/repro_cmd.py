@@ -27,7 +27,7 @@ from .domain import RunStatus
 from .reports.findings import Finding, group
 from .results import CaseRecord, ResultsError
 from .results.merge import load_run
-from .showcmd import repro_script
+from .show_cmd import repro_script
 
 EXIT = {0: "every script run failed as its case did in the run (or the run has no finding)",
         1: "a script did not reproduce its case (named, with what it printed)",

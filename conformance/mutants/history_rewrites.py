@@ -17,7 +17,7 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
-from .base import F16, F32, I16, GraphWitness, a, rewrite_mutant
+from .mutant import F16, F32, I16, GraphWitness, a, rewrite_mutant
 from .rewrites import DQ_SENTENCE, GRAPH, Q_SENTENCE, Feeds, _equal, _fed, _identity, _model, _prune, _value
 
 RELU = "Relu: y = max(0, x)."

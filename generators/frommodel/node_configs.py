@@ -23,8 +23,8 @@ import numpy as np
 from onnx import AttributeProto
 
 from qdq_conformance.checker import CheckedNode, NodeFinding
-from qdq_conformance.checker.graph import Facts
 from qdq_conformance.checker.standins import fill, known, zeros
+from qdq_conformance.checker.tensor_facts import Facts
 from qdq_conformance.checker.tensors import Unreadable
 from qdq_conformance.errors import SpecViolation
 from qdq_conformance.opspecs import OpSpec, normalize_domain

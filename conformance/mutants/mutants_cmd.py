@@ -17,7 +17,7 @@ from ..generators.corpus import CASES_DIR, case_files
 from ..generators.loader import CaseFileError
 from ..progress import duration
 from . import REGISTRY, names
-from .base import Mutant
+from .mutant import Mutant
 from .score import Verdict, score
 
 EXIT = {0: "every mutant that should be killed was killed, and no equivalent or catalogued-reading mutant "

@@ -20,8 +20,8 @@ from ..opspecs import AI_ONNX, OPERATORS, OpSpec, import_version, normalize_doma
 from ..reference.ops import Plan
 from ..types import ElementType, by_proto
 from . import structure
-from .graph import Facts, Site
 from .structure import Finding, type_name
+from .tensor_facts import Facts, Site
 from .tensors import MAX_VALUE_BYTES
 
 __all__ = ["CHECKED", "Finding", "check", "domain_of", "is_checked", "merge", "type_name"]

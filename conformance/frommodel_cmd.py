@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from .cachedir import cache_root
-from .checker.cli import MAX_MESSAGE, expand, one_line
+from .checker.check_cmd import MAX_MESSAGE, expand, one_line
 from .generators.frommodel.convert import NO_CASE, Conversion, convert
 from .generators.frommodel.output import ACCOUNTING, OutFolderError, write
 

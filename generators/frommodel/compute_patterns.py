@@ -21,13 +21,13 @@ import onnx
 from onnx import TensorProto
 
 from qdq_conformance.checker.tensors import Unreadable
-from qdq_conformance.reference.graph import CONSTANTS, QUANT_OPS
+from qdq_conformance.reference.graph_oracle import CONSTANTS, QUANT_OPS
 from qdq_conformance.types import by_proto
 
 from .compute_shapes import K_CAP, OUT_CHANNELS, RULES, Operand, Refused, Shrunk, parameters
 from .graph_templates import Found, GraphData, GraphInput, Input, op_data, value
 from .modelgraph import ModelGraph, attributes
-from .nodes import NodeConfig
+from .node_configs import NodeConfig
 from .shapes import extremes, listed, shape_text, spread
 from .weights import SliceTooLarge, read_slice
 
