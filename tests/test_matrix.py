@@ -166,3 +166,24 @@ def test_written_entries_name_cases_by_globs_that_take_only_theirs():
     # (every glob of these takes another id too)
     assert compress({"q-21-a-y", "q-21-d-f16-f"}, universe) == ["q-21-a-y", "q-21-d-f16-f"]
     assert compress({"q-21-a-x", "q-22-a-x"}, universe) == ["q-21-a-x", "q-22-a-x"]  # never q-*
+
+
+def test_a_broad_entry_is_not_widened_to_a_release_a_narrow_entry_explains(tmp_path):
+    """On 2.0 the mixed-types deviation is fixed (mixed-a passes) while mixed-precision16 still errs, as the
+    narrow entry in force on every release says: the broad entry ahead of it, which also matches
+    mixed-precision16, must stay at 1.0 (widened to 2.0, mixed-a would pass against it there)."""
+    from qdq_conformance.matrix.expectations_writer import write
+
+    exp = tmp_path / "b.yaml"
+    exp.write_text('backend: b\nmeasured: ["1.0", "2.0"]\nentries:\n'
+                   '  - cases: "quantizelinear-21-mixed-*"\n    status: error\n    measured: ["1.0"]\n'
+                   '    reason: broad, mixed types\n'
+                   '  - cases: "quantizelinear-21-mixed-precision16"\n    status: error\n'
+                   '    reason: narrow, precision 16\n')
+    runs = [_run("1.0", _rec("quantizelinear-21-mixed-a", "error"),
+                 _rec("quantizelinear-21-mixed-precision16", "error")),
+            _run("2.0", _rec("quantizelinear-21-mixed-a", "passed"),
+                 _rec("quantizelinear-21-mixed-precision16", "error"))]
+    write("b", str(exp), runs)
+    assert [x.reason for x in load(exp, "2.0").entries] == ["narrow, precision 16"]
+    assert [x.reason for x in load(exp, "1.0").entries][:1] == ["broad, mixed types"]  # (first, as before)

@@ -1,7 +1,8 @@
 """``matrix --write-expectations``: an expectation file rewritten from whole runs of several releases.
 
 - The file's ``measured`` becomes every release it records: those it did, and the matrix's (whole runs).
-- Each entry's ``measured`` becomes the releases it holds on (a case it matches ends in its status there):
+- Each entry's ``measured`` becomes the releases it holds on (a case it matches ends in its status there, and
+  no entry of that status already in force there explains it first):
   a range (``">=1.17.3,<1.20"``) when they are consecutive among the recorded releases, a list otherwise,
   none when it is all of them. Releases the matrix did not run keep what the entry said of them. An entry that
   holds on no recorded release is removed (said so).
@@ -103,7 +104,7 @@ def _plan(entries: list[Entry], runs: Sequence[Results], ran: list[str], recorde
     holds: dict[int, set[str]] = defaultdict(set)
     for version, (_, cases, _) in zip(ran, runs, strict=True):
         for case_id, form, status in _failures(cases):
-            e = next((x for x in _matching(every, case_id, form) if x.status == status), None)
+            e = _explaining(every, case_id, form, status, version, old)
             if e is not None:
                 holds[e.line].add(version)
     kept = []
@@ -124,6 +125,17 @@ def _plan(entries: list[Entry], runs: Sequence[Results], ran: list[str], recorde
                 unexplained[failure].append(version)
     plan.new = _new_entries(unexplained, runs, ran)
     return plan
+
+
+def _explaining(every: Expectations, case_id: str, form: str, status: str, version: str,
+                old: tuple[str, ...]) -> Entry | None:
+    """The entry a failure on ``version`` counts for: the first of its status the file already had in force on
+    that release (one the file recorded), else the first of its status. An entry is not widened to a recorded
+    release on which another entry explains the case: a broad entry ahead of a narrow one would otherwise take
+    the narrow one's release, and be in force there for its other cases, which pass."""
+    same = [x for x in _matching(every, case_id, form) if x.status == status]
+    in_force = [x for x in same if version in old and version in x.measured]
+    return next(iter(in_force or same), None)
 
 
 def _matching(every: Expectations, case_id: str, form: str) -> list[Entry]:
