@@ -435,7 +435,7 @@ def test_a_run_on_a_newer_version_says_so_on_the_terminal_and_in_the_results(tmp
 
     root = Path(__file__).resolve().parents[1]
     exp = tmp_path / "exp.yaml"
-    exp.write_text("backend: reference\nmeasured: ['0.0.1']\nentries:\n"
+    exp.write_text("backend: oracle\nmeasured: ['0.0.1']\nentries:\n"
                    "  - cases: 'quantizelinear-13-basic-float-int8'\n    status: failed\n    reason: once "
                    "broken\n")
     res = tmp_path / "r.jsonl"
@@ -444,7 +444,7 @@ def test_a_run_on_a_newer_version_says_so_on_the_terminal_and_in_the_results(tmp
                         "runtime", "--expectations", str(exp), "--results", str(res)],
                        cwd=root, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-3000:]
-    assert "EXPECTATIONS NOT RECORDED FOR reference" in p.stdout and "newest, 0.0.1, are applied" in p.stdout
+    assert "EXPECTATIONS NOT RECORDED FOR oracle" in p.stdout and "newest, 0.0.1, are applied" in p.stdout
     assert "of the 1 entries in force: 0 held, 1 stale; 0 failing case(s) are new" in p.stdout
     lines = [json.loads(x) for x in res.read_text().splitlines()]
     assert lines[0]["expectations_status"]["mode"] == "newer"

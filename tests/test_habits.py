@@ -114,7 +114,7 @@ def test_a_selected_run_does_not_check_stale_expectations(tmp_path):
 
 def test_a_complete_run_checks_stale_expectations(tmp_path):
     exp = tmp_path / "exp.yaml"
-    exp.write_text("backend: reference\nentries:\n  - cases: 'no-such-case-*'\n    status: failed\n"
+    exp.write_text("backend: oracle\nentries:\n  - cases: 'no-such-case-*'\n    status: failed\n"
                    "    reason: gone\n")
     env = {**os.environ, "QDQ_CACHE_DIR": str(tmp_path / "cache")}
     p = subprocess.run([sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", "oracle",

@@ -225,7 +225,7 @@ def test_a_run_in_which_no_case_ran_calls_no_expectation_stale(tmp_path):
     (folder
      / "large.yaml").write_text(text.replace("    family: basic\n", "    family: basic\n    tier: large\n"))
     entries = tmp_path / "exp.yaml"
-    entries.write_text("backend: reference\nentries:\n  - cases: 'quantizelinear-*'\n    status: failed\n"
+    entries.write_text("backend: oracle\nentries:\n  - cases: 'quantizelinear-*'\n    status: failed\n"
                        "    reason: a reason\n")
     p = _cli("run", "--backend", "oracle", "--cases", str(folder), "--expectations", str(entries),
              timeout=120)

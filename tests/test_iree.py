@@ -12,12 +12,14 @@ import numpy as np
 import onnx
 import pytest
 
-from qdq_conformance.backends import iree_build
-from qdq_conformance.backends.base import Rejected, Unsupported
-from qdq_conformance.backends.kits.iree import pack4 as _pack4
-from qdq_conformance.backends.kits.iree import unpack4 as _unpack4
-from qdq_conformance.modelbuild import single_node_model
-from qdq_conformance.types import by_dtype
+pytest.importorskip("iree.runtime", reason="the iree extra is not installed")  # (the kit imports it)
+
+from qdq_conformance.backends import iree_build  # noqa: E402
+from qdq_conformance.backends.base import Rejected, Unsupported  # noqa: E402
+from qdq_conformance.backends.kits.iree import pack4 as _pack4  # noqa: E402
+from qdq_conformance.backends.kits.iree import unpack4 as _unpack4  # noqa: E402
+from qdq_conformance.modelbuild import single_node_model  # noqa: E402
+from qdq_conformance.types import by_dtype  # noqa: E402
 
 Case = tuple[onnx.ModelProto, dict[str, np.ndarray]]
 

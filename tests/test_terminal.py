@@ -127,13 +127,13 @@ def test_progress_line_on_a_terminal():
     code, raw = run_in_pty(cmd)
     assert code == 0, raw[-3000:]
     out = ANSI.sub("", raw)
-    redraws = re.findall(r"\rreference \[[#.]+\] (\d+)/16 ", out)
+    redraws = re.findall(r"\roracle \[[#.]+\] (\d+)/16 ", out)
     assert redraws[0] == "0" and redraws[-1] == "16", out[:3000]  # redrawn in place, from 0 to the end
     assert "16/16" in out and "in " in out.split("16/16", 1)[1].splitlines()[0]
     assert not re.search(r"^[.sFxXE]+\r?$", out, re.M)  # no dots
     lines = [ln for ln in out.replace("\r\n", "\n").split("\n") if ln.strip()]
     assert lines[-1] == f"exit status 0: {EXIT_STATUS[0]}"
-    head = next(i for i, ln in enumerate(lines) if ln.startswith("=") and "qdq-conformance: reference" in ln)
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("=") and "qdq-conformance: oracle" in ln)
     assert re.match(r"\d+ passed.* in [\d.]+s", lines[head - 1]), lines[head - 1]  # pytest's line first
 
 
