@@ -36,7 +36,7 @@ from ..types import by_dtype, from_tensor_proto, to_tensor_proto
 from .compute import COMPUTE_CONSTANT_INPUTS, COMPUTE_OPS, ROUNDED_ONCE
 from .exact_ops import COMPARING, CONSTANT_INPUTS, EXACT_OPS
 from .interval import Interval, ordered
-from .model import opset_version
+from .model import node_spec
 from .node_args import Attrs
 from .ops import ENTRIES, SPEC
 from .steps import active
@@ -182,12 +182,7 @@ def _exact_inputs(node: onnx.NodeProto, inputs: Sequence[Interval | None], which
 
 def _quantization(model: onnx.ModelProto, node: onnx.NodeProto, inputs: Sequence[Interval | None]
                   ) -> list[Interval]:
-    domain = opspecs.normalize_domain(node.domain)
-    opset = opset_version(model, node.domain)
-    if opset is None:
-        raise SpecViolation("QDQ001", f"the model imports no opset for domain {domain!r}", op=node.op_type,
-                            domain=domain)
-    spec = opspecs.resolve(domain, node.op_type, opset)
+    spec = node_spec(model, node)
     ints = {k: v for k, v in node_attrs(node).items() if isinstance(v, int)}
     entry = ENTRIES[(spec.domain, spec.name)]
     free = () if node.op_type == "DynamicQuantizeLinear" else (0,)

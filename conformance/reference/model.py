@@ -28,6 +28,17 @@ def opset_version(model: onnx.ModelProto, domain: str) -> int | None:
     return opspecs.import_version(opspecs.import_table(model.opset_import), domain)
 
 
+def node_spec(model: onnx.ModelProto, node: onnx.NodeProto) -> OpSpec:
+    """What ``node``'s operator version accepts, at the opset ``model`` imports for its domain (QDQ001 when it
+    imports none)."""
+    domain = opspecs.normalize_domain(node.domain)
+    opset = opset_version(model, node.domain)
+    if opset is None:
+        raise SpecViolation("QDQ001", f"the model imports no opset for domain {domain!r}", op=node.op_type,
+                            domain=domain)
+    return opspecs.resolve(domain, node.op_type, opset)
+
+
 def _constants(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
     values = {init.name: from_tensor_proto(init) for init in graph.initializer}
     for node in graph.node:
@@ -45,12 +56,7 @@ def bind(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> BoundNode:
         raise SpecViolation("QDQ012", f"expected one quantization node, found {len(nodes)} nodes",
                             op=",".join(n.op_type for n in nodes) or "?")
     node = nodes[0]
-    domain = opspecs.normalize_domain(node.domain)
-    opset = opset_version(model, node.domain)
-    if opset is None:
-        raise SpecViolation("QDQ001", f"the model imports no opset for domain {domain!r}", op=node.op_type,
-                            domain=domain)
-    spec = opspecs.resolve(domain, node.op_type, opset)
+    spec = node_spec(model, node)
     known = _constants(model.graph)
     inputs: list[np.ndarray | None] = []
     for name in node.input:
