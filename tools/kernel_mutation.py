@@ -16,8 +16,10 @@ the rule of a refusal, every catalogued reading's outputs), ``tests/test_frozen.
 case) and ``pyproject.toml`` (mutmut's settings: mutate ``qdq_conformance/reference/``). The sample takes up
 to ``--per-template`` cases of every template, spread over its variants (the first and last included), and
 every invalid case. A node case is judged through its model in the initializer form (the kernel's model
-binding included), a graph case in the runtime form; the kernel's readings (``reference/readings.py``) are
-judged too: a case's catalogued readings are part of its frozen answer.
+binding included) and through ``evaluate`` (the generators' path to its expected outputs), a graph case in
+the runtime form; the kernel's readings (``reference/readings.py``) are judged too: a case's catalogued
+readings are part of its frozen answer. The text of refusals and numpy's errstate headers are not mutated
+(``quiet_messages``).
 
 docs/mutants.md ("The kernel under a standard mutation tool") has the command, the figures and the triage.
 """
@@ -25,6 +27,7 @@ docs/mutants.md ("The kernel under a standard mutation tool") has the command, t
 from __future__ import annotations
 
 import argparse
+import ast
 import pickle
 import shutil
 import sys
@@ -56,7 +59,7 @@ import pytest
 
 from qdq_conformance.compare import compare
 from qdq_conformance.errors import SpecViolation
-from qdq_conformance.reference import run_any
+from qdq_conformance.reference import evaluate, run_any
 from qdq_conformance.reference.readings import readings
 
 FROZEN = pickle.loads((Path(__file__).parents[1] / f"frozen-{os.environ.get('QDQ_KM_FROZEN', 'sample')}.pkl")
@@ -96,6 +99,13 @@ def test_case(k):
     for key, (outs, judged) in want.get("readings", {}).items():
         g_outs, g_judged = got["readings"][key]
         assert _same(g_outs, outs) and _same_masks(g_judged, judged), key
+    if c["kind"] == "node":  # the generators' path to a node case's expected outputs
+        try:
+            direct = {"outputs": evaluate(c["domain"], c["op"], c["version"], c["inputs"], c["attrs"])}
+        except SpecViolation as e:
+            direct = {"rule": e.rule}
+        assert direct.get("rule") == want.get("rule")
+        assert _same(direct.get("outputs"), want.get("outputs"))
 '''
 
 
@@ -133,6 +143,60 @@ def _freeze_graph(c: Any) -> dict[str, Any]:
             "answer": {"outputs": run_any(model, feeds)}}
 
 
+# The lines no value of the corpus can depend on, so mutating them gives only equivalent mutants (each kind
+# is listed with its reason in docs/mutants.md, "Lines not mutated"): the text of a refusal (a SpecViolation's
+# detail and the names it reports: the corpus judges a refusal by its rule, which stays mutated), a whole
+# raise of any other exception (no frozen case raises one: reached, the test fails whatever its arguments),
+# and numpy's errstate headers (warnings only). mutmut skips a line that ends in this comment.
+PRAGMA = "  # pragma: no mutate"
+_REFUSALS = {"SpecViolation", "violation"}
+_FAULTS = {"ValueError", "ArithmeticError", "GraphError", "TypeError", "NotImplementedError"}
+
+
+def _raises(tree: ast.AST) -> list[tuple[ast.Raise, ast.Call, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            f = node.exc.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name in _REFUSALS | _FAULTS:
+                found.append((node, node.exc, name))
+    return sorted(found, key=lambda t: -t[0].lineno)
+
+
+def quiet_messages(source: str) -> tuple[str, int]:
+    """``source`` laid out so that a refusal's text sits on lines of its own, each ending in :data:`PRAGMA`.
+
+    Only the layout changes (the syntax tree is checked equal); returns the new source and the lines marked.
+    """
+    lines = source.splitlines()
+    for _, call, name in _raises(ast.parse(source)):  # from the bottom, so earlier positions hold
+        rest = [*call.args[1:], *(k.value for k in call.keywords)]
+        if name in _REFUSALS and call.args and rest:
+            # ")" on a line of its own, then the text after the rule's comma on the next line
+            end, col = call.end_lineno - 1, call.end_col_offset - 1  # type: ignore[operator]
+            indent = " " * (call.col_offset + 4)
+            lines[end:end + 1] = [lines[end][:col].rstrip(), indent[:-4] + lines[end][col:]]
+            rule = call.args[0]
+            r, c = rule.end_lineno - 1, lines[rule.end_lineno - 1].index(",", rule.end_col_offset) + 1  # type: ignore[operator]
+            lines[r:r + 1] = [lines[r][:c], indent + lines[r][c:].lstrip()]
+    new = "\n".join(lines) + "\n"
+    marked: set[int] = set()
+    for stmt, call, name in _raises(ast.parse(new)):
+        if name in _FAULTS:
+            marked.update(range(stmt.lineno, stmt.end_lineno + 1))  # type: ignore[operator]
+        elif call.args and len(call.args) + len(call.keywords) > 1:
+            marked.update(range(call.args[0].end_lineno + 1, call.end_lineno))  # type: ignore[operator]
+    lines = new.splitlines()
+    marked.update(k + 1 for k, line in enumerate(lines) if line.strip().startswith("with np.errstate("))
+    for k in marked:
+        lines[k - 1] += PRAGMA
+    new = "\n".join(lines) + "\n"
+    if ast.dump(ast.parse(new)) != ast.dump(ast.parse(source)):
+        raise AssertionError("quiet_messages changed more than the layout")
+    return new, len(marked)
+
+
 def _spread(cases: list[Any], k: int) -> list[Any]:
     """Up to ``k`` of ``cases``, evenly spread (the first and the last included)."""
     if len(cases) <= k:
@@ -165,12 +229,18 @@ def prepare(out: Path, per_template: int) -> None:
     shutil.copytree(ROOT / "conformance", pkg, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "generators", pkg / "generators", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "cases", pkg / "cases", ignore=shutil.ignore_patterns("__pycache__"))
+    marked = 0
+    for module in sorted((pkg / "reference").glob("*.py")):
+        text, n = quiet_messages(module.read_text())
+        module.write_text(text)
+        marked += n
     (out / "tests").mkdir(exist_ok=True)
     (out / "tests" / "__init__.py").write_text("")
     (out / "tests" / "test_frozen.py").write_text(TEST)
     (out / "pyproject.toml").write_text(PYPROJECT)
     (out / "frozen-sample.pkl").write_bytes(pickle.dumps(sample))
     (out / "frozen-full.pkl").write_bytes(pickle.dumps(full))
+    print(f"{marked} lines of refusal text and errstate headers marked not to mutate (docs/mutants.md)")
     print(f"{len(sample)} of {len(full)} cases frozen as the sample ({len(by_template)} templates, up to "
           f"{per_template} each); run: cd {out} && mutmut run --max-children 2")
 
