@@ -28,10 +28,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
+import os
 import pickle
 import shutil
 import sys
 import textwrap
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -215,6 +218,7 @@ def prepare(out: Path, per_template: int) -> None:
             if c.tier == "default":
                 by_template[f"{path.name}#{getattr(c, 'template', c.id)}"].append(c)
     full, sample = [], []
+    template = {c.id: key for key, cases in by_template.items() for c in cases}
     for cases in by_template.values():
         frozen = {c.id: _freeze_graph(c) if isinstance(c, GraphCase) else _freeze_node(c) for c in cases}
         full += frozen.values()
@@ -240,9 +244,82 @@ def prepare(out: Path, per_template: int) -> None:
     (out / "pyproject.toml").write_text(PYPROJECT)
     (out / "frozen-sample.pkl").write_bytes(pickle.dumps(sample))
     (out / "frozen-full.pkl").write_bytes(pickle.dumps(full))
+    (out / "templates.json").write_text(json.dumps(template))
     print(f"{marked} lines of refusal text and errstate headers marked not to mutate (docs/mutants.md)")
     print(f"{len(sample)} of {len(full)} cases frozen as the sample ({len(by_template)} templates, up to "
           f"{per_template} each); run: cd {out} && mutmut run --max-children 2")
+
+
+def _round_robin(groups: list[list[int]]) -> list[int]:
+    """One case of every group, then a second ... (so a budget spent early still spans every template)."""
+    out: list[int] = []
+    for k in range(max(map(len, groups), default=0)):
+        out += [g[k] for g in groups if k < len(g)]
+    return out
+
+
+def recheck(project: Path, names: list[str], budget: float, out: Path) -> None:
+    """Judge mutants of a mutmut run (its survivors by default) against the whole frozen corpus.
+
+    Per mutant, in a forked process with the mutant in force: the cases of every template one of whose sampled
+    cases reaches the mutated function (mutmut's own record), one case a template at a time, until a case
+    fails (killed) or ``budget`` CPU seconds are spent. Writes one JSON line per mutant to ``out``: status
+    ``killed`` (with the case), ``survived`` (every candidate judged), ``budget`` (the number judged) or
+    ``unreached`` (no sampled case reaches the function: no candidate).
+    """
+    os.chdir(project / "mutants")
+    sys.path.insert(0, ".")
+    os.environ["QDQ_KM_FROZEN"] = "full"
+    import tests.test_frozen as frozen  # type: ignore[import-not-found]
+    from mutmut.mutation.trampoline import set_mutant_under_test
+
+    template = json.loads((project / "templates.json").read_text())
+    stats = json.loads(Path("mutmut-stats.json").read_text())["tests_by_mangled_function_name"]
+    by_template: dict[str, list[int]] = defaultdict(list)
+    for k, c in enumerate(frozen.FROZEN):
+        by_template[template[c["id"]]].append(k)
+    with out.open("a") as sink:
+        for name in names:
+            reached = {template[t.partition("[")[2][:-1]] for t in stats.get(name.split("__mutmut_")[0], [])}
+            order = _round_robin([by_template[t] for t in sorted(reached)])
+            if not order:
+                sink.write(json.dumps({"mutant": name, "candidates": 0, "status": "unreached"}) + "\n")
+                continue
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: the mutant in force, fail fast
+                os.close(read)
+                set_mutant_under_test(name)
+                start, verdict = time.process_time(), {"status": "survived", "judged": len(order)}
+                for n, k in enumerate(order):
+                    try:
+                        frozen.test_case(k)
+                    except Exception as e:  # noqa: BLE001 - any failure of the test is a kill, as in mutmut
+                        verdict = {"status": "killed", "case": frozen.FROZEN[k]["id"], "by": type(e).__name__}
+                        break
+                    if time.process_time() - start > budget:
+                        verdict = {"status": "budget", "judged": n + 1}
+                        break
+                os.write(write, json.dumps(verdict).encode())
+                os._exit(0)
+            os.close(write)
+            with os.fdopen(read) as r:
+                text = r.read()
+            os.waitpid(pid, 0)
+            verdict = json.loads(text) if text else {"status": "crashed"}
+            sink.write(json.dumps({"mutant": name, "candidates": len(order), **verdict}) + "\n")
+            sink.flush()
+            print(name, verdict, flush=True)
+
+
+def survivors(project: Path, statuses: tuple[int, ...] = (0,)) -> list[str]:
+    """The mutants of the last mutmut run in ``project`` with one of ``statuses`` (mutmut's exit codes: 0
+    survived, 33 no tests)."""
+    found = []
+    for meta in sorted((project / "mutants" / "qdq_conformance" / "reference").glob("*.meta")):
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        found += [k for k, v in codes.items() if v in statuses]
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -252,8 +329,16 @@ def main(argv: list[str] | None = None) -> int:
     prep.add_argument("--out", type=Path, required=True, help="a folder of its own (rewritten)")
     prep.add_argument("--per-template", type=int, default=6, metavar="K",
                       help="cases of each template in the sample (default: %(default)s)")
+    again = sub.add_parser("recheck", help="judge mutants of a run (its survivors) against the whole corpus")
+    again.add_argument("--project", type=Path, required=True, help="the folder prepare wrote, after a run")
+    again.add_argument("--budget", type=float, default=60.0, metavar="S", help="CPU seconds a mutant")
+    again.add_argument("--out", type=Path, required=True, help="JSON lines, one a mutant (appended)")
+    again.add_argument("names", nargs="*", help="mutant names (default: the run's survivors)")
     args = p.parse_args(argv)
-    prepare(args.out, args.per_template)
+    if args.command == "prepare":
+        prepare(args.out, args.per_template)
+    else:
+        recheck(args.project, args.names or survivors(args.project), args.budget, args.out.resolve())
     return 0
 
 
