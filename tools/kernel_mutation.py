@@ -49,6 +49,7 @@ pytest_add_cli_args = ["-p", "no:qdq_conformance", "-p", "no:cacheprovider", "-p
                        "-x", "--tb=no", "-p", "no:benchmark", "-p", "no:hypothesispytest"]
 pytest_add_cli_args_test_selection = ["tests/"]
 use_git_change_detection = false
+do_not_mutate_patterns = ["# pragma: no mutate$"]
 """
 
 TEST = '''\
@@ -150,7 +151,8 @@ def _freeze_graph(c: Any) -> dict[str, Any]:
 # is listed with its reason in docs/mutants.md, "Lines not mutated"): the text of a refusal (a SpecViolation's
 # detail and the names it reports: the corpus judges a refusal by its rule, which stays mutated), a whole
 # raise of any other exception (no frozen case raises one: reached, the test fails whatever its arguments),
-# and numpy's errstate headers (warnings only). mutmut skips a line that ends in this comment.
+# and numpy's errstate headers (warnings only). mutmut skips a line that ends in this comment (its pragma, and
+# do_not_mutate_patterns for the last line of a statement, which the pragma alone does not cover).
 PRAGMA = "  # pragma: no mutate"
 _REFUSALS = {"SpecViolation", "violation"}
 _FAULTS = {"ValueError", "ArithmeticError", "GraphError", "TypeError", "NotImplementedError"}
@@ -258,14 +260,15 @@ def _round_robin(groups: list[list[int]]) -> list[int]:
     return out
 
 
-def recheck(project: Path, names: list[str], budget: float, out: Path) -> None:
+def recheck(project: Path, names: list[str], budget: float, out: Path, first: tuple[str, ...] = ()) -> None:
     """Judge mutants of a mutmut run (its survivors by default) against the whole frozen corpus.
 
     Per mutant, in a forked process with the mutant in force: the cases of every template one of whose sampled
     cases reaches the mutated function (mutmut's own record), one case a template at a time, until a case
     fails (killed) or ``budget`` CPU seconds are spent. Writes one JSON line per mutant to ``out``: status
     ``killed`` (with the case), ``survived`` (every candidate judged), ``budget`` (the number judged) or
-    ``unreached`` (no sampled case reaches the function: no candidate).
+    ``unreached`` (no sampled case reaches the function: no candidate). The templates of the case files named
+    in ``first`` (new files, which the run's sample did not hold) are judged first, for every mutant.
     """
     os.chdir(project / "mutants")
     sys.path.insert(0, ".")
@@ -281,7 +284,9 @@ def recheck(project: Path, names: list[str], budget: float, out: Path) -> None:
     with out.open("a") as sink:
         for name in names:
             reached = {template[t.partition("[")[2][:-1]] for t in stats.get(name.split("__mutmut_")[0], [])}
-            order = _round_robin([by_template[t] for t in sorted(reached)])
+            extra = sorted(t for t in by_template if t.partition("#")[0] in first)
+            order = _round_robin([by_template[t] for t in extra])
+            order += _round_robin([by_template[t] for t in sorted(reached) if t not in extra])
             if not order:
                 sink.write(json.dumps({"mutant": name, "candidates": 0, "status": "unreached"}) + "\n")
                 continue
@@ -333,12 +338,15 @@ def main(argv: list[str] | None = None) -> int:
     again.add_argument("--project", type=Path, required=True, help="the folder prepare wrote, after a run")
     again.add_argument("--budget", type=float, default=60.0, metavar="S", help="CPU seconds a mutant")
     again.add_argument("--out", type=Path, required=True, help="JSON lines, one a mutant (appended)")
+    again.add_argument("--first", action="append", default=[], metavar="FILE",
+                       help="a case file (name) whose templates every mutant meets first (repeatable)")
     again.add_argument("names", nargs="*", help="mutant names (default: the run's survivors)")
     args = p.parse_args(argv)
     if args.command == "prepare":
         prepare(args.out, args.per_template)
     else:
-        recheck(args.project, args.names or survivors(args.project), args.budget, args.out.resolve())
+        recheck(args.project, args.names or survivors(args.project), args.budget, args.out.resolve(),
+                tuple(args.first))
     return 0
 
 
