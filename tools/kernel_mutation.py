@@ -17,8 +17,9 @@ case) and ``pyproject.toml`` (mutmut's settings: mutate ``qdq_conformance/refere
 to ``--per-template`` cases of every template, spread over its variants (the first and last included), and
 every invalid case. A node case is judged through its model in the initializer form (the kernel's model
 binding included) and through ``evaluate`` (the generators' path to its expected outputs), a graph case in
-the runtime form; the kernel's readings (``reference/readings.py``) are judged too: a case's catalogued
-readings are part of its frozen answer. The text of refusals and numpy's errstate headers are not mutated
+the runtime form with every output's interval (its acceptable values, as the generators compute them); the
+kernel's readings (``reference/readings.py``) are judged too: a case's catalogued readings are part of its
+frozen answer. The text of refusals and numpy's errstate headers are not mutated
 (``quiet_messages``).
 
 docs/mutants.md ("The kernel under a standard mutation tool") has the command, the figures and the triage.
@@ -64,6 +65,7 @@ import pytest
 from qdq_conformance.compare import compare
 from qdq_conformance.errors import SpecViolation
 from qdq_conformance.reference import evaluate, run_any
+from qdq_conformance.reference.graph_oracle import run_graph_bounded
 from qdq_conformance.reference.readings import readings
 
 FROZEN = pickle.loads((Path(__file__).parents[1] / f"frozen-{os.environ.get('QDQ_KM_FROZEN', 'sample')}.pkl")
@@ -84,9 +86,11 @@ def _answer(c):
     import onnx
 
     try:
+        if c["kind"] == "graph":  # the generators' path: each output's interval (its acceptable values)
+            bounded = run_graph_bounded(onnx.load_model_from_string(c["model"]), c["feeds"])
+            return {"outputs": [iv.value for iv in bounded], "low": [iv.low for iv in bounded],
+                    "high": [iv.high for iv in bounded]}
         outputs = run_any(onnx.load_model_from_string(c["model"]), c["feeds"])
-        if c["kind"] == "graph":
-            return {"outputs": outputs}
     except SpecViolation as e:
         return {"rule": e.rule}
     found = readings(c["domain"], c["op"], c["version"], c["inputs"], c["attrs"], outputs, c["asked"])
@@ -99,6 +103,8 @@ def test_case(k):
     got, want = _answer(c), c["answer"]
     assert got.get("rule") == want.get("rule")
     assert _same(got.get("outputs"), want.get("outputs"))
+    for end in ("low", "high"):
+        assert end not in want or _same(got[end], want[end]), end
     assert set(got.get("readings", {})) == set(want.get("readings", {}))
     for key, (outs, judged) in want.get("readings", {}).items():
         g_outs, g_judged = got["readings"][key]
@@ -139,12 +145,14 @@ def _freeze_node(c: Any) -> dict[str, Any]:
 
 def _freeze_graph(c: Any) -> dict[str, Any]:
     from qdq_conformance.domain import Form
-    from qdq_conformance.reference import run_any
+    from qdq_conformance.reference.graph_oracle import run_graph_bounded
 
     model = c.model(Form.RUNTIME.value)
     feeds = c.feeds(Form.RUNTIME.value)
+    bounded = run_graph_bounded(model, feeds)  # the generators' path: every output's acceptable values
     return {"id": c.id, "kind": "graph", "model": model.SerializeToString(), "feeds": feeds,
-            "answer": {"outputs": run_any(model, feeds)}}
+            "answer": {"outputs": [iv.value for iv in bounded], "low": [iv.low for iv in bounded],
+                       "high": [iv.high for iv in bounded]}}
 
 
 # The lines no value of the corpus can depend on, so mutating them gives only equivalent mutants (each kind
@@ -191,7 +199,7 @@ def quiet_messages(source: str) -> tuple[str, int]:
         if name in _FAULTS:
             marked.update(range(stmt.lineno, stmt.end_lineno + 1))  # type: ignore[operator]
         elif call.args and len(call.args) + len(call.keywords) > 1:
-            marked.update(range(call.args[0].end_lineno + 1, call.end_lineno))  # type: ignore[operator]
+            marked.update(range(call.args[0].end_lineno + 1, call.end_lineno))  # type: ignore[operator, arg-type]
     lines = new.splitlines()
     marked.update(k + 1 for k, line in enumerate(lines) if line.strip().startswith("with np.errstate("))
     for k in marked:
@@ -219,7 +227,8 @@ def prepare(out: Path, per_template: int) -> None:
         for c in load_file_cached(path, ("default",)):
             if c.tier == "default":
                 by_template[f"{path.name}#{getattr(c, 'template', c.id)}"].append(c)
-    full, sample = [], []
+    full: list[dict[str, Any]] = []
+    sample: list[dict[str, Any]] = []
     template = {c.id: key for key, cases in by_template.items() for c in cases}
     for cases in by_template.values():
         frozen = {c.id: _freeze_graph(c) if isinstance(c, GraphCase) else _freeze_node(c) for c in cases}
