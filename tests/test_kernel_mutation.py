@@ -55,12 +55,13 @@ def test_quiet_messages_marks_the_text_of_refusals_never_their_rule() -> None:
 
 def test_every_mutant_the_last_run_let_through_has_a_verdict() -> None:
     """tools/kernel_mutation_triage.yaml: the last run's survivors and no-test mutants (as mutmut listed
-    them), and the verdict of each: killed by a case of the corpus (named), or equivalent with its reason."""
+    them), and the verdict of each: killed by a case of the corpus (named), equivalent with its reason, or open
+    (a live mutant, with what a case would need: docs/mutants.md counts them)."""
     triage = yaml.safe_load(TRIAGE.read_text())
     let_through = set(triage["run"]["survived"]) | set(triage["run"]["no_tests"])
     judged: dict[str, str] = {}
     for group in triage["verdicts"]:
-        assert group["verdict"] in {"killed", "equivalent"}, group["verdict"]
+        assert group["verdict"] in {"killed", "equivalent", "open"}, group["verdict"]
         assert group.get("reason") and (group["verdict"] != "killed" or group.get("case"))
         for mutant in group["mutants"]:
             assert mutant not in judged, f"{mutant}: two verdicts"
