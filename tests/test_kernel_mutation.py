@@ -1,4 +1,4 @@
-"""The mutmut harness (tools/kernel_mutation.py): what it leaves unmutated, and a triage that covers its run."""
+"""The mutmut harness (tools/kernel_mutation.py): what it leaves unmutated, and a triage covering its run."""
 
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ def test_quiet_messages_marks_the_text_of_refusals_never_their_rule() -> None:
 
 def test_every_mutant_the_last_run_let_through_has_a_verdict() -> None:
     """tools/kernel_mutation_triage.yaml: the last run's survivors and no-test mutants (as mutmut listed
-    them), and the verdict of each: killed by a case of the corpus (named), equivalent with its reason, or open
-    (a live mutant, with what a case would need: docs/mutants.md counts them)."""
+    them), and the verdict of each: killed by a case of the corpus (named), equivalent with its reason, or
+    open (a live mutant, with what a case would need: docs/mutants.md counts them)."""
     triage = yaml.safe_load(TRIAGE.read_text())
     let_through = set(triage["run"]["survived"]) | set(triage["run"]["no_tests"])
     judged: dict[str, str] = {}
