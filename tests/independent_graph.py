@@ -121,6 +121,10 @@ def run(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndar
             outs = [f(x, scale, zp, _attrs(node))]
         elif node.op_type == "DynamicQuantizeLinear":
             raise Beyond(node.op_type)
+        elif node.op_type == "MatMulInteger" and len(args) > 2 and args[2] is not None and args[2].size > 1:
+            # (onnx.reference subtracts a per-row a_zero_point along K, not along the rows: "an M element
+            # vector [zp_1, zp_2, ..., zp_M]")
+            raise Beyond("MatMulInteger with a per-row a_zero_point")
         else:
             given = {name: env[name] for name in node.input if name}
             outs = list(ReferenceEvaluator(node, opsets={"": opset}).run(None, given))

@@ -16,8 +16,11 @@ the rule of a refusal, every catalogued reading's outputs), ``tests/test_frozen.
 case) and ``pyproject.toml`` (mutmut's settings: mutate ``qdq_conformance/reference/``). The sample takes up
 to ``--per-template`` cases of every template, spread over its variants (the first and last included), and
 every invalid case. A node case is judged through its model in the initializer form (the kernel's model
-binding included), a graph case in the runtime form; the kernel's readings (``reference/readings.py``) are
-judged too: a case's catalogued readings are part of its frozen answer.
+binding included) and through ``evaluate`` (the generators' path to its expected outputs), a graph case in
+the runtime form with every output's interval (its acceptable values, as the generators compute them); the
+kernel's readings (``reference/readings.py``) are judged too: a case's catalogued readings are part of its
+frozen answer. The text of refusals and numpy's errstate headers are not mutated
+(``quiet_messages``).
 
 docs/mutants.md ("The kernel under a standard mutation tool") has the command, the figures and the triage.
 """
@@ -25,10 +28,14 @@ docs/mutants.md ("The kernel under a standard mutation tool") has the command, t
 from __future__ import annotations
 
 import argparse
+import ast
+import json
+import os
 import pickle
 import shutil
 import sys
 import textwrap
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -43,6 +50,7 @@ pytest_add_cli_args = ["-p", "no:qdq_conformance", "-p", "no:cacheprovider", "-p
                        "-x", "--tb=no", "-p", "no:benchmark", "-p", "no:hypothesispytest"]
 pytest_add_cli_args_test_selection = ["tests/"]
 use_git_change_detection = false
+do_not_mutate_patterns = ["# pragma: no mutate$"]
 """
 
 TEST = '''\
@@ -56,7 +64,8 @@ import pytest
 
 from qdq_conformance.compare import compare
 from qdq_conformance.errors import SpecViolation
-from qdq_conformance.reference import run_any
+from qdq_conformance.reference import evaluate, run_any
+from qdq_conformance.reference.graph_oracle import run_graph_bounded
 from qdq_conformance.reference.readings import readings
 
 FROZEN = pickle.loads((Path(__file__).parents[1] / f"frozen-{os.environ.get('QDQ_KM_FROZEN', 'sample')}.pkl")
@@ -77,9 +86,11 @@ def _answer(c):
     import onnx
 
     try:
+        if c["kind"] == "graph":  # the generators' path: each output's interval (its acceptable values)
+            bounded = run_graph_bounded(onnx.load_model_from_string(c["model"]), c["feeds"])
+            return {"outputs": [iv.value for iv in bounded], "low": [iv.low for iv in bounded],
+                    "high": [iv.high for iv in bounded]}
         outputs = run_any(onnx.load_model_from_string(c["model"]), c["feeds"])
-        if c["kind"] == "graph":
-            return {"outputs": outputs}
     except SpecViolation as e:
         return {"rule": e.rule}
     found = readings(c["domain"], c["op"], c["version"], c["inputs"], c["attrs"], outputs, c["asked"])
@@ -92,10 +103,19 @@ def test_case(k):
     got, want = _answer(c), c["answer"]
     assert got.get("rule") == want.get("rule")
     assert _same(got.get("outputs"), want.get("outputs"))
+    for end in ("low", "high"):
+        assert end not in want or _same(got[end], want[end]), end
     assert set(got.get("readings", {})) == set(want.get("readings", {}))
     for key, (outs, judged) in want.get("readings", {}).items():
         g_outs, g_judged = got["readings"][key]
         assert _same(g_outs, outs) and _same_masks(g_judged, judged), key
+    if c["kind"] == "node":  # the generators' path to a node case's expected outputs
+        try:
+            direct = {"outputs": evaluate(c["domain"], c["op"], c["version"], c["inputs"], c["attrs"])}
+        except SpecViolation as e:
+            direct = {"rule": e.rule}
+        assert direct.get("rule") == want.get("rule")
+        assert _same(direct.get("outputs"), want.get("outputs"))
 '''
 
 
@@ -125,12 +145,69 @@ def _freeze_node(c: Any) -> dict[str, Any]:
 
 def _freeze_graph(c: Any) -> dict[str, Any]:
     from qdq_conformance.domain import Form
-    from qdq_conformance.reference import run_any
+    from qdq_conformance.reference.graph_oracle import run_graph_bounded
 
     model = c.model(Form.RUNTIME.value)
     feeds = c.feeds(Form.RUNTIME.value)
+    bounded = run_graph_bounded(model, feeds)  # the generators' path: every output's acceptable values
     return {"id": c.id, "kind": "graph", "model": model.SerializeToString(), "feeds": feeds,
-            "answer": {"outputs": run_any(model, feeds)}}
+            "answer": {"outputs": [iv.value for iv in bounded], "low": [iv.low for iv in bounded],
+                       "high": [iv.high for iv in bounded]}}
+
+
+# The lines no value of the corpus can depend on, so mutating them gives only equivalent mutants (each kind
+# is listed with its reason in docs/mutants.md, "Lines not mutated"): the text of a refusal (a SpecViolation's
+# detail and the names it reports: the corpus judges a refusal by its rule, which stays mutated), a whole
+# raise of any other exception (no frozen case raises one: reached, the test fails whatever its arguments),
+# and numpy's errstate headers (warnings only). mutmut skips a line that ends in this comment (its pragma, and
+# do_not_mutate_patterns for the last line of a statement, which the pragma alone does not cover).
+PRAGMA = "  # pragma: no mutate"
+_REFUSALS = {"SpecViolation", "violation"}
+_FAULTS = {"ValueError", "ArithmeticError", "GraphError", "TypeError", "NotImplementedError"}
+
+
+def _raises(tree: ast.AST) -> list[tuple[ast.Raise, ast.Call, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            f = node.exc.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name in _REFUSALS | _FAULTS:
+                found.append((node, node.exc, name))
+    return sorted(found, key=lambda t: -t[0].lineno)
+
+
+def quiet_messages(source: str) -> tuple[str, int]:
+    """``source`` laid out so that a refusal's text sits on lines of its own, each ending in :data:`PRAGMA`.
+
+    Only the layout changes (the syntax tree is checked equal); returns the new source and the lines marked.
+    """
+    lines = source.splitlines()
+    for _, call, name in _raises(ast.parse(source)):  # from the bottom, so earlier positions hold
+        rest = [*call.args[1:], *(k.value for k in call.keywords)]
+        if name in _REFUSALS and call.args and rest:
+            # ")" on a line of its own, then the text after the rule's comma on the next line
+            end, col = call.end_lineno - 1, call.end_col_offset - 1  # type: ignore[operator]
+            indent = " " * (call.col_offset + 4)
+            lines[end:end + 1] = [lines[end][:col].rstrip(), indent[:-4] + lines[end][col:]]
+            rule = call.args[0]
+            r, c = rule.end_lineno - 1, lines[rule.end_lineno - 1].index(",", rule.end_col_offset) + 1  # type: ignore[operator]
+            lines[r:r + 1] = [lines[r][:c], indent + lines[r][c:].lstrip()]
+    new = "\n".join(lines) + "\n"
+    marked: set[int] = set()
+    for stmt, call, name in _raises(ast.parse(new)):
+        if name in _FAULTS:
+            marked.update(range(stmt.lineno, stmt.end_lineno + 1))  # type: ignore[operator]
+        elif call.args and len(call.args) + len(call.keywords) > 1:
+            marked.update(range(call.args[0].end_lineno + 1, call.end_lineno))  # type: ignore[operator, arg-type]
+    lines = new.splitlines()
+    marked.update(k + 1 for k, line in enumerate(lines) if line.strip().startswith("with np.errstate("))
+    for k in marked:
+        lines[k - 1] += PRAGMA
+    new = "\n".join(lines) + "\n"
+    if ast.dump(ast.parse(new)) != ast.dump(ast.parse(source)):
+        raise AssertionError("quiet_messages changed more than the layout")
+    return new, len(marked)
 
 
 def _spread(cases: list[Any], k: int) -> list[Any]:
@@ -150,7 +227,9 @@ def prepare(out: Path, per_template: int) -> None:
         for c in load_file_cached(path, ("default",)):
             if c.tier == "default":
                 by_template[f"{path.name}#{getattr(c, 'template', c.id)}"].append(c)
-    full, sample = [], []
+    full: list[dict[str, Any]] = []
+    sample: list[dict[str, Any]] = []
+    template = {c.id: key for key, cases in by_template.items() for c in cases}
     for cases in by_template.values():
         frozen = {c.id: _freeze_graph(c) if isinstance(c, GraphCase) else _freeze_node(c) for c in cases}
         full += frozen.values()
@@ -165,14 +244,96 @@ def prepare(out: Path, per_template: int) -> None:
     shutil.copytree(ROOT / "conformance", pkg, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "generators", pkg / "generators", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "cases", pkg / "cases", ignore=shutil.ignore_patterns("__pycache__"))
+    marked = 0
+    for module in sorted((pkg / "reference").glob("*.py")):
+        text, n = quiet_messages(module.read_text())
+        module.write_text(text)
+        marked += n
     (out / "tests").mkdir(exist_ok=True)
     (out / "tests" / "__init__.py").write_text("")
     (out / "tests" / "test_frozen.py").write_text(TEST)
     (out / "pyproject.toml").write_text(PYPROJECT)
     (out / "frozen-sample.pkl").write_bytes(pickle.dumps(sample))
     (out / "frozen-full.pkl").write_bytes(pickle.dumps(full))
+    (out / "templates.json").write_text(json.dumps(template))
+    print(f"{marked} lines of refusal text and errstate headers marked not to mutate (docs/mutants.md)")
     print(f"{len(sample)} of {len(full)} cases frozen as the sample ({len(by_template)} templates, up to "
           f"{per_template} each); run: cd {out} && mutmut run --max-children 2")
+
+
+def _round_robin(groups: list[list[int]]) -> list[int]:
+    """One case of every group, then a second ... (so a budget spent early still spans every template)."""
+    out: list[int] = []
+    for k in range(max(map(len, groups), default=0)):
+        out += [g[k] for g in groups if k < len(g)]
+    return out
+
+
+def recheck(project: Path, names: list[str], budget: float, out: Path, first: tuple[str, ...] = ()) -> None:
+    """Judge mutants of a mutmut run (its survivors by default) against the whole frozen corpus.
+
+    Per mutant, in a forked process with the mutant in force: the cases of every template one of whose sampled
+    cases reaches the mutated function (mutmut's own record), one case a template at a time, until a case
+    fails (killed) or ``budget`` CPU seconds are spent. Writes one JSON line per mutant to ``out``: status
+    ``killed`` (with the case), ``survived`` (every candidate judged), ``budget`` (the number judged) or
+    ``unreached`` (no sampled case reaches the function: no candidate). The templates of the case files named
+    in ``first`` (new files, which the run's sample did not hold) are judged first, for every mutant.
+    """
+    os.chdir(project / "mutants")
+    sys.path.insert(0, ".")
+    os.environ["QDQ_KM_FROZEN"] = "full"
+    import tests.test_frozen as frozen  # type: ignore[import-not-found]
+    from mutmut.mutation.trampoline import set_mutant_under_test
+
+    template = json.loads((project / "templates.json").read_text())
+    stats = json.loads(Path("mutmut-stats.json").read_text())["tests_by_mangled_function_name"]
+    by_template: dict[str, list[int]] = defaultdict(list)
+    for k, c in enumerate(frozen.FROZEN):
+        by_template[template[c["id"]]].append(k)
+    with out.open("a") as sink:
+        for name in names:
+            reached = {template[t.partition("[")[2][:-1]] for t in stats.get(name.split("__mutmut_")[0], [])}
+            extra = sorted(t for t in by_template if t.partition("#")[0] in first)
+            order = _round_robin([by_template[t] for t in extra])
+            order += _round_robin([by_template[t] for t in sorted(reached) if t not in extra])
+            if not order:
+                sink.write(json.dumps({"mutant": name, "candidates": 0, "status": "unreached"}) + "\n")
+                continue
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: the mutant in force, fail fast
+                os.close(read)
+                set_mutant_under_test(name)
+                start, verdict = time.process_time(), {"status": "survived", "judged": len(order)}
+                for n, k in enumerate(order):
+                    try:
+                        frozen.test_case(k)
+                    except Exception as e:  # noqa: BLE001 - any failure of the test is a kill, as in mutmut
+                        verdict = {"status": "killed", "case": frozen.FROZEN[k]["id"], "by": type(e).__name__}
+                        break
+                    if time.process_time() - start > budget:
+                        verdict = {"status": "budget", "judged": n + 1}
+                        break
+                os.write(write, json.dumps(verdict).encode())
+                os._exit(0)
+            os.close(write)
+            with os.fdopen(read) as r:
+                text = r.read()
+            os.waitpid(pid, 0)
+            verdict = json.loads(text) if text else {"status": "crashed"}
+            sink.write(json.dumps({"mutant": name, "candidates": len(order), **verdict}) + "\n")
+            sink.flush()
+            print(name, verdict, flush=True)
+
+
+def survivors(project: Path, statuses: tuple[int, ...] = (0,)) -> list[str]:
+    """The mutants of the last mutmut run in ``project`` with one of ``statuses`` (mutmut's exit codes: 0
+    survived, 33 no tests)."""
+    found = []
+    for meta in sorted((project / "mutants" / "qdq_conformance" / "reference").glob("*.meta")):
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        found += [k for k, v in codes.items() if v in statuses]
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,8 +343,19 @@ def main(argv: list[str] | None = None) -> int:
     prep.add_argument("--out", type=Path, required=True, help="a folder of its own (rewritten)")
     prep.add_argument("--per-template", type=int, default=6, metavar="K",
                       help="cases of each template in the sample (default: %(default)s)")
+    again = sub.add_parser("recheck", help="judge mutants of a run (its survivors) against the whole corpus")
+    again.add_argument("--project", type=Path, required=True, help="the folder prepare wrote, after a run")
+    again.add_argument("--budget", type=float, default=60.0, metavar="S", help="CPU seconds a mutant")
+    again.add_argument("--out", type=Path, required=True, help="JSON lines, one a mutant (appended)")
+    again.add_argument("--first", action="append", default=[], metavar="FILE",
+                       help="a case file (name) whose templates every mutant meets first (repeatable)")
+    again.add_argument("names", nargs="*", help="mutant names (default: the run's survivors)")
     args = p.parse_args(argv)
-    prepare(args.out, args.per_template)
+    if args.command == "prepare":
+        prepare(args.out, args.per_template)
+    else:
+        recheck(args.project, args.names or survivors(args.project), args.budget, args.out.resolve(),
+                tuple(args.first))
     return 0
 
 
