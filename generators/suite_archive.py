@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -218,7 +218,7 @@ class _Reader:
         return b"".join(parts)
 
 
-def members(path: str | Path) -> Iterator[tuple[str, bytes]]:
+def members(path: str | Path) -> Generator[tuple[str, bytes], None, None]:
     """(name, bytes) of every regular file of a tar.gz archive, in order: ustar, pax and GNU long names;
     a hard link gives the bytes of the file it links to; folders, symbolic links and devices are passed over.
     ArchiveError when it is not a gzipped tar archive, or ends early."""
@@ -235,10 +235,13 @@ def members(path: str | Path) -> Iterator[tuple[str, bytes]]:
                 raise ArchiveError(f"{path}: ends inside a tar header (a truncated archive?)")
             if h == _ZERO:
                 return
-            if first and sum(h[:148]) + 256 + sum(h[156:]) != _number(h[148:156]):
-                raise ArchiveError(f"{path}: not a tar archive (its first header's checksum does not match)")
+            try:
+                if first and sum(h[:148]) + 256 + sum(h[156:]) != _number(h[148:156]):
+                    raise ValueError("its first header's checksum does not match")
+                size = _number(h[124:136])
+            except ValueError as e:
+                raise ArchiveError(f"{path}: not a tar archive ({e})") from None
             first = False  # (the rest is guarded by gzip's CRC)
-            size = _number(h[124:136])
             data = fh.read(size)
             if len(data) < size:
                 raise ArchiveError(f"{path}: ends inside a member (a truncated archive?)")

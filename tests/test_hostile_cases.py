@@ -5,6 +5,7 @@ loader raises CaseFileError or succeeds, on any bytes and any YAML structure."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -240,6 +241,27 @@ def test_a_broken_suite_manifest_is_one_error_item(tmp_path: Path) -> None:
              env=_env(tmp_path))
     assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr and "1 failed in" in p.stdout
     assert f"case file error: {suite / 'manifest.json'}: cannot read the suite: JSONDecodeError" in p.stdout
+
+
+@pytest.mark.parametrize("content,problem", [
+    (b"not gzip at all", "cannot read it as a gzipped tar archive"),
+    (gzip.compress(b"x" * 1024, mtime=0), "not a tar archive"),
+    ("truncated", "ends inside"),
+], ids=["not-gzip", "not-tar", "truncated"])
+def test_a_broken_suite_archive_is_one_error_item(tmp_path: Path, good_cases: Path, content: object,
+                                                  problem: str) -> None:
+    suite = tmp_path / "suite.tar.gz"
+    if content == "truncated":
+        assert _cli("generate", "--cases", str(good_cases), "--out", str(suite), cwd=tmp_path,
+                    env=_env(tmp_path)).returncode == 0
+        suite.write_bytes(suite.read_bytes()[:-200])
+    else:
+        suite.write_bytes(content)  # type: ignore[arg-type]
+    p = _cli("run", "--backend=onnx-reference", "--suite", str(suite), "--expectations", "none", cwd=tmp_path,
+             env=_env(tmp_path))
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr and "1 failed in" in p.stdout
+    assert f"case file error: {suite}: cannot read the suite: ArchiveError: {suite}: " in p.stdout
+    assert problem in p.stdout, p.stdout[-2000:]
 
 
 def test_a_suite_manifest_naming_a_folder_outside_the_suite_is_refused(tmp_path: Path) -> None:

@@ -292,19 +292,19 @@ def _case_folder(config: pytest.Config) -> str | None:
     if suite and is_archive(suite) and not Path(suite).is_dir():
         why = _not_a_file(Path(suite))
         return f"--suite {suite}: {why}" if why else None
-    for option, flag, wanted, what in (("qdq_cases", "--cases", "*.yaml", "no case file (*.yaml)"),
-                                       ("qdq_suite", "--suite", "manifest.json", "no manifest.json (a folder "
-                                                                                 "`qdq-conformance generate` "
-                                                                                 "wrote, or its .tar.gz)")):
+    for option, flag, wanted, what, kind in (
+            ("qdq_cases", "--cases", "*.yaml", "no case file (*.yaml) in it", "directory"),
+            ("qdq_suite", "--suite", "manifest.json", "no manifest.json in it (not a suite `qdq-conformance "
+                                                      "generate` wrote)", "directory (nor a .tar.gz)")):
         given = config.getoption(option)
         if not given:
             continue
         folder = Path(given)
         try:
             if not folder.is_dir():
-                return f"{flag} {given}: " + ("not a directory" if folder.exists() else "no such directory")
+                return f"{flag} {given}: " + (f"not a {kind}" if folder.exists() else f"no such {kind}")
             if not any(p.is_file() for p in folder.glob(wanted)):
-                return f"{flag} {given}: {what} in it"
+                return f"{flag} {given}: {what}"
         except OSError as e:
             return f"{flag} {given}: cannot read: {e.strerror or e}"
     return None

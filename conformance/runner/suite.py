@@ -1,10 +1,14 @@
-"""Cases read back from an exported suite folder (``pytest --suite DIR``), judged as the corpus's are.
+"""Cases read back from an exported suite (``pytest --suite SUITE``: its .tar.gz or its folder), judged as the
+corpus's are.
 
 A :class:`SuiteCase` is a :class:`qdq_conformance.domain.Case` with the same data as the corpus case it was
 exported from: its status, comparison rule, the rule an invalid case breaks, the kernel's outputs and, for an
 implementation-defined case, every catalogued reading's outputs (with the elements each constrains), so that
 ``runner.outcome.classify`` gives it the same status, reading and mismatches. The suite's layout is
-``generators/suite_layout.py``'s; this module follows the paths ``manifest.json`` records.
+``generators/suite_layout.py``'s; this module follows the paths ``manifest.json`` records. An archive
+(``generators/suite_archive.py``) is read once, from start to end, and each case keeps its folder's bytes
+(:class:`MemoryFiles`), which travel with it to the backend's workers; a folder's case reads its files when it
+runs (:class:`FolderFiles`).
 """
 
 from __future__ import annotations
