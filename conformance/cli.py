@@ -113,7 +113,8 @@ def _add_corpus_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    """Expand the case files and write them in ONNX's backend-test layout with manifest.json."""
+    """Expand the case files and write them in ONNX's backend-test layout with manifest.json, as one .tar.gz
+    archive (or a folder)."""
     forms = forms_of(args.form)
     tiers = tiers_of(args.tier)
     archive = args.format == "tar.gz"
