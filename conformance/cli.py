@@ -27,6 +27,7 @@ from .generators.coverage import coverage, render, render_layouts
 from .generators.export import OutFolderError
 from .generators.graph_coverage import graph_coverage, render_graph
 from .generators.parallel import generate
+from .generators.suite_archive import is_archive, top_folder
 from .matrix import matrix_cmd as matrix_cli
 from .mutants import mutants_cmd as mutants_cli
 from .plugin.options import (
@@ -112,13 +113,19 @@ def _add_corpus_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    """Expand the case files and write them in ONNX's backend-test layout with manifest.json."""
+    """Expand the case files and write them in ONNX's backend-test layout with manifest.json, as one .tar.gz
+    archive (or a folder)."""
     forms = forms_of(args.form)
     tiers = tiers_of(args.tier)
+    archive = args.format == "tar.gz"
+    if archive and not is_archive(args.out):
+        print(f"error: --out {args.out}: an archive's name ends in .tar.gz or .tgz (--format tar.gz, the "
+              "default); for a folder, add --format folder", file=sys.stderr)
+        return 2
     files = case_files(Path(args.cases) if args.cases else CASES_DIR)
     try:
         manifest, errors = generate(files, Path(args.out), forms, tiers, args.select, args.jobs,
-                                    progress=Progress("generate (case files)"))
+                                    progress=Progress("generate (case files)"), archive=archive)
     except OutFolderError as e:  # --out is not generate's to write (one line; nothing replaced)
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -132,8 +139,9 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         print("error: no case selected", file=sys.stderr)
         return 2
     kinds = ", ".join(f"{v['cases']} {k}" for k, v in manifest["kinds"].items())
+    readme = f"its {top_folder(args.out)}/README.md" if archive else str(Path(args.out) / "README.md")
     print(f"wrote {manifest['case_count']} cases x {len(forms)} form(s) to {args.out} ({kinds}); "
-          f"{Path(args.out) / 'README.md'} says how to run them")
+          f"{readme} says how to run them")
     return 1 if errors else 0
 
 
@@ -230,10 +238,15 @@ def _add_ambiguities_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _add_generate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", required=True, metavar="DIR",
-                   help="output folder: new, empty, or made by an earlier "
-                   "generate, whose cases (those its manifest.json lists) are replaced; anything else is "
+    p.add_argument("--out", required=True, metavar="PATH",
+                   help="where to write: NAME.tar.gz (or .tgz), an archive holding the folder NAME/, for "
+                   "--format tar.gz; a folder for --format folder. Either is new, or one an earlier generate "
+                   "wrote, which is replaced (a folder: the cases its manifest.json lists); anything else is "
                    "refused")
+    p.add_argument("--format", choices=("tar.gz", "folder"), default="tar.gz",
+                   help="tar.gz: one gzipped tar archive (the whole default tier in both forms: tens of MB), "
+                   "which run --suite reads as it is and tar -xzf turns into the folder; folder: that folder "
+                   "(hundreds of thousands of files, over 1 GB on disk) (default: %(default)s)")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="worker processes (default: one per core)")
     p.add_argument("--form", choices=(*FORMS, BOTH), default=BOTH,

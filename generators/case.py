@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
@@ -59,7 +60,7 @@ class FromTemplate:
         raise NotImplementedError
 
     def template_key(self) -> str:
-        return f"{Path(self.file).name}#{self.template}"
+        return f"{os.path.basename(self.file)}#{self.template}"
 
     def template_metadata(self) -> TemplateMetadata:
         """What every case of the template shares: description, the spec clause, where it is defined."""

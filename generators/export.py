@@ -28,6 +28,7 @@ import onnx
 from qdq_conformance import __version__
 from qdq_conformance.domain import FORMS
 
+from . import suite_archive
 from . import suite_layout as layout
 from .case import ConcreteCase, TemplateMetadata
 from .suite_readme import LICENSE, README, license_text, readme
@@ -49,16 +50,18 @@ def corpus_hash(paths: Iterable[Path | str]) -> str:
     return h.hexdigest()
 
 
-def write_cases(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] = FORMS,
-                progress: Callable[[int], None] | None = None
+def write_cases(cases: Sequence[ConcreteCase], out: str | Path, forms: Sequence[str] = FORMS,
+                progress: Callable[[int], None] | None = None, files: layout.Sink | None = None
                 ) -> tuple[list[layout.ManifestEntry], dict[str, TemplateMetadata]]:
-    """Write cases under ``out`` (in their kind folders); return their manifest entries and the templates they
-    came from."""
+    """Write cases under ``out`` (in their kind folders): into that folder, or into ``files`` (an archive's
+    part, whose members' names start with ``out``); return their manifest entries and the templates they came
+    from."""
     for form in forms:
         if form not in FORMS:
             raise ValueError(f"unknown graph form {form!r}; known: {', '.join(FORMS)}")
-    layout.make_kind_folders(out)
-    files = layout.Files()
+    if files is None:
+        layout.make_kind_folders(Path(out))
+        files = layout.Files()
     entries = []
     templates: dict[str, TemplateMetadata] = {}
     for case in cases:
@@ -70,7 +73,9 @@ def write_cases(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] =
         entry["onnx_runner_blind_to"] = layout.onnx_runner_blind_to(case)
         entry["bound_files"] = layout.bound_files(case)
         entries.append(entry)
-        templates.setdefault(case.template_key(), case.template_metadata())
+        key = case.template_key()
+        if key not in templates:
+            templates[key] = case.template_metadata()
         if progress is not None:
             progress(len(forms))
     return entries, templates
@@ -117,10 +122,32 @@ def write_top_files(out: Path, manifest: layout.Manifest) -> None:
     (out / layout.MANIFEST).write_bytes(encode_manifest(manifest))
 
 
+def write_archive(out: Path, manifest: layout.Manifest, parts: Sequence[Path], staging: Path) -> None:
+    """The suite archive ``out``: its manifest, README and license, then the cases of ``parts`` (each a gzip
+    member of tar blocks, ``suite_archive.PartWriter``), in order, then the archive's end; written in
+    ``staging`` (on the same file system), then renamed over ``out``."""
+    root = suite_archive.top_folder(out)
+    made = staging / "archive"
+    with open(made, "wb") as fh:
+        top = suite_archive.PartWriter(fh)
+        top.write(f"{root}/{layout.MANIFEST}", encode_manifest(manifest))  # (first: a reader stops there)
+        top.write(f"{root}/{README}", readme(manifest).encode("utf-8"))
+        top.write(f"{root}/{LICENSE}", license_text().encode("utf-8"))
+        for folder in (root, *(f"{root}/{kind}" for kind in layout.KINDS)):  # (as a folder has them all)
+            top.folder(folder)
+        top.close()
+        for part in parts:
+            with open(part, "rb") as src:
+                shutil.copyfileobj(src, fh, 1 << 20)
+        suite_archive.PartWriter(fh).close(end=True)
+    os.replace(made, out)
+
+
 def export(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] = FORMS,
            progress: Callable[[int, int], None] | None = None) -> layout.Manifest:
-    """Write every case in every form under ``out``, with the manifest, README and license (into a new or
-    empty folder; ``generate`` replaces an earlier suite); returns the manifest."""
+    """Write every case in every form, with the manifest, README and license: into the folder ``out`` (new or
+    empty; ``generate`` replaces an earlier suite), or into the archive ``out`` when it is named ``.tar.gz``
+    (in one process: ``generate`` writes the parts in many); returns the manifest."""
     done = [0]
     total = len(cases) * len(forms)
 
@@ -129,11 +156,26 @@ def export(cases: Sequence[ConcreteCase], out: Path, forms: Sequence[str] = FORM
         if progress is not None:
             progress(done[0], total)
 
-    out.mkdir(parents=True, exist_ok=True)
-    entries, templates = write_cases(cases, out, forms, step)
-    manifest = build_manifest(entries, templates, forms, {"complete": False},
-                              corpus_hash(c.file for c in cases))
-    write_top_files(out, manifest)
+    archive = suite_archive.is_archive(out)
+    staging = out.parent / f"{out.name}{STAGING}" if archive else out
+    staging.mkdir(parents=True, exist_ok=True)
+    try:
+        if archive:
+            with open(staging / "part", "wb") as fh:
+                part = suite_archive.PartWriter(fh)
+                entries, templates = write_cases(cases, suite_archive.top_folder(out), forms, step, part)
+                part.close()
+        else:
+            entries, templates = write_cases(cases, out, forms, step)
+        manifest = build_manifest(entries, templates, forms, {"complete": False},
+                                  corpus_hash(c.file for c in cases))
+        if archive:
+            write_archive(out, manifest, [staging / "part"], staging)
+        else:
+            write_top_files(out, manifest)
+    finally:
+        if archive:
+            remove(staging)
     return manifest
 
 
@@ -144,7 +186,27 @@ _OLD_FOLDER = re.compile(r"test_[a-z0-9][a-z0-9_-]*")
 
 
 class OutFolderError(Exception):
-    """An output folder generate must not write: one line naming the folder and why."""
+    """An output folder or archive generate must not write: one line naming it and why."""
+
+
+def check_archive_out(out: Path) -> None:
+    """OutFolderError unless ``out`` is absent or an archive a previous generate wrote (its first member a
+    manifest.json of one): generate never replaces what it did not make."""
+    if not out.exists() and not out.is_symlink():
+        return
+    if not out.is_file():
+        raise OutFolderError(f"{out}: exists and is not a file (an archive's --out names a file)")
+    stream = suite_archive.members(out)
+    try:
+        name, data = next(stream)
+        ok = name.endswith("/" + layout.MANIFEST) and _manifest_folders(json.loads(data)) is not None
+    except (StopIteration, ValueError, RecursionError):
+        ok = False
+    finally:
+        stream.close()
+    if not ok:
+        raise OutFolderError(f"{out}: exists and is not a suite archive qdq-conformance generate wrote; not "
+                             "replaced")
 
 
 def owned_folders(out: Path) -> list[str]:

@@ -1,10 +1,12 @@
 """Generating and exporting the corpus with one worker process per core, one case file at a time.
 
-Each worker expands a case file and writes its cases into a staging folder of its own inside ``out``; the
-parent gathers the results in file order, refuses a file that repeats a case id an earlier file produced
-(naming both), then replaces what a previous generate made in ``out`` (the folders its manifest lists, nothing
-else) with the staged cases and writes the manifest. Output is identical to a single-process run, and nothing
-is written outside ``out``.
+Each worker expands a case file and writes its cases into a staging folder of its own inside ``out``, or,
+for an archive, compresses them into a part of it (``suite_archive.py``: one gzip member) in a staging folder
+beside ``out``; the parent gathers the results in file order, refuses a file that repeats a case id an earlier
+file produced (naming both), then replaces what a previous generate made in ``out`` (the folders its manifest
+lists, nothing else) with the staged cases and writes the manifest; an archive is its manifest, README and
+license, then the parts in file order, renamed over ``out``. The files (an archive's uncompressed bytes) are
+those of a single-process run; nothing is written outside ``out`` (and, while it runs, the staging folder).
 
 A worker expands its file through the expansion cache (``cache.py``), as a run's collection does: a file a run
 or a generate expanded before is read, not expanded again.
@@ -28,14 +30,17 @@ from .export import (
     STAGING,
     TOP_FILES,
     build_manifest,
+    check_archive_out,
     corpus_hash,
     owned_folders,
     remove,
     replace_folders,
+    write_archive,
     write_cases,
     write_top_files,
 )
 from .loader import CaseFileError
+from .suite_archive import PartWriter, top_folder
 from .suite_layout import Manifest, ManifestEntry, Selection
 
 
@@ -51,13 +56,21 @@ _Result = tuple[list[ManifestEntry], dict[str, TemplateMetadata], "str | None", 
 
 
 def _job(path: str, staging: str, forms: Sequence[str], tiers: Sequence[str],
-         select: Sequence[str]) -> _Result:
+         select: Sequence[str], root: str | None) -> _Result:
+    """Expand one case file and write its cases: into the folder ``staging``, or (``root``: an archive's top
+    folder) as the archive part ``staging``."""
     try:
         loaded = load_file_cached(Path(path), tiers)  # (a run's collection and generate share expansions)
         cases = [c for c in loaded if c.tier in tiers and
                  (not select or any(fnmatch.fnmatchcase(c.id, p) for p in select))]
-        Path(staging).mkdir()
-        entries, templates = write_cases(cases, Path(staging), forms)
+        if root is None:
+            Path(staging).mkdir()
+            entries, templates = write_cases(cases, Path(staging), forms)
+        else:
+            with open(staging, "wb") as fh:
+                part = PartWriter(fh)
+                entries, templates = write_cases(cases, root, forms, files=part)
+                part.close()
     except CaseFileError as e:
         return [], {}, str(e), []
     except Exception as e:  # a generator defect or a full disk costs this file only, in one line
@@ -67,22 +80,31 @@ def _job(path: str, staging: str, forms: Sequence[str], tiers: Sequence[str],
 
 def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequence[str] = ("default",),
              select: Sequence[str] = (), jobs: int | None = None,
-             progress: Callable[[int, int], None] | None = None) -> tuple[Manifest, list[str]]:
-    """Expand and export every case file into ``out``; returns (manifest, errors). ``jobs``: worker processes
-    (default: one per core the process may use). Raises OutFolderError (before writing anything) when ``out``
-    holds anything a previous generate did not make. When no case is selected, ``out`` keeps what it held."""
+             progress: Callable[[int, int], None] | None = None,
+             archive: bool = False) -> tuple[Manifest, list[str]]:
+    """Expand and export every case file into ``out``, a folder or (``archive``) a .tar.gz file; returns
+    (manifest, errors). ``jobs``: worker processes (default: one per core the process may use). Raises
+    OutFolderError (before writing anything) when ``out`` holds anything a previous generate did not make.
+    When no case is selected, ``out`` keeps what it held."""
     jobs = jobs or usable_cores()
-    old = owned_folders(out)
-    staging = out / STAGING
+    if archive:
+        check_archive_out(out)
+        old: list[str] = []
+        staging = out.parent / f"{out.name}{STAGING}"  # (beside it: the archive is renamed into place)
+    else:
+        old = owned_folders(out)
+        staging = out / STAGING
     remove(staging)  # (left by a generate that was killed)
     staging.mkdir(parents=True)
     try:
-        results = _run_jobs(files, staging, forms, tiers, select, jobs, progress)
+        root = top_folder(out) if archive else None
+        results = _run_jobs(files, staging, forms, tiers, select, jobs, progress, root)
         entries: list[ManifestEntry] = []
         templates: dict[str, TemplateMetadata] = {}
         errors: list[str] = []
         moves: list[tuple[str | Path, str]] = []
         claimed: dict[str, tuple[str, int]] = {}
+        refused: set[int] = set()
         for k, path in enumerate(files):  # in file order: the earlier file keeps a repeated id
             e, t, err, claims = results[k]
             if err is None:
@@ -90,6 +112,7 @@ def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequ
                     claim_ids(claimed, path, claims)
                 except CaseFileError as dup:
                     err = str(dup)
+                    refused.add(k)
             if err is not None:
                 errors.append(err)
                 continue
@@ -101,6 +124,11 @@ def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequ
         manifest = build_manifest(entries, templates, forms, selection, corpus_hash(files))
         if not entries:
             return manifest, errors
+        if archive:
+            parts = [staging / str(k) for k in range(len(files))
+                     if results[k][0] and results[k][2] is None and k not in refused]
+            write_archive(out, manifest, parts, staging)
+            return manifest, errors
         write_top_files(staging, manifest)
         moves += [(staging / name, name) for name in TOP_FILES]  # (the manifest last: it says what is there)
         replace_folders(out, moves, old)
@@ -110,8 +138,8 @@ def generate(files: Sequence[Path], out: Path, forms: Sequence[str], tiers: Sequ
 
 
 def _run_jobs(files: Sequence[Path], staging: Path, forms: Sequence[str], tiers: Sequence[str],
-              select: Sequence[str], jobs: int,
-              progress: Callable[[int, int], None] | None) -> dict[int, _Result]:
+              select: Sequence[str], jobs: int, progress: Callable[[int, int], None] | None,
+              root: str | None) -> dict[int, _Result]:
     def size(k: int) -> int:
         try:
             return files[k].stat().st_size
@@ -123,7 +151,7 @@ def _run_jobs(files: Sequence[Path], staging: Path, forms: Sequence[str], tiers:
     results: dict[int, _Result] = {}
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(_job, str(files[k]), str(staging / str(k)), tuple(forms), tuple(tiers),
-                               tuple(select)): k for k in order}
+                               tuple(select), root): k for k in order}
         for n, fut in enumerate(as_completed(futures), 1):
             results[futures[fut]] = fut.result()
             if progress is not None:

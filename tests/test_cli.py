@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 from qdq_conformance.cli import build_parser, main
+from qdq_conformance.runner.suite import read_manifest
 
 
 def test_help_lists_every_command():
@@ -33,9 +34,9 @@ def test_console_script_entry_point():
 
 
 def test_generate_selection_and_coverage_commands(tmp_path, capsys):
-    out = tmp_path / "suite"
+    out = tmp_path / "suite.tar.gz"
     assert main(["generate", "--out", str(out), "dynamicquantizelinear-*"]) == 0
-    manifest = __import__("json").loads((out / "manifest.json").read_text())
+    manifest = __import__("json").loads(read_manifest(out))
     assert (manifest["case_count"] >= 10
             and all(e["operator"] == "DynamicQuantizeLinear" for e in manifest["cases"]))
     # (both graph forms by default, as a run of the corpus has them)
@@ -52,7 +53,7 @@ def test_generate_reports_a_bad_case_file_and_keeps_going(tmp_path, capsys):
     (cases / "good.yaml").write_text((__import__("pathlib").Path(__file__).parent / "data"
                                       / "good.yaml").read_text())
     (cases / "bad.yaml").write_text("cases:\n  - id: x\n    colour: red\n")
-    code = main(["generate", "--cases", str(cases), "--out", str(tmp_path / "o")])
+    code = main(["generate", "--cases", str(cases), "--out", str(tmp_path / "o.tar.gz")])
     err = capsys.readouterr().err
     assert code == 1 and "bad.yaml:2" in err
-    assert (tmp_path / "o" / "manifest.json").exists()
+    assert (tmp_path / "o.tar.gz").exists()

@@ -5,11 +5,13 @@ loader raises CaseFileError or succeeds, on any bytes and any YAML structure."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -140,7 +142,8 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     run = _cli("run", "--backend=onnx-reference", "--cases", str(cases), "--expectations", "none", "--form",
                "runtime", "--results", str(results), "--report", str(tmp / "r.html"), "--", "-k", GOOD_ID,
                cwd=tmp, env=_env(tmp))
-    gen = _cli("generate", "--cases", str(cases), "--out", str(tmp / "suite"), cwd=tmp, env=_env(tmp))
+    gen = _cli("generate", "--cases", str(cases), "--out", str(tmp / "suite"), "--format", "folder", cwd=tmp,
+               env=_env(tmp))
     records = [json.loads(line) for line in results.read_text().splitlines()]
     return {"cases": cases, "run": run, "generate": gen, "records": records, "tmp": tmp}
 
@@ -240,6 +243,27 @@ def test_a_broken_suite_manifest_is_one_error_item(tmp_path: Path) -> None:
     assert f"case file error: {suite / 'manifest.json'}: cannot read the suite: JSONDecodeError" in p.stdout
 
 
+@pytest.mark.parametrize("content,problem", [
+    (b"not gzip at all", "cannot read it as a gzipped tar archive"),
+    (gzip.compress(b"x" * 1024, mtime=0), "not a tar archive"),
+    ("truncated", "ends inside"),
+], ids=["not-gzip", "not-tar", "truncated"])
+def test_a_broken_suite_archive_is_one_error_item(tmp_path: Path, good_cases: Path, content: object,
+                                                  problem: str) -> None:
+    suite = tmp_path / "suite.tar.gz"
+    if content == "truncated":
+        assert _cli("generate", "--cases", str(good_cases), "--out", str(suite), cwd=tmp_path,
+                    env=_env(tmp_path)).returncode == 0
+        suite.write_bytes(suite.read_bytes()[:-200])
+    else:
+        suite.write_bytes(content)  # type: ignore[arg-type]
+    p = _cli("run", "--backend=onnx-reference", "--suite", str(suite), "--expectations", "none", cwd=tmp_path,
+             env=_env(tmp_path))
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr and "1 failed in" in p.stdout
+    assert f"case file error: {suite}: cannot read the suite: ArchiveError: {suite}: " in p.stdout
+    assert problem in p.stdout, p.stdout[-2000:]
+
+
 def test_a_suite_manifest_naming_a_folder_outside_the_suite_is_refused(tmp_path: Path) -> None:
     suite = tmp_path / "suite"
     suite.mkdir()
@@ -266,11 +290,12 @@ def good_cases(tmp_path: Path) -> Path:
 def test_generate_replaces_its_own_stale_cases_and_keeps_the_rest(tmp_path: Path, good_cases: Path) -> None:
     out = tmp_path / "suite"
     env = _env(tmp_path)
-    assert _cli("generate", "--cases", str(good_cases), "--out", str(out), cwd=tmp_path,
+    assert _cli("generate", "--cases", str(good_cases), "--out", str(out), "--format", "folder", cwd=tmp_path,
                 env=env).returncode == 0
     (out / "notes.txt").write_text("mine")
     (good_cases / "good.yaml").write_text(GOOD.replace("id: demo", "id: renamed"))
-    p = _cli("generate", "--cases", str(good_cases), "--out", str(out), cwd=tmp_path, env=env)
+    p = _cli("generate", "--cases", str(good_cases), "--out", str(out), "--format", "folder", cwd=tmp_path,
+             env=env)
     assert p.returncode == 0, p.stderr
     assert sorted(x.name for x in out.iterdir()) == ["LICENSE", "README.md", "implementation-defined",
                                                      "invalid", "manifest.json", "normative", "notes.txt"]
@@ -315,20 +340,55 @@ def test_generate_refuses_what_it_did_not_make(tmp_path: Path, good_cases: Path,
         else:
             (out / "normative").symlink_to(victim)
     before = sorted(str(p) for p in tmp_path.rglob("*") if "cache" not in p.parts)
-    p = _cli("generate", "--cases", str(good_cases), "--out", str(out), cwd=tmp_path, env=_env(tmp_path))
+    p = _cli("generate", "--cases", str(good_cases), "--out", str(out), "--format", "folder", cwd=tmp_path,
+             env=_env(tmp_path))
     assert p.returncode == 2 and "Traceback" not in p.stderr
     (line,) = p.stderr.strip().splitlines()
     assert line.startswith(f"error: {out}") and message in line
     assert sorted(str(p) for p in tmp_path.rglob("*") if "cache" not in p.parts) == before  # nothing written
 
 
-def test_an_out_folder_that_cannot_be_made_is_one_line(tmp_path: Path, good_cases: Path) -> None:
+@pytest.mark.parametrize("name,form", [("suite", "folder"), ("suite.tar.gz", "tar.gz")])
+def test_an_out_folder_that_cannot_be_made_is_one_line(tmp_path: Path, good_cases: Path, name: str,
+                                                       form: str) -> None:
     (tmp_path / "file").write_text("x")
-    out = tmp_path / "file" / "suite"  # (its parent is a file: the folder cannot be made, root or not)
-    p = _cli("generate", "--cases", str(good_cases), "--out", str(out), cwd=tmp_path, env=_env(tmp_path))
+    out = tmp_path / "file" / name  # (its parent is a file: the folder cannot be made, root or not)
+    p = _cli("generate", "--cases", str(good_cases), "--out", str(out), "--format", form, cwd=tmp_path,
+             env=_env(tmp_path))
     assert p.returncode == 2 and "Traceback" not in p.stderr
     (line,) = p.stderr.strip().splitlines()
     assert line.startswith(f"error: --out {out}: cannot write") and "Errno" not in line, line
+
+
+def test_generate_replaces_its_own_archive_and_nothing_else(tmp_path: Path, good_cases: Path) -> None:
+    """The default format: an archive --out names; one an earlier generate wrote is replaced, any other file
+    (or a folder of that name) is refused in one line with nothing written; a name that is not an archive's
+    is refused, saying how to write a folder."""
+    env = _env(tmp_path)
+    out = tmp_path / "suite.tar.gz"
+    p = _cli("generate", "--cases", str(good_cases), "--out", str(out), cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stderr
+    (good_cases / "good.yaml").write_text(GOOD.replace("id: demo", "id: renamed"))
+    p = _cli("generate", "--cases", str(good_cases), "--out", str(out), cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stderr
+    with tarfile.open(out) as tar:
+        names = tar.getnames()
+    renamed = "suite/normative/test_quantizelinear-13-renamed-float-uint8/model.onnx"
+    assert names[0] == "suite/manifest.json" and renamed in names and not any("-demo-" in n for n in names)
+    assert sorted(x.name for x in tmp_path.iterdir() if x.name != "cache") == ["cases", "suite.tar.gz"]
+    for setup, message in (("foreign", "exists and is not a suite archive qdq-conformance generate wrote"),
+                           ("folder", "exists and is not a file")):
+        other = tmp_path / setup / "other.tar.gz"
+        other.parent.mkdir()
+        other.mkdir() if setup == "folder" else other.write_bytes(b"\x1f\x8b not mine")
+        before = sorted(str(x) for x in tmp_path.rglob("*") if "cache" not in x.parts)
+        p = _cli("generate", "--cases", str(good_cases), "--out", str(other), cwd=tmp_path, env=env)
+        assert p.returncode == 2 and p.stderr.strip() == f"error: {other}: {message}" + (
+            "; not replaced" if setup == "foreign" else " (an archive's --out names a file)"), p.stderr
+        assert sorted(str(x) for x in tmp_path.rglob("*") if "cache" not in x.parts) == before
+    p = _cli("generate", "--cases", str(good_cases), "--out", str(tmp_path / "plain"), cwd=tmp_path, env=env)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and not (tmp_path / "plain").exists()
+    assert "an archive's name ends in .tar.gz or .tgz" in p.stderr and "--format folder" in p.stderr
 
 
 # --- the loader, on anything

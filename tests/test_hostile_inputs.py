@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from qdq_conformance.cli import main
 
 ESCAPING_CASE = """\
@@ -23,12 +25,13 @@ cases:
 """
 
 
-def test_generate_never_writes_outside_out(tmp_path, capsys):
+@pytest.mark.parametrize("name,form", [("out", "folder"), ("out.tar.gz", "tar.gz")])
+def test_generate_never_writes_outside_out(tmp_path, capsys, name, form):
     cases = tmp_path / "cases"
     cases.mkdir()
     (cases / "evil.yaml").write_text(ESCAPING_CASE)
-    out = tmp_path / "a" / "b" / "out"
-    assert main(["generate", "--cases", str(cases), "--out", str(out)]) == 2
+    out = tmp_path / "a" / "b" / name
+    assert main(["generate", "--cases", str(cases), "--out", str(out), "--format", form]) == 2
     err = capsys.readouterr().err
     assert "evil.yaml:2: evil.id: the case id" in err and "Traceback" not in err
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.parent != cases]

@@ -193,8 +193,10 @@ BAD_OPTIONS: list[tuple[list[str], str]] = [
     (["--cases", "{tmp}/empty"], "--cases {tmp}/empty: no case file (*.yaml) in it"),
     (["--cases", "/nonexistent/cases"], "--cases /nonexistent/cases: no such directory"),
     (["--cases", "{tmp}/binary.yaml"], "--cases {tmp}/binary.yaml: not a directory"),
-    (["--suite", "{tmp}/empty"], "--suite {tmp}/empty: no manifest.json (a folder `qdq-conformance generate` "
-                                 "wrote) in it"),
+    (["--suite", "{tmp}/empty"], "--suite {tmp}/empty: no manifest.json in it (not a suite `qdq-conformance "
+                                 "generate` wrote)"),
+    (["--suite", "{tmp}/binary.yaml"], "--suite {tmp}/binary.yaml: not a directory (nor a .tar.gz)"),
+    (["--suite", "{tmp}/missing.tar.gz"], "--suite {tmp}/missing.tar.gz: no such file"),
     (["--backend", "command:/nonexistent/runner --device cpu"],
      "command:/nonexistent/runner --device cpu: /nonexistent/runner: no such file"),
     (["--backend", "python:tests.fake_backends:not_a_backend"],

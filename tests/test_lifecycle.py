@@ -156,6 +156,35 @@ def test_a_signal_stops_the_run_keeping_its_results(run, sig, capsys):
     assert f"INCOMPLETE: the new run was interrupted ({sig})" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_while_a_suite_is_collected_stops_the_run(tmp_path, sig):
+    """Issue 38: a signal that arrives while the run is still collecting (reading the whole default export
+    took many minutes) ends the run within seconds, as interrupted. pytest's Exit, raised there, was caught by
+    the collector it interrupted as an error of that file or folder, and collection went on."""
+    suite = tmp_path / "suite.tar.gz"
+    assert main(["generate", "--cases", str(CASES), "--out", str(suite)]) == 0
+    started, results = tmp_path / "collecting", tmp_path / "r.jsonl"
+    cmd = [sys.executable, "-m", "qdq_conformance.cli", "run", "--backend", "onnx-reference", "--suite",
+           str(suite), "--results", str(results), "--", "-p", "tests.slow_suite"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, QDQ_TEST_COLLECTING=str(started)),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        _until(started.exists, what="the suite's collection")
+        sent = time.monotonic()
+        proc.send_signal(getattr(signal, sig))
+        out = proc.communicate(timeout=LIMIT)[0].decode("utf-8", "replace")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 2, out[-3000:]
+    assert time.monotonic() - sent < 30  # (the reading would have gone on for two minutes)
+    assert f"interrupted by {sig}" in out and "Traceback" not in out and "error" not in out, out[-3000:]
+    assert out.rstrip().splitlines()[-1] == f"exit status 2: {INTERRUPTED}"
+    head, cases, summary = read(results)
+    assert cases == [] and summary is not None and summary["interrupted"] is True and summary["signal"] == sig
+
+
 def test_sigkill_of_the_run_leaves_no_process_and_no_folder(run):
     r = run(SLOW, "--workers", "2")
     on_disk = _started(r)

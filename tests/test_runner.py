@@ -134,7 +134,7 @@ def test_xdist_and_junit(tmp_path):
 def test_suite_folder_runs_like_the_cases(tmp_path):
     from qdq_conformance.cli import main
 
-    suite = tmp_path / "suite"
+    suite = tmp_path / "suite.tar.gz"
     assert main(["generate", "--cases", str(CASES), "--out", str(suite), "--form", "both"]) == 0
     res = tmp_path / "r.jsonl"
     p = run_pytest("--backend=oracle", "--suite", str(suite), "--results", str(res), cwd=tmp_path)

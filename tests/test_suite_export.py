@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import unittest
 import warnings
 from collections.abc import Callable
@@ -25,6 +26,7 @@ import pytest
 
 from qdq_conformance import __version__
 from qdq_conformance.resources import cases_dir
+from qdq_conformance.runner.suite import read_manifest
 
 FILES = ("dynamic_quantize_linear", "invalid", "contrib_quark", "quantize_boundaries", "quantize_granularity")
 #: id glob (generate) -> the same cases as a pytest -k expression (a corpus run); "not dequantizelinear" below
@@ -66,21 +68,32 @@ def export(tmp_path_factory: pytest.TempPathFactory,
     cases.mkdir()
     for name in FILES:
         shutil.copy(cases_dir() / f"{name}.yaml", cases / f"{name}.yaml")
-    p = _cli("generate", "--cases", str(cases), "--out", str(tmp / "suite"), "--form", "both", *SELECTION,
-             cwd=tmp)
+    p = _cli("generate", "--cases", str(cases), "--out", str(tmp / "suite.tar.gz"), "--form", "both",
+             *SELECTION, cwd=tmp)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "Warning" not in p.stdout + p.stderr  # (numpy's RuntimeWarning leaked here before)
+    _extract(tmp / "suite.tar.gz", tmp)  # (the folder a vendor gets with tar -xzf)
     manifest = json.loads((tmp / "suite" / "manifest.json").read_text())
-    return {"tmp": tmp, "cases": cases, "suite": tmp / "suite", "manifest": manifest}
+    return {"tmp": tmp, "cases": cases, "suite": tmp / "suite", "archive": tmp / "suite.tar.gz",
+            "manifest": manifest}
 
 
-@pytest.mark.parametrize("backend", ["ort", "onnx-reference"])
-def test_a_suite_run_gives_the_corpus_run_s_verdicts(export: dict[str, Any], backend: str) -> None:
+def _extract(archive: Path, where: Path) -> None:
+    with tarfile.open(archive) as tar:
+        if hasattr(tarfile, "data_filter"):  # (Python 3.12, and 3.10.12 / 3.11.4 on)
+            tar.extractall(where, filter="data")
+        else:
+            tar.extractall(where)  # noqa: S202 - the suite this test just wrote
+
+
+@pytest.mark.parametrize("backend,form", [("ort", "archive"), ("onnx-reference", "suite")])
+def test_a_suite_run_gives_the_corpus_run_s_verdicts(export: dict[str, Any], backend: str, form: str) -> None:
+    """The suite run reads the archive (ort) or the folder it extracts to (onnx-reference)."""
     tmp, manifest = export["tmp"], export["manifest"]
     corpus, suite = tmp / f"corpus-{backend}.jsonl", tmp / f"suite-{backend}.jsonl"
     a = _cli("run", "--backend", backend, "--cases", str(export["cases"]), "--results", str(corpus), "--",
              "-k", KEYWORDS, cwd=tmp)
-    b = _cli("run", "--backend", backend, "--suite", str(export["suite"]), "--results", str(suite), cwd=tmp)
+    b = _cli("run", "--backend", backend, "--suite", str(export[form]), "--results", str(suite), cwd=tmp)
     assert a.returncode == b.returncode == 0, (a.stdout[-3000:], b.stdout[-3000:])
     (ra, sa), (rb, sb) = _read(corpus), _read(suite)
     # the -k run selected exactly the exported cases, in both forms
@@ -133,19 +146,21 @@ def test_an_export_made_with_the_defaults_holds_every_failure_of_a_live_run(
     cases = tmp / "cases"
     cases.mkdir()
     shutil.copy(cases_dir() / "graph_activation.yaml", cases / "graph_activation.yaml")
-    p = _cli("generate", "--cases", str(cases), "--out", str(tmp / "suite"), cwd=tmp)
+    p = _cli("generate", "--cases", str(cases), "--out", str(tmp / "suite.tar.gz"), cwd=tmp)
     assert p.returncode == 0, p.stderr[-3000:]
     live, suite = tmp / "live.jsonl", tmp / "suite.jsonl"
     a = _cli("run", "--backend", "ort", "--cases", str(cases), "--results", str(live), cwd=tmp)
-    b = _cli("run", "--backend", "ort", "--suite", str(tmp / "suite"), "--results", str(suite), cwd=tmp)
+    b = _cli("run", "--backend", "ort", "--suite", str(tmp / "suite.tar.gz"), "--results", str(suite),
+             cwd=tmp)
     assert a.returncode == b.returncode == 0, (a.stdout[-3000:], b.stdout[-3000:])
     failing = [{key for key, rec in _read(path)[0].items() if rec["status"] in ("failed", "error")}
                for path in (live, suite)]
     assert failing[0] and {form for _, form in failing[0]} == {"initializer"}
     assert failing[1] == failing[0]
-    manifest = json.loads((tmp / "suite" / "manifest.json").read_text())
+    with tarfile.open(tmp / "suite.tar.gz") as tar:
+        manifest = json.loads(tar.extractfile("suite/manifest.json").read())  # type: ignore[union-attr]
+        readme = tar.extractfile("suite/README.md").read().decode()  # type: ignore[union-attr]
     graphs = sum(1 for c in manifest["cases"] if c.get("graph"))
-    readme = (tmp / "suite" / "README.md").read_text()
     assert graphs and f"{len(manifest['cases']) - graphs} single-node models and {graphs} graphs" in readme
     assert "runtime, initializer (each case in both" in readme
 
@@ -279,6 +294,32 @@ def test_the_export_carries_a_readme_and_the_license(export: dict[str, Any]) -> 
     license_text = (suite / "LICENSE").read_text()
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
     assert license_text.rstrip().endswith("limitations under the License.")
+
+
+def test_the_archive_is_the_folder_and_generating_twice_gives_the_same_bytes(
+        export: dict[str, Any]) -> None:
+    """Issue 36 point 7: the default export is one archive holding exactly what --format folder writes (every
+    file, byte for byte, no link, no time, no owner); a second generate of the same cases writes the same
+    bytes, and ``run --suite`` reads its manifest without reading its cases."""
+    tmp, cases = export["tmp"], export["cases"]
+    again = tmp / "again" / "suite.tar.gz"
+    folder = tmp / "folder" / "suite"
+    for out, form in ((again, "tar.gz"), (folder, "folder")):
+        p = _cli("generate", "--cases", str(cases), "--out", str(out), "--format", form, *SELECTION, cwd=tmp)
+        assert p.returncode == 0, p.stderr[-3000:]
+    assert again.read_bytes() == export["archive"].read_bytes()
+    with tarfile.open(again) as tar:
+        members = tar.getmembers()
+        held = {m.name: tar.extractfile(m).read() for m in members if m.isfile()}  # type: ignore[union-attr]
+    assert members[0].name == "suite/manifest.json"
+    assert {(m.type, m.mode, m.mtime, m.uid, m.gid, m.uname, m.gname) for m in members} == \
+        {(tarfile.REGTYPE, 0o644, 0, 0, 0, "", ""), (tarfile.DIRTYPE, 0o755, 0, 0, 0, "", "")}
+    files = {str(p.relative_to(folder.parent)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert held == files and len(files) > 100
+    # every folder, the empty ones too (a data set with no input: ONNX's runner counts it)
+    folders = {str(p.relative_to(folder.parent)) for p in [folder, *folder.rglob("*")] if p.is_dir()}
+    assert {m.name for m in members if m.isdir()} == folders
+    assert read_manifest(again) == held["suite/manifest.json"]
 
 
 def test_the_readme_s_plain_loop_gives_this_project_s_verdicts(export: dict[str, Any]) -> None:

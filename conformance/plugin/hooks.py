@@ -131,8 +131,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     config = parent.config
     if not config.getoption("qdq_backend", None):
         return None
-    if config.getoption("qdq_suite"):
-        if file_path.name == MANIFEST:
+    suite = config.getoption("qdq_suite")
+    if suite:
+        if _is_suite_file(Path(suite), file_path):
             return SuiteFile.from_parent(parent, path=file_path)
         return None
     if file_path.suffix == ".yaml" and file_path.parent.resolve() == Path(
@@ -140,6 +141,22 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         if not selection.wanted(config, parent, file_path):  # (-k / -m can select none of its cases)
             return None
         return CaseFile.from_parent(parent, path=file_path)
+    return None
+
+
+def _is_suite_file(suite: Path, file_path: Path) -> bool:
+    """The file a --suite run collects: the archive, or the folder's manifest.json."""
+    if suite.is_dir():
+        return file_path.name == MANIFEST and file_path.parent.resolve() == suite.resolve()
+    return file_path.resolve() == suite.resolve()
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A --suite folder's kind folders are never walked: its manifest names every case folder, and pytest's
+    walk of the default export's 190,000 folders took many minutes before the first case."""
+    suite = config.getoption("qdq_suite", None) if config.getoption("qdq_backend", None) else None
+    if suite and collection_path.is_dir() and collection_path.parent.resolve() == Path(suite).resolve():
+        return True
     return None
 
 

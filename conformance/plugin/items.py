@@ -219,15 +219,20 @@ class SuiteFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         forms = forms_of(self.config)
         try:
-            _, cases = load_suite(self.path.parent)
+            _, cases = load_suite(Path(self.config.getoption("qdq_suite")))
         except Exception as e:  # a broken suite is one error item too, never the end of the run
             error = CaseFileError(self.path, None, "", f"cannot read the suite: {type(e).__name__}: {e}")
             yield LoadErrorItem.from_parent(self, name="load", error=error)
             return
+        shared: dict[str, list[pytest.MarkDecorator]] = {}  # (a case's marks but its form's, made once)
         for case in cases:
             if case.form in forms:
+                marks = shared.get(case.id)
+                if marks is None:
+                    shared.clear()
+                    marks = shared[case.id] = marks_of(case, case.form)[1:]
                 yield CaseItem.from_parent(self, name=f"{case.id}[{case.form}]", case=case, form=case.form,
-                                           ref=ObjRef(case))
+                                           ref=ObjRef(case), marks=[_mark(case.form), *marks])
 
 
 def forms_of(cfg: pytest.Config) -> tuple[str, ...]:

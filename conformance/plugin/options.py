@@ -17,6 +17,7 @@ from ..backends.names import help_text as backend_names
 from ..cachedir import cache_root
 from ..cpu import usable_cores
 from ..domain import ALL_TIERS, BOTH, FORMS, Tier, parse_shard
+from ..generators.suite_archive import is_archive
 from .distributed import is_worker
 
 if TYPE_CHECKING:  # (the registry imports every backend: this module is loaded by every pytest process)
@@ -32,9 +33,9 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option(("--backend",), {"metavar": "NAME", "default": None, "type": canonical,
                             "help": "run the conformance corpus against this backend: " + backend_names()}),
-    Option(("--suite",), {"metavar": "DIR", "default": None,
-                          "help": "run an exported suite folder (qdq-conformance generate) instead of "
-                                  "cases/"}),
+    Option(("--suite",), {"metavar": "SUITE", "default": None,
+                          "help": "run an exported suite (qdq-conformance generate: its .tar.gz archive, or "
+                                  "the folder it extracts to) instead of cases/"}),
     Option(("--cases",), {"metavar": "DIR", "default": None,
                           "help": "folder of YAML case files (default: the repository's cases/)"}),
     Option(("--form",), {"choices": (*FORMS, BOTH), "default": BOTH,
@@ -285,21 +286,25 @@ def check(config: pytest.Config) -> None:
 
 
 def _case_folder(config: pytest.Config) -> str | None:
-    """What is wrong with --cases DIR (no case file in it) or --suite DIR (not an exported suite), if
-    anything."""
-    for option, flag, wanted, what in (("qdq_cases", "--cases", "*.yaml", "no case file (*.yaml)"),
-                                       ("qdq_suite", "--suite", "manifest.json", "no manifest.json (a folder "
-                                                                                 "`qdq-conformance generate` "
-                                                                                 "wrote)")):
+    """What is wrong with --cases DIR (no case file in it) or --suite SUITE (not an exported suite: neither a
+    .tar.gz file nor a folder with a manifest.json), if anything."""
+    suite = config.getoption("qdq_suite")
+    if suite and is_archive(suite) and not Path(suite).is_dir():
+        why = _not_a_file(Path(suite))
+        return f"--suite {suite}: {why}" if why else None
+    for option, flag, wanted, what, kind in (
+            ("qdq_cases", "--cases", "*.yaml", "no case file (*.yaml) in it", "directory"),
+            ("qdq_suite", "--suite", "manifest.json", "no manifest.json in it (not a suite `qdq-conformance "
+                                                      "generate` wrote)", "directory (nor a .tar.gz)")):
         given = config.getoption(option)
         if not given:
             continue
         folder = Path(given)
         try:
             if not folder.is_dir():
-                return f"{flag} {given}: " + ("not a directory" if folder.exists() else "no such directory")
+                return f"{flag} {given}: " + (f"not a {kind}" if folder.exists() else f"no such {kind}")
             if not any(p.is_file() for p in folder.glob(wanted)):
-                return f"{flag} {given}: {what} in it"
+                return f"{flag} {given}: {what}"
         except OSError as e:
             return f"{flag} {given}: cannot read: {e.strerror or e}"
     return None

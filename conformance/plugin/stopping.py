@@ -17,6 +17,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +30,23 @@ from .state import STATE
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
+class Stopped(KeyboardInterrupt):
+    """A signal that arrived while the run was collecting. pytest's ``Exit`` would not do there: every
+    collector catches it as an error of the file or folder it was collecting (as the runner's own collectors
+    catch any Exception, so that a broken case file costs that file only), and collection went on, a whole
+    export's for many minutes; a KeyboardInterrupt is the one exception pytest lets through collection, and it
+    ends the session as interrupted."""
+
+
 class StopOnSignal:
     """A pytest plugin, registered for the length of a corpus run (not in a pytest-xdist worker, whose
-    controller decides): it turns SIGINT, SIGTERM and SIGHUP into pytest's ``Exit`` and marks the results."""
+    controller decides): it turns SIGINT, SIGTERM and SIGHUP into pytest's ``Exit`` (:class:`Stopped` while
+    collecting) and marks the results."""
 
     def __init__(self) -> None:
         self.signal: str | None = None
         self.finishing = False
+        self.collecting = False
         self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -53,8 +64,19 @@ class StopOnSignal:
         if self.signal is not None or self.finishing:
             return  # the run is already ending: it ends as it would have
         self.signal = signal.Signals(signum).name
-        pytest.exit(f"interrupted by {self.signal}: the results finished so far are kept, and the run is "
-                    "marked as interrupted", returncode=pytest.ExitCode.INTERRUPTED)
+        message = (f"interrupted by {self.signal}: the results finished so far are kept, and the run is "
+                   "marked as interrupted")
+        if self.collecting:
+            raise Stopped(message)
+        pytest.exit(message, returncode=pytest.ExitCode.INTERRUPTED)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> Generator[None, object, object]:
+        self.collecting = True
+        try:
+            return (yield)
+        finally:
+            self.collecting = False
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:

@@ -59,10 +59,10 @@ EXIT_STATUS: dict[int, str] = {
        "error: the case's status is harness-error, counted apart, never a finding; said in one line at the "
        "end, the finished results kept), or an internal error in the runner or a pytest plugin",
     4: "usage error: an unknown backend or option, an option out of range (--case-timeout, "
-       "--backend-timeout, --workers), a --cases folder with no case file or a --suite folder with no "
-       "manifest.json, a --results or --report that cannot be written (its folder missing too), a backend "
-       "option it does not know, a backend that cannot be created (its package not installed, its factory "
-       "raising, or taking longer than --backend-timeout), or an "
+       "--backend-timeout, --workers), a --cases folder with no case file or a --suite that is neither a "
+       ".tar.gz file nor a folder with a manifest.json, a --results or --report that cannot be written (its "
+       "folder missing too), a backend option it does not know, a backend that cannot be created (its "
+       "package not installed, its factory raising, or taking longer than --backend-timeout), or an "
        "expectation file that cannot be read (said in one line before any case runs); also a run that found "
        "nothing else wrong but whose report could not be written at its end (said in one line; the results "
        "are kept)",

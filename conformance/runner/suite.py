@@ -1,16 +1,21 @@
-"""Cases read back from an exported suite folder (``pytest --suite DIR``), judged as the corpus's are.
+"""Cases read back from an exported suite (``pytest --suite SUITE``: its .tar.gz or its folder), judged as the
+corpus's are.
 
 A :class:`SuiteCase` is a :class:`qdq_conformance.domain.Case` with the same data as the corpus case it was
 exported from: its status, comparison rule, the rule an invalid case breaks, the kernel's outputs and, for an
 implementation-defined case, every catalogued reading's outputs (with the elements each constrains), so that
 ``runner.outcome.classify`` gives it the same status, reading and mismatches. The suite's layout is
-``generators/suite_layout.py``'s; this module follows the paths ``manifest.json`` records.
+``generators/suite_layout.py``'s; this module follows the paths ``manifest.json`` records. An archive
+(``generators/suite_archive.py``) is read once, from start to end, and each case keeps its folder's bytes
+(:class:`MemoryFiles`), which travel with it to the backend's workers; a folder's case reads its files when it
+runs (:class:`FolderFiles`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -24,16 +29,18 @@ from ..compare import rule_ulp
 from ..domain import CaseMetadata, CaseStatus, SpecText
 from ..generators.case import TemplateMetadata
 from ..generators.labels import labels
+from ..generators.suite_archive import is_archive, members
 from ..generators.suite_layout import (
     DATA_SET,
     EXPECTED,
+    FOLDER,
     MANIFEST,
     MODEL,
     Manifest,
     ManifestEntry,
     input_file,
     output_file,
-    read_tensor,
+    tensor_of,
 )
 from ..types import from_tensor_proto
 
@@ -41,10 +48,40 @@ from ..types import from_tensor_proto
 MANIFEST_VERSION = 3
 
 
-def _mask(path: Path) -> np.ndarray:
-    t = onnx.TensorProto()
-    t.ParseFromString(path.read_bytes())
-    return np.asarray(numpy_helper.to_array(t), dtype=bool)
+class SuiteError(ValueError):
+    """A suite this version cannot read: one line saying why."""
+
+
+class FolderFiles:
+    """A case folder's files, read from the folder as they are needed (a suite exported as a folder)."""
+
+    def __init__(self, folder: Path, top: Path) -> None:
+        self.folder = folder
+        self.top = top  # (the suite's folder, resolved)
+
+    def read(self, relative: str) -> bytes:
+        path = self.folder / relative
+        if not path.resolve().is_relative_to(self.top):
+            raise SuiteError(f"{self.folder / relative}: outside the suite (a link leading out?)")
+        return path.read_bytes()
+
+
+class MemoryFiles:
+    """A case folder's files, read from a suite archive with the rest (the case carries its bytes to the
+    backend's workers)."""
+
+    def __init__(self, where: str, files: dict[str, bytes]) -> None:
+        self.where = where
+        self.files = files
+
+    def read(self, relative: str) -> bytes:
+        try:
+            return self.files[relative]
+        except KeyError:
+            raise SuiteError(f"{self.where}: no {relative} in the archive") from None
+
+
+CaseFiles = FolderFiles | MemoryFiles
 
 
 @dataclass
@@ -53,7 +90,7 @@ class SuiteCase:
 
     meta: ManifestEntry
     template: TemplateMetadata
-    folder: Path
+    files: CaseFiles
     form: str
 
     @property
@@ -69,12 +106,21 @@ class SuiteCase:
         return rule_ulp(self.meta.get("comparison"))
 
     def model(self, form: str | None = None) -> onnx.ModelProto:
-        return onnx.load(str(self.folder / MODEL))
+        return onnx.load_model_from_string(self.files.read(MODEL))
 
     def feeds(self, form: str | None = None) -> dict[str, np.ndarray]:
         model = self.model()
-        data = self.folder / DATA_SET
-        return {inp.name: read_tensor(data / input_file(k)) for k, inp in enumerate(model.graph.input)}
+        return {inp.name: self._tensor(f"{DATA_SET}/{input_file(k)}")
+                for k, inp in enumerate(model.graph.input)}
+
+    def _tensor(self, relative: str) -> np.ndarray:
+        return tensor_of(self.files.read(relative))
+
+    def _mask(self, relative: str) -> np.ndarray:
+        """A reading's ``judged_K.pb``: a bool tensor (not an element type of the quantization operators)."""
+        t = onnx.TensorProto()
+        t.ParseFromString(self.files.read(relative))
+        return np.asarray(numpy_helper.to_array(t), dtype=bool)
 
     def output_bounds(self) -> list[tuple[np.ndarray, np.ndarray] | None] | None:
         """An ``interval`` case's per-output (low, high), read from its ``bounds/`` files; None for any other
@@ -82,11 +128,10 @@ class SuiteCase:
         files = self.meta.get("bound_files") or []
         if not any(f is not None for f in files):
             return None
-        return [None if f is None else
-                (read_tensor(self._inside(f["low"])), read_tensor(self._inside(f["high"]))) for f in files]
+        return [None if f is None else (self._tensor(f["low"]), self._tensor(f["high"])) for f in files]
 
-    def _outputs(self, where: Path) -> list[np.ndarray]:
-        return [read_tensor(where / output_file(k)) for k in range(len(self.meta["outputs"]))]
+    def _outputs(self, where: str) -> list[np.ndarray]:
+        return [self._tensor(f"{where}/{output_file(k)}") for k in range(len(self.meta["outputs"]))]
 
     @property
     def expected(self) -> list[np.ndarray] | None:
@@ -94,8 +139,8 @@ class SuiteCase:
         if self.status == CaseStatus.INVALID:
             return None
         if self.status == CaseStatus.IMPLEMENTATION_DEFINED:
-            return self._outputs(self.folder / EXPECTED)
-        return self._outputs(self.folder / DATA_SET)
+            return self._outputs(EXPECTED)
+        return self._outputs(DATA_SET)
 
     @property
     def readings(self) -> Sequence[Reading]:
@@ -108,18 +153,12 @@ class SuiteCase:
             if r["outputs"] is None:
                 out.append(Reading(r["ambiguity"], r["name"], None))
                 continue
-            where = self._inside(r["outputs"])
+            where = r["outputs"]
             judged = None if r.get("judged") is None else tuple(
-                _mask(where / f"judged_{k}.pb") if constrained else None
+                self._mask(f"{where}/judged_{k}.pb") if constrained else None
                 for k, constrained in enumerate(r["judged"]))
             out.append(Reading(r["ambiguity"], r["name"], tuple(self._outputs(where)), judged))
         return out
-
-    def _inside(self, relative: str) -> Path:
-        path = self.folder / relative
-        if not path.resolve().is_relative_to(self.folder.resolve()):
-            raise ValueError(f"case {self.id!r}: {relative!r} is outside its folder")
-        return path
 
     def input_values(self) -> list[np.ndarray | None]:
         """Every formal input's value, in order (None for an omitted optional one): graph inputs and
@@ -143,15 +182,16 @@ class SuiteCase:
         return cast(SpecText, dict(self.template.get("spec", {})))
 
 
-class SuiteError(ValueError):
-    """A suite folder this version cannot read: one line saying why."""
-
-
 def load_suite(root: Path) -> tuple[Manifest, list[SuiteCase]]:
-    """The manifest and cases of an exported suite. SuiteError when the manifest is of another layout, or
-    names a case folder outside the suite (an absolute path, ``..``, a link leading out): nothing outside
-    ``root`` is ever read."""
-    manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    """The manifest and cases of an exported suite: a folder, or an archive (``.tar.gz``, read once from start
+    to end; its cases carry their bytes). SuiteError when the manifest is of another layout, or names a case
+    folder that is not one of the layout's (an absolute path, ``..``): nothing outside ``root`` is ever read
+    (a read through a link leading out of a folder is refused when the case runs: :class:`FolderFiles`)."""
+    if is_archive(root) and not root.is_dir():
+        data, folders = _read_archive(root)
+    else:
+        data, folders = (root / MANIFEST).read_bytes(), None
+    manifest = json.loads(data.decode("utf-8"))
     version = manifest.get("manifest_version") if isinstance(manifest, dict) else None
     if version != MANIFEST_VERSION:
         raise SuiteError(f"manifest_version {version!r}, this reader knows {MANIFEST_VERSION}: export the "
@@ -159,15 +199,76 @@ def load_suite(root: Path) -> tuple[Manifest, list[SuiteCase]]:
                          "no catalogued readings or acceptable intervals, so some of its cases cannot be "
                          "judged)")
     top = root.resolve()
+    templates = manifest.get("templates", {})
     cases = []
     for entry in manifest["cases"]:
-        template = manifest.get("templates", {}).get(entry.get("template", ""), {})
+        template = templates.get(entry.get("template", ""), {})
         for form, folder in sorted(entry["folders"].items()):
-            path = root / str(folder)
-            if not path.resolve().is_relative_to(top):
+            if not isinstance(folder, str) or not FOLDER.fullmatch(folder):  # (a kind folder, then test_<id>)
                 raise SuiteError(f"case {entry.get('id')!r}: folder {folder!r} is outside the suite")
-            cases.append(SuiteCase(entry, template, path, form))
+            files: CaseFiles
+            if folders is None:
+                files = FolderFiles(root / folder, top)
+            else:
+                files = MemoryFiles(f"{root}: {folder}", folders.get(folder, {}))
+            cases.append(SuiteCase(entry, template, files, form))
     return manifest, cases
+
+
+def _read_archive(path: Path) -> tuple[bytes, dict[str, dict[str, bytes]]]:
+    """An archive's manifest, and every case folder's files (folder -> its path inside it -> bytes), the
+    folders named as the manifest names them (relative to the folder that holds the manifest)."""
+    manifest: bytes | None = None
+    prefix = ""
+    before: list[tuple[str, bytes]] = []  # (members ahead of the manifest: none in an archive generate wrote)
+    folders: dict[str, dict[str, bytes]] = {}
+    for name, data in members(path):
+        if manifest is None:
+            found = _manifest_prefix([name])
+            if found is None:
+                before.append((name, data))
+                continue
+            manifest, prefix = data, found
+            for earlier, earlier_data in before:
+                _place(folders, prefix, earlier, earlier_data)
+            before.clear()
+            continue
+        _place(folders, prefix, name, data)
+    if manifest is None:
+        raise SuiteError(f"{path}: no manifest.json in the archive (at its top, or in its one top folder)")
+    return manifest, folders
+
+
+def _place(folders: dict[str, dict[str, bytes]], prefix: str, name: str, data: bytes) -> None:
+    if not name.startswith(prefix):
+        return
+    kind, _, rest = name[len(prefix):].partition("/")
+    test, _, inside = rest.partition("/")
+    if inside:  # (the names inside a folder are the same few in every folder: kept once)
+        folders.setdefault(f"{kind}/{test}", {})[sys.intern(inside)] = data
+
+
+def _manifest_prefix(names: Iterable[str]) -> str | None:
+    """Where an archive's suite is: "" (its manifest at the top) or "NAME/" (in one top folder)."""
+    for name in names:
+        if name == MANIFEST or (name.endswith("/" + MANIFEST) and name.count("/") == 1):
+            return name[:-len(MANIFEST)]
+    return None
+
+
+def read_manifest(root: Path) -> bytes:
+    """An exported suite's manifest.json: a folder's, or an archive's (read up to its manifest: the first
+    member of an archive generate wrote). OSError or SuiteError when there is none."""
+    if not (is_archive(root) and not root.is_dir()):
+        return (root / MANIFEST).read_bytes()
+    stream = members(root)
+    try:
+        for name, data in stream:
+            if _manifest_prefix([name]) is not None:
+                return data
+    finally:
+        stream.close()
+    raise SuiteError(f"{root}: no manifest.json in the archive")
 
 
 def scope(root: Path) -> tuple[bool, tuple[str, ...]]:
@@ -176,7 +277,7 @@ def scope(root: Path) -> tuple[bool, tuple[str, ...]]:
     entries its cases could match, as a ``-k`` run of the corpus does; an entry for a form the suite lacks is
     never stale."""
     try:
-        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        manifest = json.loads(read_manifest(root))
         selection, forms = manifest.get("selection"), manifest.get("forms")
         complete = isinstance(selection, dict) and selection.get("complete") is True
         return complete, tuple(f for f in forms if isinstance(f, str)) if isinstance(forms, list) else ()
