@@ -198,3 +198,19 @@ def test_shards_that_differ_in_what_they_should_not_merge_with_a_warning_on_the_
             and "Warning: the shards differ in onnx_version: " in first_screen)
     assert f"{odd} 0.0.0" in first_screen and "missing" not in first_screen
     assert "Warning: the shards differ in onnx_version" in _cli("findings", runs["1"], odd, runs["3"]).stdout
+
+
+def test_a_run_missing_shards_calls_no_entry_stale(runs, tmp_path):
+    """One shard of three, alone, is a subset of the corpus: an entry all of whose cases passed in that shard
+    is no stale entry of the run (the matrix printed "4 stale entries" for CI's one shard of sixteen)."""
+    lines = runs["1"].read_text(encoding="utf-8").splitlines()
+    summary = json.loads(lines[-1])
+    assert summary["type"] == "summary"
+    summary["stale_in_shard"] = [{"line": 7, "cases": ["dequantizelinear-23-*"]}]
+    summary["stale_unchecked"] = "is a subset of the corpus: --shard 1/3"  # (as a shard of the whole corpus)
+    one = tmp_path / "one-shard.jsonl"
+    one.write_text("\n".join([*lines[:-1], json.dumps(summary)]) + "\n", encoding="utf-8")
+    _, _, merged = load_run([one])
+    assert merged is not None
+    assert merged["stale_expectations"] == []
+    assert "1 of 3 shards" in str(merged.get("stale_unchecked"))

@@ -263,6 +263,8 @@ def _summary(parts: list[_Part], cases: list[CaseRecord]) -> Summary | None:
     # the run
     unchecked = next((r for r in sorted({_besides_shard(str(s.get("stale_unchecked") or "")) for s in sums})
                       if r), "")
+    if not unchecked and len({p.k for p in parts}) < parts[0].n:  # shards missing: a subset of the corpus
+        unchecked = f"{SUBSET}{len({p.k for p in parts})} of {parts[0].n} shards"
     stale, tally = _expectations(parts, cases, checked=not unchecked)
     out["stale_expectations"] = stale
     if unchecked:
