@@ -217,7 +217,8 @@ def _spread(cases: list[Any], k: int) -> list[Any]:
     return [cases[round(i * (len(cases) - 1) / (k - 1))] for i in range(k)] if k > 1 else cases[:1]
 
 
-def prepare(out: Path, per_template: int) -> None:
+def _freeze_all(per_template: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
+    """Every default case frozen (the whole corpus), the sample, and each case's template."""
     from qdq_conformance.generators.cache import load_file_cached
     from qdq_conformance.generators.corpus import CASES_DIR, case_files
     from qdq_conformance.generators.graph_case import GraphCase
@@ -237,6 +238,21 @@ def prepare(out: Path, per_template: int) -> None:
         # others
         picked = {c.id for c in _spread(cases, per_template)} | {c.id for c in cases if c.status == "invalid"}
         sample += [frozen[c.id] for c in cases if c.id in picked]
+    return full, sample, template
+
+
+def refreeze(project: Path) -> None:
+    """Freeze the whole corpus of this checkout again into a run's ``project`` (for ``recheck``): cases added
+    since the run are judged against its survivors without a new run. The kernel must be the run's."""
+    full, _, template = _freeze_all(1)
+    for where in (project, project / "mutants"):
+        (where / "frozen-full.pkl").write_bytes(pickle.dumps(full))
+    (project / "templates.json").write_text(json.dumps(template))
+    print(f"{len(full)} cases frozen into {project}")
+
+
+def prepare(out: Path, per_template: int) -> None:
+    full, sample, template = _freeze_all(per_template)
     out.mkdir(parents=True, exist_ok=True)
     pkg = out / "qdq_conformance"
     if pkg.exists():
@@ -257,7 +273,8 @@ def prepare(out: Path, per_template: int) -> None:
     (out / "frozen-full.pkl").write_bytes(pickle.dumps(full))
     (out / "templates.json").write_text(json.dumps(template))
     print(f"{marked} lines of refusal text and errstate headers marked not to mutate (docs/mutants.md)")
-    print(f"{len(sample)} of {len(full)} cases frozen as the sample ({len(by_template)} templates, up to "
+    templates = len(set(template.values()))
+    print(f"{len(sample)} of {len(full)} cases frozen as the sample ({templates} templates, up to "
           f"{per_template} each); run: cd {out} && mutmut run --max-children 2")
 
 
@@ -343,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     prep.add_argument("--out", type=Path, required=True, help="a folder of its own (rewritten)")
     prep.add_argument("--per-template", type=int, default=6, metavar="K",
                       help="cases of each template in the sample (default: %(default)s)")
+    again_f = sub.add_parser("refreeze", help="this checkout's corpus into a run's project")
+    again_f.add_argument("--project", type=Path, required=True, help="the folder prepare wrote, after a run")
     again = sub.add_parser("recheck", help="judge mutants of a run (its survivors) against the whole corpus")
     again.add_argument("--project", type=Path, required=True, help="the folder prepare wrote, after a run")
     again.add_argument("--budget", type=float, default=60.0, metavar="S", help="CPU seconds a mutant")
@@ -353,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.command == "prepare":
         prepare(args.out, args.per_template)
+    elif args.command == "refreeze":
+        refreeze(args.project)
     else:
         recheck(args.project, args.names or survivors(args.project), args.budget, args.out.resolve(),
                 tuple(args.first))
