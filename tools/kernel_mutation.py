@@ -343,6 +343,46 @@ def recheck(project: Path, names: list[str], budget: float, out: Path, first: tu
             print(name, verdict, flush=True)
 
 
+def confirm(project: Path, triage: Path) -> int:
+    """Judge every ``killed`` verdict of ``triage`` again: its mutant in force (a forked process each), the
+    case
+    it names must fail. Prints each verdict that does not hold; returns how many."""
+    import yaml
+
+    os.chdir(project / "mutants")
+    sys.path.insert(0, ".")
+    os.environ["QDQ_KM_FROZEN"] = "full"
+    import tests.test_frozen as frozen  # type: ignore[import-not-found]
+    from mutmut.mutation.trampoline import set_mutant_under_test
+
+    index = {c["id"]: k for k, c in enumerate(frozen.FROZEN)}
+    wrong = checked = 0
+    for group in yaml.safe_load(triage.read_text())["verdicts"]:
+        if group["verdict"] != "killed":
+            continue
+        for name in group["mutants"]:
+            checked += 1
+            k = index.get(group["case"])
+            if k is None:
+                print(f"{name}: case {group['case']} is not in the corpus", flush=True)
+                wrong += 1
+                continue
+            pid = os.fork()
+            if pid == 0:
+                set_mutant_under_test(name)
+                try:
+                    frozen.test_case(k)
+                except Exception:  # noqa: BLE001 - the case fails: the verdict holds
+                    os._exit(0)
+                os._exit(1)
+            _, status = os.waitpid(pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                print(f"{name}: {group['case']} does not fail with it", flush=True)
+                wrong += 1
+    print(f"{checked} killed verdicts judged, {wrong} do not hold")
+    return wrong
+
+
 def survivors(project: Path, statuses: tuple[int, ...] = (0,)) -> list[str]:
     """The mutants of the last mutmut run in ``project`` with one of ``statuses`` (mutmut's exit codes: 0
     survived, 33 no tests)."""
@@ -362,6 +402,9 @@ def main(argv: list[str] | None = None) -> int:
                       help="cases of each template in the sample (default: %(default)s)")
     again_f = sub.add_parser("refreeze", help="this checkout's corpus into a run's project")
     again_f.add_argument("--project", type=Path, required=True, help="the folder prepare wrote, after a run")
+    conf = sub.add_parser("confirm", help="judge every killed verdict of a triage file again")
+    conf.add_argument("--project", type=Path, required=True, help="the folder prepare wrote (or refreeze)")
+    conf.add_argument("--triage", type=Path, default=ROOT / "tools" / "kernel_mutation_triage.yaml")
     again = sub.add_parser("recheck", help="judge mutants of a run (its survivors) against the whole corpus")
     again.add_argument("--project", type=Path, required=True, help="the folder prepare wrote, after a run")
     again.add_argument("--budget", type=float, default=60.0, metavar="S", help="CPU seconds a mutant")
@@ -374,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
         prepare(args.out, args.per_template)
     elif args.command == "refreeze":
         refreeze(args.project)
+    elif args.command == "confirm":
+        return 1 if confirm(args.project, args.triage.resolve()) else 0
     else:
         recheck(args.project, args.names or survivors(args.project), args.budget, args.out.resolve(),
                 tuple(args.first))
