@@ -345,8 +345,7 @@ def recheck(project: Path, names: list[str], budget: float, out: Path, first: tu
 
 def confirm(project: Path, triage: Path) -> int:
     """Judge every ``killed`` verdict of ``triage`` again: its mutant in force (a forked process each), the
-    case
-    it names must fail. Prints each verdict that does not hold; returns how many."""
+    case it names must fail. Prints each verdict that does not hold; returns how many."""
     import yaml
 
     os.chdir(project / "mutants")
