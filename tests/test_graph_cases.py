@@ -122,7 +122,8 @@ def test_checker_accepts_every_graph_model(graphs, tmp_path):
             report = check_model(model, tmp_path, c.id)
             # (a graph of MatMulInteger alone holds no quantization node for the checker to check)
             quantizes = any(n.op_type in QUANT_OPS for n in model.graph.node)
-            assert report.nodes_checked >= quantizes and report.count("error") == 0, (c.id, form, report.findings)
+            assert report.nodes_checked >= quantizes and report.count("error") == 0, \
+                (c.id, form, report.findings)
 
 
 def test_markers_and_metadata(graphs):
