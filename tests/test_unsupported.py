@@ -118,6 +118,15 @@ def test_the_operator_probe_builds_every_quantization_op_version_that_has_a_cpu_
         assert ort_probe.op_refusal(domain, op, version) is None, (domain, op, version)
 
 
+def test_no_operator_probe_without_its_required_attributes():
+    """A plain node of an operator with a required attribute (AveragePool's kernel_shape) is an invalid model:
+    its refusal says nothing of the operator, so the probe gives no answer (it once called DQ -> AveragePool
+    with dilations -> Q "unsupported", where ORT's QLinearAveragePool fusion refuses a valid model)."""
+    with pytest.raises(ort_probe.NoProbe, match="requires the attributes kernel_shape"):
+        ort_probe.op_refusal("", "AveragePool", 19)
+    assert ort_probe.op_refusal("", "Relu", 14) is None
+
+
 def test_probes_are_cached_per_process():
     model = _dq(np.zeros(2, ml_dtypes.float6_e3m2fn), 28)
     _outcome(model)

@@ -202,6 +202,10 @@ def op_refusal(domain: str, op: str, opset: int) -> str | None:
                                   ir_version=_NEUTRAL_IR)
     except (KeyError, ValueError, IndexError) as e:  # a schema this builder cannot express: no answer
         raise NoProbe(f"cannot build a probe for {name}-{schema.since_version}: {e}") from None
+    required = sorted(a.name for a in schema.attributes.values() if a.required)
+    if required:  # a node without them is an invalid model, whose refusal says nothing of the operator
+        raise NoProbe(f"cannot build a probe for {name}-{schema.since_version}: it requires the attributes "
+                      f"{', '.join(required)}")
     why = _session(model)
     plain = ", ".join(f"{p}={t[7:-1]}" for p, t in sorted(bind.items()))
     return None if why is None else \
