@@ -68,3 +68,45 @@ def test_every_mutant_the_last_run_let_through_has_a_verdict() -> None:
             judged[mutant] = group["verdict"]
     assert sorted(let_through - set(judged)) == [], "mutants without a verdict"
     assert sorted(set(judged) - let_through) == [], "verdicts for mutants the run does not list"
+
+
+def _answers() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("kernel_answers", ROOT / "tools" / "kernel_answers.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_answer_judges_the_model_binding_on_rewritten_models() -> None:
+    """tools/kernel_answers.py: a node case's rewritten models answer as the case (its parameters as Constant
+    nodes, an omitted input spelled "") or are refused with the rule `check` gives (a malformed model), and a
+    changed part of an answer is a difference."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    x = np.array([-1.5, 0.25, 2.0, 300.0], np.float32)
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"])
+    graph = helper.make_graph([node], "q", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [4])],
+                              [numpy_helper.from_array(np.array(0.5, np.float32), "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    case = {"kind": "node", "domain": "", "op": "QuantizeLinear", "version": 19, "asked": None,
+            "inputs": [x, np.array(0.5, np.float32)], "attrs": {}, "model": model.SerializeToString(),
+            "feeds": {"x": x}, "forms": True}
+    answers = _answers()
+    got = answers.answer(case)
+    codes = np.array([0, 0, 4, 255], np.uint8)
+    assert got["outputs"][0].tolist() == codes.tolist() and got["evaluate"][0] == "outputs"
+    forms = got["forms"]
+    for name in ("constant[]", "constant[ai.onnx]", "omitted-input"):
+        assert forms[name][0] == "outputs" and forms[name][1][0].tolist() == codes.tolist(), name
+    rules = {name: value for name, (kind, value) in forms.items() if kind == "rule"}
+    assert rules == {"no-opset": "QDQ001", "two-nodes": "QDQ012", "float-attribute": "QDQ010",
+                     "float-attribute@any": "QDQ010", "extra-input": "QDQ011", "no-value": "QDQ011",
+                     "no-value@any": "QDQ011", "empty-required": "QDQ011", "float64-x": "QDQ002"}, rules
+    assert answers.differences(got, answers.answer(case)) == []
+    changed = dict(got, forms=dict(forms, **{"two-nodes": ("rule", "QDQ001")}))
+    assert answers.differences(changed, got) == ["forms"]
+    assert onnx.checker.check_model(model) is None

@@ -54,105 +54,47 @@ do_not_mutate_patterns = ["# pragma: no mutate$"]
 """
 
 TEST = '''\
-"""One test per frozen case: the (mutated) kernel must answer as the unmutated one did."""
+"""One test per frozen case: the (mutated) kernel must answer as the unmutated one did (tests/answers.py)."""
 import os
 import pickle
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from qdq_conformance.compare import compare
-from qdq_conformance.errors import SpecViolation
-from qdq_conformance.reference import evaluate, run_any
-from qdq_conformance.reference.graph_oracle import run_graph_bounded
-from qdq_conformance.reference.readings import readings
+from tests.answers import answer, differences
 
 FROZEN = pickle.loads((Path(__file__).parents[1] / f"frozen-{os.environ.get('QDQ_KM_FROZEN', 'sample')}.pkl")
                       .read_bytes())
 
 
-def _same(a, b):
-    return (a is None) == (b is None) and (a is None or (len(a) == len(b) and all(
-        compare(np.asarray(x), np.asarray(y)) is None for x, y in zip(a, b))))
-
-
-def _same_masks(a, b):
-    return (a is None) == (b is None) and (a is None or (len(a) == len(b) and all(
-        (x is None) == (y is None) and (x is None or np.array_equal(x, y)) for x, y in zip(a, b))))
-
-
-def _answer(c):
-    import onnx
-
-    try:
-        if c["kind"] == "graph":  # the generators' path: each output's interval (its acceptable values)
-            bounded = run_graph_bounded(onnx.load_model_from_string(c["model"]), c["feeds"])
-            return {"outputs": [iv.value for iv in bounded], "low": [iv.low for iv in bounded],
-                    "high": [iv.high for iv in bounded]}
-        outputs = run_any(onnx.load_model_from_string(c["model"]), c["feeds"])
-    except SpecViolation as e:
-        return {"rule": e.rule}
-    found = readings(c["domain"], c["op"], c["version"], c["inputs"], c["attrs"], outputs, c["asked"])
-    return {"outputs": outputs, "readings": {r.key: (r.outputs, r.judged) for r in found}}
-
-
 @pytest.mark.parametrize("k", range(len(FROZEN)), ids=[c["id"] for c in FROZEN])
 def test_case(k):
-    c = FROZEN[k]
-    got, want = _answer(c), c["answer"]
-    assert got.get("rule") == want.get("rule")
-    assert _same(got.get("outputs"), want.get("outputs"))
-    for end in ("low", "high"):
-        assert end not in want or _same(got[end], want[end]), end
-    assert set(got.get("readings", {})) == set(want.get("readings", {}))
-    for key, (outs, judged) in want.get("readings", {}).items():
-        g_outs, g_judged = got["readings"][key]
-        assert _same(g_outs, outs) and _same_masks(g_judged, judged), key
-    if c["kind"] == "node":  # the generators' path to a node case's expected outputs
-        try:
-            direct = {"outputs": evaluate(c["domain"], c["op"], c["version"], c["inputs"], c["attrs"])}
-        except SpecViolation as e:
-            direct = {"rule": e.rule}
-        assert direct.get("rule") == want.get("rule")
-        assert _same(direct.get("outputs"), want.get("outputs"))
+    assert not differences(answer(FROZEN[k]), FROZEN[k]["answer"])
 '''
 
 
-def _freeze_node(c: Any) -> dict[str, Any]:
-    from qdq_conformance.domain import Form
-    from qdq_conformance.errors import SpecViolation
-    from qdq_conformance.reference import evaluate
-    from qdq_conformance.reference.readings import readings
+def _freeze_node(c: Any, forms: bool) -> dict[str, Any]:
+    from kernel_answers import answer  # type: ignore[import-not-found]
 
-    inputs = [v for _, v in c.inputs]
-    # judged through the model in the initializer form, as a backend receives it (the kernel's model binding
-    # included); the readings from the node's inputs
+    from qdq_conformance.domain import Form
+
     entry: dict[str, Any] = {"id": c.id, "kind": "node", "domain": c.domain, "op": c.op, "version": c.version,
-                             "inputs": inputs, "attrs": dict(c.attrs),
-                             "asked": (c.ambiguity,) if c.ambiguity else (),
+                             "inputs": [v for _, v in c.inputs], "attrs": dict(c.attrs), "asked": c.ambiguity,
                              "model": c.model(Form.INITIALIZER.value).SerializeToString(),
-                             "feeds": c.feeds(Form.INITIALIZER.value)}
-    try:
-        outputs = evaluate(c.domain, c.op, c.version, inputs, dict(c.attrs))
-    except SpecViolation as e:
-        entry["answer"] = {"rule": e.rule}
-        return entry
-    found = readings(c.domain, c.op, c.version, inputs, dict(c.attrs), outputs, entry["asked"])
-    entry["answer"] = {"outputs": outputs, "readings": {r.key: (r.outputs, r.judged) for r in found}}
+                             "feeds": c.feeds(Form.INITIALIZER.value), "forms": forms}
+    entry["answer"] = answer(entry)
     return entry
 
 
 def _freeze_graph(c: Any) -> dict[str, Any]:
-    from qdq_conformance.domain import Form
-    from qdq_conformance.reference.graph_oracle import run_graph_bounded
+    from kernel_answers import answer
 
-    model = c.model(Form.RUNTIME.value)
-    feeds = c.feeds(Form.RUNTIME.value)
-    bounded = run_graph_bounded(model, feeds)  # the generators' path: every output's acceptable values
-    return {"id": c.id, "kind": "graph", "model": model.SerializeToString(), "feeds": feeds,
-            "answer": {"outputs": [iv.value for iv in bounded], "low": [iv.low for iv in bounded],
-                       "high": [iv.high for iv in bounded]}}
+    from qdq_conformance.domain import Form
+
+    entry = {"id": c.id, "kind": "graph", "model": c.model(Form.RUNTIME.value).SerializeToString(),
+             "feeds": c.feeds(Form.RUNTIME.value)}
+    entry["answer"] = answer(entry)
+    return entry
 
 
 # The lines no value of the corpus can depend on, so mutating them gives only equivalent mutants (each kind
@@ -232,7 +174,10 @@ def _freeze_all(per_template: int) -> tuple[list[dict[str, Any]], list[dict[str,
     sample: list[dict[str, Any]] = []
     template = {c.id: key for key, cases in by_template.items() for c in cases}
     for cases in by_template.values():
-        frozen = {c.id: _freeze_graph(c) if isinstance(c, GraphCase) else _freeze_node(c) for c in cases}
+        # one node case a template (its first) also judges the kernel's model binding on rewritten models
+        first = next((c.id for c in cases if not isinstance(c, GraphCase) and c.status != "invalid"), None)
+        frozen = {c.id: _freeze_graph(c) if isinstance(c, GraphCase) else _freeze_node(c, c.id == first)
+                  for c in cases}
         full += frozen.values()
         # every invalid case (the refusals are cheap, and each names the rule it breaks), and a spread of the
         # others
@@ -243,10 +188,13 @@ def _freeze_all(per_template: int) -> tuple[list[dict[str, Any]], list[dict[str,
 
 def refreeze(project: Path) -> None:
     """Freeze the whole corpus of this checkout again into a run's ``project`` (for ``recheck``): cases added
-    since the run are judged against its survivors without a new run. The kernel must be the run's."""
+    since the run are judged against its survivors without a new run, with this checkout's answer
+    (``kernel_answers.py``). The kernel must be the run's."""
     full, _, template = _freeze_all(1)
     for where in (project, project / "mutants"):
         (where / "frozen-full.pkl").write_bytes(pickle.dumps(full))
+        (where / "tests" / "test_frozen.py").write_text(TEST)
+        shutil.copyfile(ROOT / "tools" / "kernel_answers.py", where / "tests" / "answers.py")
     (project / "templates.json").write_text(json.dumps(template))
     print(f"{len(full)} cases frozen into {project}")
 
@@ -268,6 +216,7 @@ def prepare(out: Path, per_template: int) -> None:
     (out / "tests").mkdir(exist_ok=True)
     (out / "tests" / "__init__.py").write_text("")
     (out / "tests" / "test_frozen.py").write_text(TEST)
+    shutil.copyfile(ROOT / "tools" / "kernel_answers.py", out / "tests" / "answers.py")
     (out / "pyproject.toml").write_text(PYPROJECT)
     (out / "frozen-sample.pkl").write_bytes(pickle.dumps(sample))
     (out / "frozen-full.pkl").write_bytes(pickle.dumps(full))
@@ -300,7 +249,6 @@ def recheck(project: Path, names: list[str], budget: float, out: Path, first: tu
     sys.path.insert(0, ".")
     os.environ["QDQ_KM_FROZEN"] = "full"
     import tests.test_frozen as frozen  # type: ignore[import-not-found]
-    from mutmut.mutation.trampoline import set_mutant_under_test
 
     template = json.loads((project / "templates.json").read_text())
     stats = json.loads(Path("mutmut-stats.json").read_text())["tests_by_mangled_function_name"]
@@ -320,7 +268,7 @@ def recheck(project: Path, names: list[str], budget: float, out: Path, first: tu
             pid = os.fork()
             if pid == 0:  # the child: the mutant in force, fail fast
                 os.close(read)
-                set_mutant_under_test(name)
+                _in_force(PACKAGE + name.removeprefix(PACKAGE))
                 start, verdict = time.process_time(), {"status": "survived", "judged": len(order)}
                 for n, k in enumerate(order):
                     try:
@@ -343,11 +291,28 @@ def recheck(project: Path, names: list[str], budget: float, out: Path, first: tu
             print(name, verdict, flush=True)
 
 
+def _in_force(name: str) -> None:
+    """Put mutant ``name`` in force in this (forked) process: mutmut's switch, and the modules whose tables
+    are built at import by a mutated function (readings.COMPUTED from division_entry and _validity) imported
+    again, so that their mutants are in force too."""
+    import importlib
+
+    from mutmut.mutation.trampoline import set_mutant_under_test
+
+    set_mutant_under_test(name)
+    if name.split(".x")[0].rpartition(".")[2] in RELOADED:
+        for module in RELOADED:
+            importlib.reload(sys.modules[PACKAGE + module])
+
+
+#: the modules :func:`_in_force` imports again (in the order they import each other)
+RELOADED = ("reading_divisions", "reading_dynamic", "readings")
 #: mutmut's module prefix, which the triage file leaves out of a mutant's name
 PACKAGE = "qdq_conformance.reference."
-#: functions whose body runs when their module is imported, before a mutant can be put in force: their mutants
-#: are judged by applying them to the source (`mutmut apply`) and running the sample (docs/mutants.md)
-IMPORT_TIME = frozenset({"x__compare_op", "x_division_entry", "x__validity"})
+#: functions whose body runs when their module is imported and whose module cannot be imported again in a
+#: mutant's process (exact_ops: graph_oracle holds its table): their mutants are judged by applying them to
+#: the source (`mutmut apply`) and running the sample (docs/mutants.md)
+IMPORT_TIME = frozenset({"x__compare_op"})
 
 
 def confirm(project: Path, triage: Path) -> int:
@@ -359,7 +324,6 @@ def confirm(project: Path, triage: Path) -> int:
     sys.path.insert(0, ".")
     os.environ["QDQ_KM_FROZEN"] = "full"
     import tests.test_frozen as frozen  # type: ignore[import-not-found]
-    from mutmut.mutation.trampoline import set_mutant_under_test
 
     index = {c["id"]: k for k, c in enumerate(frozen.FROZEN)}
     wrong = checked = at_import = 0
@@ -367,7 +331,7 @@ def confirm(project: Path, triage: Path) -> int:
         if group["verdict"] != "killed":
             continue
         for short in group["mutants"]:
-            if short.split(".")[1].split("__mutmut_")[0] in IMPORT_TIME:
+            if short.rpartition(".")[2].split("__mutmut_")[0] in IMPORT_TIME:
                 at_import += 1  # a trampoline cannot put it in force: judged with `mutmut apply`
                 continue
             name = PACKAGE + short
@@ -379,7 +343,7 @@ def confirm(project: Path, triage: Path) -> int:
                 continue
             pid = os.fork()
             if pid == 0:
-                set_mutant_under_test(name)
+                _in_force(name)
                 try:
                     frozen.test_case(k)
                 except Exception:  # noqa: BLE001 - the case fails: the verdict holds
