@@ -105,7 +105,9 @@ def test_the_answer_judges_the_model_binding_on_rewritten_models() -> None:
     rules = {name: value for name, (kind, value) in forms.items() if kind == "rule"}
     assert rules == {"no-opset": "QDQ001", "two-nodes": "QDQ012", "float-attribute": "QDQ010",
                      "float-attribute@any": "QDQ010", "extra-input": "QDQ011", "no-value": "QDQ011",
-                     "no-value@any": "QDQ011", "empty-required": "QDQ011", "float64-x": "QDQ002"}, rules
+                     "no-value@any": "QDQ011", "empty-required": "QDQ011", "float64-x": "QDQ002",
+                     "constant[]+float-attribute@any": "QDQ010",
+                     "constant[ai.onnx]+float-attribute@any": "QDQ010"}, rules
     assert answers.differences(got, answers.answer(case)) == []
     changed = dict(got, forms=dict(forms, **{"two-nodes": ("rule", "QDQ001")}))
     assert answers.differences(changed, got) == ["forms"]

@@ -11,11 +11,11 @@ A case's answer holds every path by which a value of the kernel reaches a user o
   types the spec-checker's planner gives (``check`` reads them);
 - one node case a template, also its model rewritten (``model_forms``): its parameters as Constant nodes, an
   omitted optional input spelled "", and malformed models that ``check`` must refuse with a given rule (no
-  opset import for the node's domain, a second node, an input with no value, a FLOAT attribute, an extra
-  input, an empty required input, x of an element type no version takes);
+  opset import for the node's domain, a second node, an input with no value, a FLOAT attribute (also beside
+  Constant nodes), an extra input, an empty required input, x of an element type no version takes);
 - a graph case: every output's interval (the generators' path), its outputs through ``run_any`` (the oracle as
-  a backend), every node's step record (the node-by-node replay that attributes a failure to a rewrite) and
-  its first node run alone on plain arrays (``run_node``, as the replay calls it).
+  a backend), every node's step record as ``run_graph`` gives it (the node-by-node replay that attributes a
+  failure to a rewrite) and its first node run alone on plain arrays (``run_node``, as the replay calls it).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from qdq_conformance.errors import SpecViolation
 from qdq_conformance.generators.status import catalogue_readings
 from qdq_conformance.opspecs import get, normalize_domain
 from qdq_conformance.reference import evaluate, run, run_any
-from qdq_conformance.reference.graph_oracle import Step, run_graph_bounded, run_node
+from qdq_conformance.reference.graph_oracle import Step, run_graph, run_graph_bounded, run_node
 from qdq_conformance.reference.model import node_spec
 from qdq_conformance.reference.ops import PLANS
 
@@ -99,6 +99,9 @@ def _forms(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, tu
     out = {name: _attempt(run, m, feeds) for name, m in model_forms(model)}
     out.update({f"{name}@any": _attempt(run_any, m, feeds) for name, m in model_forms(model)
                 if name in ("no-value", "float-attribute")})  # as the oracle backend sees them
+    for name, m in model_forms(model)[:2]:  # a FLOAT attribute beside Constant nodes: one node all the same
+        m.graph.node[-1].attribute.append(helper.make_attribute("probe", 1.5))
+        out[f"{name}+float-attribute@any"] = _attempt(run_any, m, feeds)
     wide = {k: np.asarray(v).astype(np.float64) for k, v in feeds.items()}  # no element type of any version
     out["float64-x"] = _attempt(run, model, wide)
     return out
@@ -115,7 +118,8 @@ def answer(c: dict[str, Any]) -> Answer:
     if c["kind"] == "graph":
         steps: list[Step] = []
         try:
-            bounded = run_graph_bounded(model, c["feeds"], steps)
+            bounded = run_graph_bounded(model, c["feeds"])
+            run_graph(model, c["feeds"], steps)  # the replay's records, as the runner asks for them
         except SpecViolation as e:
             return {"rule": e.rule}
         first = steps[0]
