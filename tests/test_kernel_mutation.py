@@ -112,3 +112,20 @@ def test_the_answer_judges_the_model_binding_on_rewritten_models() -> None:
     changed = dict(got, forms=dict(forms, **{"two-nodes": ("rule", "QDQ001")}))
     assert answers.differences(changed, got) == ["forms"]
     assert onnx.checker.check_model(model) is None
+
+
+def test_a_graph_answer_holds_the_replay_and_the_refusals_of_an_invalid_graph() -> None:
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s"], ["f"]), helper.make_node("Relu", ["f"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "s"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, [3])],
+                              [numpy_helper.from_array(np.array(0.5, np.float32), "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=7)
+    feeds = {"x": np.array([0, 7, 255], np.uint8)}
+    case = {"kind": "graph", "model": model.SerializeToString(), "feeds": feeds, "forms": True}
+    got = _answers().answer(case)
+    assert got["forms"] == {"tensor-attribute": ("rule", "QDQ010"), "foreign-op": ("rule", "QDQ012")}
+    assert [s[0] for s in got["steps"]] == [0, 1, 2] and got["any"][0].tolist() == [0, 7, 255]

@@ -15,7 +15,8 @@ A case's answer holds every path by which a value of the kernel reaches a user o
   Constant nodes), an extra input, an empty required input, x of an element type no version takes);
 - a graph case: every output's interval (the generators' path), its outputs through ``run_any`` (the oracle as
   a backend), every node's step record as ``run_graph`` gives it (the node-by-node replay that attributes a
-  failure to a rewrite) and its first node run alone on plain arrays (``run_node``, as the replay calls it).
+  failure to a rewrite) and its first node run alone on plain arrays (``run_node``, as the replay calls it);
+  one graph case a template, also its model made invalid (``_graph_forms``), refused by rule.
 """
 
 from __future__ import annotations
@@ -107,6 +108,18 @@ def _forms(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, tu
     return out
 
 
+def _graph_forms(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, tuple[str, Any]]:
+    """A graph case's model made invalid in the two ways the oracle refuses by rule: an attribute of a kind
+    no op of the vocabulary has (a TENSOR, QDQ010), and an ai.onnx op outside the vocabulary (QDQ012)."""
+    tensor = _copy(model)
+    probe = helper.make_tensor("t", onnx.TensorProto.FLOAT, [1], [0.5])
+    tensor.graph.node[0].attribute.append(helper.make_attribute("probe", probe))
+    foreign = _copy(model)
+    foreign.graph.node.append(helper.make_node("Gelu", [model.graph.output[0].name], ["probe_out"]))
+    return {"tensor-attribute": _attempt(run_graph_bounded, tensor, feeds),
+            "foreign-op": _attempt(run_graph_bounded, foreign, feeds)}
+
+
 def _step(s: Step) -> tuple[Any, ...]:
     return (s.index, s.outputs, [b.low for b in s.bounds], [b.high for b in s.bounds])
 
@@ -124,7 +137,8 @@ def answer(c: dict[str, Any]) -> Answer:
             return {"rule": e.rule}
         first = steps[0]
         alone = run_node(model, first.node, first.inputs)
-        return {"outputs": [iv.value for iv in bounded], "low": [iv.low for iv in bounded],
+        return {**({"forms": _graph_forms(model, c["feeds"])} if c.get("forms") else {}),
+                "outputs": [iv.value for iv in bounded], "low": [iv.low for iv in bounded],
                 "high": [iv.high for iv in bounded], "any": run_any(model, c["feeds"]),
                 "steps": [_step(s) for s in steps],
                 "alone": ([iv.value for iv in alone], [iv.low for iv in alone], [iv.high for iv in alone])}

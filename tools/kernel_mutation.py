@@ -86,13 +86,13 @@ def _freeze_node(c: Any, forms: bool) -> dict[str, Any]:
     return entry
 
 
-def _freeze_graph(c: Any) -> dict[str, Any]:
+def _freeze_graph(c: Any, forms: bool) -> dict[str, Any]:
     from kernel_answers import answer
 
     from qdq_conformance.domain import Form
 
     entry = {"id": c.id, "kind": "graph", "model": c.model(Form.RUNTIME.value).SerializeToString(),
-             "feeds": c.feeds(Form.RUNTIME.value)}
+             "feeds": c.feeds(Form.RUNTIME.value), "forms": forms}
     entry["answer"] = answer(entry)
     return entry
 
@@ -174,10 +174,10 @@ def _freeze_all(per_template: int) -> tuple[list[dict[str, Any]], list[dict[str,
     sample: list[dict[str, Any]] = []
     template = {c.id: key for key, cases in by_template.items() for c in cases}
     for cases in by_template.values():
-        # one node case a template (its first) also judges the kernel's model binding on rewritten models
-        first = next((c.id for c in cases if not isinstance(c, GraphCase) and c.status != "invalid"), None)
-        frozen = {c.id: _freeze_graph(c) if isinstance(c, GraphCase) else _freeze_node(c, c.id == first)
-                  for c in cases}
+        # one case a template (its first valid one) also judges the kernel on rewritten models
+        first = next((c.id for c in cases if c.status != "invalid"), None)
+        frozen = {c.id: _freeze_graph(c, c.id == first) if isinstance(c, GraphCase) else
+                  _freeze_node(c, c.id == first) for c in cases}
         full += frozen.values()
         # every invalid case (the refusals are cheap, and each names the rule it breaks), and a spread of the
         # others
