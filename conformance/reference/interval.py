@@ -127,16 +127,16 @@ def ordered(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def down32(x: np.ndarray) -> np.ndarray:
     """The largest float32 at most ``x`` (float64), element by element."""
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # (beyond float32's range: its infinity, and the step from its largest)
         f = x.astype(np.float32)
-    return np.where(f.astype(np.float64) > x, np.nextafter(f, np.float32(-np.inf)), f).astype(np.float32)
+        return np.where(f.astype(np.float64) > x, np.nextafter(f, np.float32(-np.inf)), f).astype(np.float32)
 
 
 def up32(x: np.ndarray) -> np.ndarray:
     """The smallest float32 at least ``x`` (float64), element by element."""
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # (beyond float32's range: its infinity, and the step from its largest)
         f = x.astype(np.float32)
-    return np.where(f.astype(np.float64) < x, np.nextafter(f, np.float32(np.inf)), f).astype(np.float32)
+        return np.where(f.astype(np.float64) < x, np.nextafter(f, np.float32(np.inf)), f).astype(np.float32)
 
 
 def from_real(r: np.ndarray, bound: np.ndarray | float) -> Interval:
