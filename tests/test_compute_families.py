@@ -52,11 +52,18 @@ NEW_FAMILIES = {
 }
 
 
+#: graph files written after the new families (issue 37: the kernel's mutmut survivors), which also kill some
+#: of their mutants (the knife-edge Sigmoid and Softmax budgets kill the coarse tables)
+LATER = frozenset({"graph_op_defaults.yaml", "graph_op_attributes.yaml", "graph_compute_knife_edges.yaml",
+                   "graph_interval_paths.yaml", "graph_softmax_first_axis.yaml"})
+
+
 def test_the_graph_corpus_before_the_new_families_lets_their_mutants_through(tmp_path, capsys):
-    """Every graph file but the new families' (the corpus these mutants were written against; single-node
-    cases cannot kill a graph rewrite or a compute step): each of the new families' mutants survives."""
+    """Every graph file written before the new families (the corpus these mutants were written against;
+    single-node cases cannot kill a graph rewrite or a compute step): each of the new families' mutants
+    survives."""
     for p in case_files():
-        if p.name.startswith("graph_") and p.name not in NEW_FAMILIES:
+        if p.name.startswith("graph_") and p.name not in NEW_FAMILIES and p.name not in LATER:
             shutil.copy(p, tmp_path / p.name)
     shutil.copy(cases_dir() / "case.schema.json", tmp_path)
     mutants = sorted({m for kills in NEW_FAMILIES.values() for m in kills})
