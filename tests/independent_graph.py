@@ -1,6 +1,6 @@
 """A graph case's outputs computed apart from the kernel and its graph runner (``reference/graph_oracle.py``):
 the nodes in the model's order, each exact op (data movement, activations) by ``onnx.reference`` on that one
-node,
+node except LeakyRelu (by its text's formula: onnx.reference's gives -0 at +0 with a negative alpha),
 each QuantizeLinear / DequantizeLinear on an integer type (ai.onnx's, and com.microsoft's, whose formula is
 the same) by the spec's formula written here:
 
@@ -119,6 +119,12 @@ def run(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndar
             x, scale, zp = (*args, None, None)[:3]
             assert x is not None and scale is not None
             outs = [f(x, scale, zp, _attrs(node))]
+        elif node.op_type == "LeakyRelu":
+            # (the text's "f(x) = alpha * x for x < 0, f(x) = x for x >= 0", written here: onnx.reference's
+            # takes alpha * x wherever x > 0 fails, -0 at +0 with a negative alpha)
+            x, alpha = args[0], np.float32(_attrs(node).get("alpha", 0.01))
+            assert x is not None
+            outs = [np.where(x < 0, x * alpha.astype(x.dtype), x)]
         elif node.op_type == "DynamicQuantizeLinear":
             raise Beyond(node.op_type)
         elif node.op_type == "MatMulInteger" and len(args) > 2 and args[2] is not None and args[2].size > 1:

@@ -254,6 +254,48 @@ def test_average_pools_divide_by_their_count_and_powers_of_two_are_exact():
     assert g.is_exact() and g.value.shape == (1, 1, 1, 1) and float(g.value.reshape(())) == 4.25
 
 
+@pytest.mark.parametrize("unit", [2.0**-147, 2.0**-148, 2.0**-149])
+def test_subnormal_averages_and_resizes_keep_every_float32_form_inside(unit):
+    """With subnormal values a division or product rounds by up to half the smallest subnormal (2**-150), not
+    relatively: the forms a float32 kernel may take (sum then divide, times the rounded reciprocal, each value
+    scaled by 1/count first; the lerp a + w (b - a) and the weighted sum) all land inside, and an average
+    is called exact only where every form gives it."""
+    codes = np.array([3, -1, 5, 6, -3, 2, 1, -5, 1, 1, 1, 1], F32)
+    x = (codes * F32(unit)).astype(F32).reshape(1, 1, 3, 4)
+    (iv,) = average_pool([x], {"kernel_shape": [2, 2], "strides": [1, 2]})
+    for h in range(2):
+        for w in range(2):
+            vals = [Fraction(float(v)) for v in x[0, 0, h:h + 2, 2 * w:2 * w + 2].reshape(-1)]
+            s = Fraction(0)
+            for v in vals:
+                s = f32(s + v)
+            first = Fraction(0)
+            for v in vals:
+                first = f32(first + f32(v * Fraction(1, 4)))
+            for v in (f32(s / 4), f32(s * f32(Fraction(1, 4))), first):
+                assert _inside(iv, (0, 0, h, w), v), (unit, h, w, v)
+    # four equal units: the sum divided is exactly one unit; each scaled by 1/4 first is a quarter unit, a
+    # float32 value only from 2**-147 (2**-149), else a tie to 0 (2**-150) or below: exact from 2**-147 only
+    (ones,) = average_pool([x[:, :, 2:, :]], {"kernel_shape": [1, 4]})
+    assert ones.is_exact() == (unit >= 2.0**-147)
+    assert _inside(ones, (0, 0, 0, 0), Fraction(0)) == (unit < 2.0**-147)
+    (iv,) = resize([x, None, np.array([1, 1, 1, 2], F32)], {"mode": "linear"})
+    for h in range(3):
+        row = [Fraction(float(v)) for v in x[0, 0, h]]
+        for j in range(8):
+            c = min(max(Fraction(2 * j + 1, 4) - Fraction(1, 2), Fraction(0)), Fraction(3))
+            i0 = int(c)
+            i1, wt = min(i0 + 1, 3), c - i0
+            a, b = row[i0], row[i1]
+            lerp = f32(a + f32(wt * f32(b - a)))
+            weighted = f32(f32((1 - wt) * a) + f32(wt * b))
+            # (ONNX Runtime's form: a clamped axis weighted 0.5 and 0.5 on the same pixel, one product a term)
+            pair = f32(f32((1 - wt) / 2 * a) + f32(wt / 2 * b))
+            half = f32(pair + pair)
+            for v in (lerp, weighted, half):
+                assert _inside(iv, (0, 0, h, j), v), (unit, h, j, v)
+
+
 def test_add_mul_leakyrelu_are_one_correctly_rounded_operation():
     a = np.array([0.1, -0.3, 1e-3], F32)
     b = np.array([0.2], F32)

@@ -3,16 +3,17 @@
 A legitimate float32 evaluation sums the n values of a window in any order (n - 1 additions), then divides by
 the count once, or multiplies by its rounded reciprocal (two roundings), or scales each value first: a term's
 path holds at most n + 1 roundings, so ``|computed - r| <= gamma_{n+1} * sum |x_i| / count``
-(:mod:`.interval`). A count that is a power of two divides exactly, so where the window's partial sums are
-float32 values (the exactness lemma) the average is exact: exact cases with ties come from power-of-two
-windows.
+(:mod:`.interval`), plus ``2**-150`` for each division or product that rounds into the subnormal range (at
+most n + 1). A count that is a power of two divides exactly, so where the window's partial sums are float32
+values (the exactness lemma) and so are the quotients (the sum's and each value's) the average is exact:
+exact cases with ties come from power-of-two windows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .interval import U64, Interval, exact_sums, from_real, gamma
+from .interval import ETA32, U64, Interval, exact_sums, from_real, gamma, valuation
 from .node_args import Attrs, Inputs, float32, integer, ints, need, text
 from .sliding import windows
 
@@ -25,12 +26,18 @@ def _average(win: np.ndarray, counts: np.ndarray) -> Interval:
     n = terms.shape[-1]
     total = np.abs(terms).sum(axis=-1)
     r = terms.sum(axis=-1) / counts
-    # (a power-of-two count divides exactly, unless the quotient leaves float32's range)
-    exact = (np.frexp(counts)[0] == 0.5) & exact_sums(terms, total) & \
-        (r.astype(np.float32).astype(np.float64) == r)
-    # the float32 evaluation's bound, the oracle's float64 sum (n - 1 roundings) and its division (one)
-    bound = (gamma(n + 1) * total / counts + gamma(max(n - 1, 0), U64) * total / counts
-             + np.abs(r) * U64) * (1 + 2.0**-48)
+    # (a power-of-two count 2**j divides exactly, unless a quotient leaves float32's range: the sum's, or, in
+    # the form that scales each value by 1/count first, a term's, whose valuation k - j must stay >= -149)
+    power, j = np.frexp(counts)
+    k = np.minimum(valuation(terms).min(axis=-1, initial=2**30), 2**30)
+    exact = (power == 0.5) & exact_sums(terms, total) & (r.astype(np.float32).astype(np.float64) == r) & \
+        ((k >= 2**30) | (k - (j - 1) >= -149))
+    # the float32 evaluation's bound (n - 1 additions, a division or a product by 1/count and that
+    # reciprocal: n + 1 relative roundings; up to n + 1 divisions or products rounding into the subnormal
+    # range, 2**-150 each: the sum's, or each value's in the form that scales first), the oracle's float64 sum
+    # (n - 1 roundings) and its division (one)
+    bound = (gamma(n + 1) * total / counts + (n + 1) * ETA32 * (1 + gamma(n + 1))
+             + gamma(max(n - 1, 0), U64) * total / counts + np.abs(r) * U64) * (1 + 2.0**-48)
     return from_real(r, np.where(exact, 0.0, np.nextafter(bound, np.inf)))
 
 
