@@ -158,9 +158,18 @@ def _zeros_plus(a: np.ndarray) -> np.ndarray:
     return np.where(f == 0, np.zeros((), a.dtype), a).astype(a.dtype)
 
 
-def _zero_ends(iv: Interval) -> Interval:
-    """A float interval whose zero endpoints accept either sign of zero (as :func:`.interval.from_real`'s)."""
-    if iv.value.dtype.kind in "iub" or iv.is_exact():
+def _either_sign_zero(iv: Interval | None) -> bool:
+    """Whether some element of ``iv`` is a zero of either sign (low -0, high +0)."""
+    if iv is None or iv.value.dtype.kind in "iub":
+        return False
+    low, high = iv.low.astype(np.float32), iv.high.astype(np.float32)
+    return bool(((low == 0) & np.signbit(low) & (high == 0) & ~np.signbit(high)).any())
+
+
+def _zero_ends(iv: Interval, either: bool = False) -> Interval:
+    """A float interval whose zero endpoints accept either sign of zero (as :func:`.interval.from_real`'s);
+    an exact one too when ``either`` (its zeros came from a zero of either sign)."""
+    if iv.value.dtype.kind in "iub" or iv.is_exact() and not either:
         return iv
     low = np.where(iv.low.astype(np.float32) == 0, np.asarray(-0.0).astype(iv.low.dtype), iv.low)
     high = np.where(iv.high.astype(np.float32) == 0, np.zeros((), iv.high.dtype), iv.high)
@@ -205,7 +214,10 @@ def _exact_op(node: onnx.NodeProto, inputs: Sequence[Interval | None]) -> list[I
     value = fn([None if iv is None else _zeros_plus(iv.value) for iv in inputs], attrs)
     low = fn([None if iv is None else _zeros_plus(iv.low) for iv in inputs], attrs)
     high = fn([None if iv is None else _zeros_plus(iv.high) for iv in inputs], attrs)
-    return [_zero_ends(Interval(v, lo, hi)) for v, lo, hi in zip(value, low, high, strict=True)]
+    # (a zero of either sign made +0 for the op keeps accepting either sign, even where every element the op
+    # gives has one value: a Slice of a MatMul's zero row)
+    either = any(_either_sign_zero(iv) for iv in inputs)
+    return [_zero_ends(Interval(v, lo, hi), either) for v, lo, hi in zip(value, low, high, strict=True)]
 
 
 def _corners(node: onnx.NodeProto, inputs: Sequence[Interval | None]) -> list[Interval]:
