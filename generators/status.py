@@ -89,6 +89,8 @@ def declared_entry(domain: str, op: str, version: int, x_shape: Sequence[int],
     block = attrs.get("block_size", 0)
     if block > 0 and len(scale) == len(x) > 0:
         axis = attrs.get("axis", 1) % len(x)
+        if x[axis] == 0:
+            return "block-size-empty-axis"
         if scale[axis] == 1 and block != x[axis]:
             return "block-size-si-1"
     return None

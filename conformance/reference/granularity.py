@@ -34,7 +34,8 @@ def _ceil_div(a: int, b: int) -> int:
 def block_size_range(di: int, si: int) -> tuple[int, float]:
     """The accepted block_size range [ceil(Di/Si), ceil(Di/(Si-1))-1]; the upper end is inf when Si == 1.
 
-    Ambiguity catalogue: ``block-size-si-1`` (ceil(Di/0) is undefined; the kernel reads it as no upper bound).
+    Ambiguity catalogue: ``block-size-si-1`` (ceil(Di/0) is undefined; the kernel reads it as no upper bound);
+    ``block-size-empty-axis`` (Di = Si = 0: the kernel takes any block size, ceil(0/B) = 0 blocks).
     """
     if si <= 0:
         return (1, float("inf")) if di == 0 else (1, 0)  # an empty axis takes any block size

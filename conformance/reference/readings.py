@@ -215,6 +215,13 @@ def _block_size_si_1(n: Node) -> dict[str, Outputs | None] | None:
     return {"no-upper-bound": n.outputs, "equal-di": equal, "invalid": None}
 
 
+def _block_size_empty_axis(n: Node) -> dict[str, Outputs | None] | None:
+    g = n.plan.granularity if n.plan is not None else None
+    if g is None or g.kind != gran.BLOCKED or g.axis is None or n.x.shape[g.axis] != 0:
+        return None
+    return {"any-block-size": n.outputs, "invalid": None}
+
+
 #: Every entry's readings, by catalogue id: a function of the node giving each reading's outputs (None for a
 #: rejection), or None when the entry's question does not arise for the node. Validity entries are computed
 #: only for a case that names them (their question is about which models are valid, which the case's shape
@@ -235,6 +242,7 @@ COMPUTED: dict[str, Callable[[Node], Mapping[str, Outputs | None] | None]] = {
     "dql-zero": dql_zero,
     "dql-empty": dql_empty,
     "block-size-si-1": _block_size_si_1,
+    "block-size-empty-axis": _block_size_empty_axis,
     "v10-one-element-scale": _validity(gran.PER_TENSOR),
     "one-element-scale": _validity(gran.PER_TENSOR),
     "rank1-axis": _validity(gran.PER_AXIS),
@@ -249,7 +257,7 @@ COMPUTED: dict[str, Callable[[Node], Mapping[str, Outputs | None] | None]] = {
 #: computed only when asked for (a case names them)
 _ON_REQUEST = {"v10-one-element-scale", "one-element-scale", "rank1-axis", "ms-default-output",
                   "scalar-one-element-shapes", "ms-one-element-no-axis", "quark-dq-zero-point-type",
-                  "block-size-si-1", "dql-nan", "dql-empty"}
+                  "block-size-si-1", "block-size-empty-axis", "dql-nan", "dql-empty"}
 
 
 def _fzp_applies(n: Node) -> bool:
