@@ -66,9 +66,12 @@ def _operator_texts(operators: tuple[str, ...]) -> str:
         lo, _, hi = versions.partition("-")
         wanted = range(int(lo), int(hi or lo) + 1)
         if not domain and not any(s.name == name for s in opspecs.all_specs()):
-            # an ai.onnx operator around the quantization nodes (Sigmoid, Softmax): its schema's text
-            parts += [onnx.defs.get_schema(name, v).doc for v in wanted
-                      if onnx.defs.has(name) and onnx.defs.get_schema(name, v).since_version == v]
+            # an ai.onnx operator around the quantization nodes (Sigmoid, Softmax, MatMulInteger): its
+            # schema's text and its inputs' and outputs' descriptions
+            for v in wanted:
+                if onnx.defs.has(name) and onnx.defs.get_schema(name, v).since_version == v:
+                    schema = onnx.defs.get_schema(name, v)
+                    parts += [schema.doc, *(f.description for f in (*schema.inputs, *schema.outputs))]
             continue
         for spec in opspecs.all_specs():
             if spec.name == name and spec.domain == (domain[0] if domain else opspecs.AI_ONNX) \

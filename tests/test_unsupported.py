@@ -127,6 +127,14 @@ def test_no_operator_probe_without_its_required_attributes():
     assert ort_probe.op_refusal("", "Relu", 14) is None
 
 
+def test_no_operator_probe_from_a_refusal_of_its_shapes():
+    """The probe's plain node gives its first input shape [2] and the others none: MatMulInteger's shape
+    inference refuses that ("Input tensors of wrong rank"), which says nothing of the operator (it once called
+    a valid MatMulInteger with batched zero points, which ORT refuses, "unsupported")."""
+    with pytest.raises(ort_probe.NoProbe, match="its shapes were refused"):
+        ort_probe.op_refusal("", "MatMulInteger", 13)
+
+
 def test_probes_are_cached_per_process():
     model = _dq(np.zeros(2, ml_dtypes.float6_e3m2fn), 28)
     _outcome(model)

@@ -119,8 +119,11 @@ _INT8 = (np.dtype(np.int8), np.dtype(np.uint8))
 
 
 def _zero_point(zp: np.ndarray | None, operand: np.ndarray, axis: int, name: str) -> np.ndarray:
-    """A zero point as MatMulInteger reads it: a scalar, or 1-D along the rows of A (axis -2) or the columns
-    of B (axis -1)."""
+    """A zero point as MatMulInteger's text lists them: a scalar; for a 2-D operand "an M element vector"
+    along the rows of A (axis -2) or "an N element vector" along the columns of B (axis -1); for an N-D
+    operand "shape [D1, D2, M, 1]" (A) or "[D1, D2, 1, N]" (B). Ambiguity catalogue:
+    `matmulinteger-vector-zero-point` (a 1-D zero point for an N-D operand, which the text does not list: the
+    kernel does not judge it)."""
     if zp is None:
         return np.zeros((), np.int64)
     if zp.dtype != operand.dtype:
@@ -128,9 +131,16 @@ def _zero_point(zp: np.ndarray | None, operand: np.ndarray, axis: int, name: str
     z = zp.astype(np.int64)
     if z.size == 1:
         return z.reshape(())
-    if z.ndim != 1 or operand.ndim < 2 or z.shape[0] != operand.shape[axis]:
-        raise ValueError(f"MatMulInteger: {name} of shape {list(zp.shape)} fits no axis")
-    return z.reshape(-1, 1) if axis == -2 else z.reshape(1, -1)
+    if operand.ndim == 2 and z.ndim == 1 and z.shape[0] == operand.shape[axis]:
+        return z.reshape(-1, 1) if axis == -2 else z.reshape(1, -1)
+    if operand.ndim > 2 and z.ndim == 1:
+        raise ValueError(f"MatMulInteger: a 1-D {name} for a {operand.ndim}-D operand (the text lists "
+                         "[D1, D2, M, 1] and [D1, D2, 1, N]: matmulinteger-vector-zero-point)")
+    batched = list(operand.shape)
+    batched[-1 if axis == -2 else -2] = 1
+    if operand.ndim > 2 and list(z.shape) == batched:
+        return z
+    raise ValueError(f"MatMulInteger: {name} of shape {list(zp.shape)} fits no axis")
 
 
 def matmul_integer(inputs: Inputs, attrs: Attrs) -> list[Interval]:

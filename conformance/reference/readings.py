@@ -40,6 +40,10 @@ NOT_COMPUTED = {
     "question is only about the models it rejects (invalid cases)",
     ("precision-values", "t2"): "concerns which models are valid, not the answer of a valid one",
     ("precision-values", "any-type"): "concerns which models are valid, not the answer of a valid one",
+    ("matmulinteger-vector-zero-point", "broadcast"): "a compute op's question (which graphs are valid), "
+    "never a node's outputs: the oracle refuses such a graph, so no case holds it",
+    ("matmulinteger-vector-zero-point", "invalid"): "a compute op's question (which graphs are valid), "
+    "never a node's outputs: the oracle refuses such a graph, so no case holds it",
     ("exp-accuracy", "budget"): "a compute op's interval, not a node's outputs: compute_exp.py widens "
     "Sigmoid's and Softmax's real result by the budget (exact where the exact result is a float32)",
     ("exp-accuracy", "correctly-rounded"): "inside the budget's interval: a backend following it passes",
@@ -252,6 +256,7 @@ COMPUTED: dict[str, Callable[[Node], Mapping[str, Outputs | None] | None]] = {
     "quark-dq-zero-point-type": lambda n: {"x-type": n.outputs, "float": None},
     "precision-values": lambda n: None,  # see NOT_COMPUTED
     "exp-accuracy": lambda n: None,  # (the compute ops' question, never a node's: see NOT_COMPUTED)
+    "matmulinteger-vector-zero-point": lambda n: None,  # (likewise)
 }
 #: entries whose question no input value raises (validity, and DynamicQuantizeLinear's input-wide questions):
 #: computed only when asked for (a case names them)
