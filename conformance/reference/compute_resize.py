@@ -16,9 +16,9 @@ reciprocal, the scale itself rounded from sizes).
   bounded by ``|x_c|``: ``gamma_m * sum_c |x_c|``. A coordinate off by eps moves y by at most
   ``eps * L_d`` per axis, L_d the largest difference of neighbours along that axis (y is piecewise linear in
   each coordinate). A multiplication may round into the subnormal range: ``2**-150`` each, at most one per
-  axis on each of the ``2**rank`` terms (an evaluation may weight an axis that does not move: ONNX Runtime
-  weights a clamped edge 0.5 and 0.5 on one pixel). Exact when every coordinate is exact, every product of a
-  value and one weight per axis (0.5 counted among each axis' weights) a multiple of ``2**-149``, every
+  weighted axis on each term (an evaluation may also split up to two axes that do not move 0.5 and 0.5 on
+  one pixel at a clamped edge, as ONNX Runtime does). Exact when every coordinate is exact, every product of
+  a value, one weight per moving axis and 0.5 per split axis a multiple of ``2**-149``, every
   weight, ``1 - w`` and value a multiple of ``2**K`` and ``2**(d+1) max |x_c| <= 2**(K + 24)`` (every
   intermediate of every form is such a multiple, at most that large: the exactness lemma of
   :mod:`.interval`).
@@ -188,20 +188,21 @@ def _linear_resize(x: np.ndarray, plan: list[tuple[list[Fraction], list[float], 
         corners.append(vals)
     m = 3 * moving + 2**moving
     own = 4 * (rank + 1) * U64 * total
-    # (a multiplication by a weight may round into the subnormal range, 2**-150 each: at most one per axis on
-    # each of 2**rank terms, as an evaluation may weight any axis, one that does not move too (ONNX Runtime
-    # weights a clamped edge 0.5 and 0.5 on the same pixel, exact in the normal range); additions are exact)
-    underflow = rank * 2**rank * ETA32 * (1 + gamma(m))
+    # (a multiplication by a weight may round into the subnormal range, 2**-150 each: at most one per weighted
+    # axis on each term; an evaluation weights the moving axes and may split up to two more 0.5 and 0.5 on
+    # the same pixel at a clamped edge, as ONNX Runtime's 2-D and 3-D kernels do on the innermost axes, exact
+    # in the normal range; additions are exact there)
+    split = min(2, rank - moving)
+    underflow = (moving + split) * 2 ** (moving + split) * ETA32 * (1 + gamma(m))
     bound = np.nextafter((gamma(m) * total + underflow + lipschitz + own) * (1 + 2.0**-48), np.inf)
     if not any(e.any() for e in epss):  # every coordinate exact in float32: the exactness lemma
         stack = np.stack(corners, axis=-1)
         atoms = np.concatenate([np.concatenate([w, 1 - w]) for w in weights])
         k = valuation(stack).min(axis=-1) + sum(int(valuation(np.concatenate([w, 1 - w])).min())
                                                 for w in weights)
-        # (the subnormal edge: a term's product may also carry a 0.5 on any axis, ONNX Runtime's weights of a
-        # clamped edge; a power of two, it leaves the magnitude test alone)
-        k_low = valuation(stack).min(axis=-1) + sum(min(int(valuation(np.concatenate([w, 1 - w])).min()), -1)
-                                                    for w in weights)
+        # (the subnormal edge: a term's product may also carry a 0.5 for each split axis, ONNX Runtime's
+        # weights of a clamped edge; a power of two, it leaves the magnitude test alone)
+        k_low = k - split
         biggest = np.abs(stack).max(axis=-1)
         exact = (valuation(atoms).min() >= -24) & (k_low >= -149) & \
             (2.0 ** (moving + 1) * biggest <= np.ldexp(1.0, np.clip(k + 24, -1000, 1000).astype(np.int32)))
