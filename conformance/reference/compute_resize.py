@@ -1,10 +1,10 @@
 """Resize, modes ``nearest`` and ``linear``, judged by an interval.
 
-The coordinate transformation is computed exactly (fractions) per axis. A float32 evaluation computes it with
-roundings unless every step is exact (a power-of-two scale, small coordinates): then its error ``eps`` is 0,
-otherwise ``eps = 8 u ((|x_resized| + 1) max(1, 1/scale) + |x_original| + 1)`` (a handful of roundings of
-values at most that large, whatever form the formula takes: a division by the scale or a product by its
-reciprocal, the scale itself rounded from sizes).
+The coordinate transformation is computed exactly per axis (integer numerators over one denominator, numpy
+arrays). A float32 evaluation computes it with roundings unless every step is exact (a power-of-two scale,
+small coordinates): then its error ``eps`` is 0, otherwise ``eps = 8 u ((|x_resized| + 1) max(1, 1/scale) +
+|x_original| + 1)`` (a handful of roundings of values at most that large, whatever form the formula takes: a
+division by the scale or a product by its reciprocal, the scale itself rounded from sizes).
 
 - ``nearest``: the input index is a non-decreasing step function of x_original, so the indices a float32
   evaluation may pick are those of ``[x - eps, x + eps]``: one index (exact: a selection) unless x_original
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 
@@ -58,36 +59,63 @@ def _nearest(v: Fraction, mode: str) -> int:
     return -_floor(-(v - half)) if mode == "round_prefer_floor" else _floor(v + half)
 
 
-def _coordinate(i: int, mode: str, scale: Fraction, l_in: int, l_out: int) -> Fraction:
+def _coordinates(mode: str, scale: Fraction, l_in: int, l_out: int) -> tuple[np.ndarray, int]:
     """ONNX's coordinate_transformation_mode, exactly: half_pixel "x_original = (x_resized + 0.5) / scale -
     0.5"; pytorch_half_pixel "length_resized > 1 ? (x_resized + 0.5) / scale - 0.5 : 0"; align_corners
     "x_original = x_resized * (length_original - 1) / (length_resized - 1)"; asymmetric "x_original =
     x_resized / scale"; half_pixel_symmetric is half_pixel when the output length is length * scale (its
-    adjustment is then 1)."""
+    adjustment is then 1).
+
+    Every x_original of the axis as ``numerators / denominator`` (the denominator > 0): int64 when every
+    value the resize computes from them (and their float64 conversions) stays below 2**53, Python integers
+    otherwise."""
+    p, q = scale.numerator, scale.denominator
+    bound = (2 * l_out + 1) * (q + l_in) + 2 * p + 2  # above every numerator, denominator and their sums
+    i = np.arange(l_out, dtype=np.int64 if 8 * bound < 2**53 else object)
     if mode == "align_corners":
-        return Fraction(i * (l_in - 1), l_out - 1)
-    if mode == "asymmetric":
-        return Fraction(i) / scale
-    return (Fraction(2 * i + 1, 2)) / scale - Fraction(1, 2)
+        return i * (l_in - 1), l_out - 1
+    if mode == "asymmetric":  # i / (p / q)
+        return i * q, p
+    return (2 * i + 1) * q - p, 2 * p  # (i + 1/2) / (p / q) - 1/2
 
 
-def _axis(l_in: int, l_out: int, scale: Fraction, mode: str) -> tuple[list[Fraction], list[float], bool]:
-    """Per output coordinate of one axis: x_original exactly, its float32 error bound eps, and whether every
-    coordinate is exact in float32 (eps 0)."""
+def _real(numerators: np.ndarray, denominator: int) -> np.ndarray:
+    """Each ``numerator / denominator`` correctly rounded to float64 (as ``float(Fraction)``): one division of
+    two float64 values that are exact (int64 below 2**53), or Python's int division."""
+    if numerators.dtype == object:
+        return np.asarray(numerators / denominator, np.float64)
+    return numerators.astype(np.float64) / denominator
+
+
+class _Axis(NamedTuple):
+    """One axis of the resize: x_original = ``numerators / denominator`` exactly, each coordinate's float32
+    error bound ``eps`` (float64) and the input length."""
+    numerators: np.ndarray
+    denominator: int
+    eps: np.ndarray
+    length: int
+
+
+def _axis(l_in: int, l_out: int, scale: Fraction, mode: str) -> _Axis:
+    """Per output coordinate of one axis: x_original exactly and its float32 error bound eps (0 for all when
+    every coordinate is exact in float32)."""
     if l_in == 1:  # (every coordinate clamps to the one index, whatever the transformation)
-        return [Fraction(0)] * l_out, [0.0] * l_out, True
+        return _Axis(np.zeros(l_out, np.int64), 1, np.zeros(l_out), l_in)
     if mode == "align_corners" and l_out == 1 or mode == "pytorch_half_pixel" and l_out == 1:
         raise ValueError(f"{mode} with an output length 1 (ONNX's text and its reference differ)")
     # (align_corners: exact in every form when (length_resized - 1) / (length_original - 1) is a power of two)
     divisor = Fraction(l_out - 1, l_in - 1) if mode == "align_corners" else scale
-    coords = [_coordinate(i, mode, scale, l_in, l_out) for i in range(l_out)]
+    numerators, denominator = _coordinates(mode, scale, l_in, l_out)
     exact = _power_of_two(divisor) and l_out < 2**20 and l_in < 2**20
-    eps = [0.0 if exact else 8 * U32 * ((i + 1) * max(1.0, float(1 / scale)) + abs(float(c)) + 1)
-           for i, c in enumerate(coords)]
-    return coords, eps, exact
+    if exact:
+        eps = np.zeros(l_out)
+    else:
+        resized = np.arange(1, l_out + 1, dtype=np.float64)  # x_resized + 1
+        eps = 8 * U32 * (resized * max(1.0, float(1 / scale)) + np.abs(_real(numerators, denominator)) + 1)
+    return _Axis(numerators, denominator, eps, l_in)
 
 
-def _plan(x: np.ndarray, inputs: Inputs, attrs: Attrs) -> list[tuple[list[Fraction], list[float], int]]:
+def _plan(x: np.ndarray, inputs: Inputs, attrs: Attrs) -> list[_Axis]:
     """Per axis: the coordinates, their errors and the input length."""
     roi, scales, sizes = optional(inputs, 1), optional(inputs, 2), optional(inputs, 3)
     if "axes" in attrs or integer(attrs, "antialias", 0) or integer(attrs, "exclude_outside", 0) or \
@@ -119,8 +147,7 @@ def _plan(x: np.ndarray, inputs: Inputs, attrs: Attrs) -> list[tuple[list[Fracti
             scale = Fraction(l_out_int, l_in)
         if l_out_int < 1:
             raise ValueError("an output length below 1")
-        coords, eps, _ = _axis(l_in, l_out_int, scale, mode)
-        plan.append((coords, eps, l_in))
+        plan.append(_axis(l_in, l_out_int, scale, mode))
     return plan
 
 
@@ -128,15 +155,52 @@ def _gather(x: np.ndarray, index: list[np.ndarray]) -> np.ndarray:
     return np.asarray(x[np.ix_(*index)])
 
 
-def _nearest_resize(x: np.ndarray, plan: list[tuple[list[Fraction], list[float], int]],
-                    mode: str) -> Interval:
+def _nearest_exactly(numerators: np.ndarray, denominator: int, mode: str) -> np.ndarray:
+    """:func:`_nearest` of every ``numerator / denominator`` (denominator > 0), in integer arithmetic."""
+    n, d = numerators, denominator
+    if mode == "floor":
+        return n // d
+    if mode == "ceil":
+        return -(-n // d)
+    # round_prefer_floor: -floor(-(v - 1/2)) = -floor((d - 2 n) / 2 d); round_prefer_ceil:
+    # floor((2 n + d) / 2 d)
+    return -((d - 2 * n) // (2 * d)) if mode == "round_prefer_floor" else (2 * n + d) // (2 * d)
+
+
+def _nearest_moved(numerators: np.ndarray, denominator: int, offset: np.ndarray, mode: str) -> np.ndarray:
+    """:func:`_nearest` of every ``numerator / denominator + offset`` exactly (each offset a float64, taken
+    as the exact number it is).
+
+    Every step of a nearest_mode is a whole number or a half: v in the open interval (k / 2, (k + 1) / 2) has
+    floor ``k // 2``, ceil ``k // 2 + 1`` and both rounds ``(k + 1) // 2``. k is read from v in float64: the
+    conversion of the fraction and the addition are each off by at most 2**-53 of their magnitude, so 2 v
+    is off by at most ``2**-52 (|c| + |v|)`` (a little more); where 2 v is farther than ``2**-46 (|c| + |v| +
+    1)`` from a whole number, k is the exact v's. The few coordinates that near a step are computed in
+    fractions."""
+    real = _real(numerators, denominator)
+    v = real + offset
+    twice = np.floor(2 * v)
+    k = twice.astype(np.int64)
+    index: np.ndarray = k // 2 if mode == "floor" else k // 2 + 1 if mode == "ceil" else (k + 1) // 2
+    near = np.minimum(2 * v - twice, twice + 1 - 2 * v) <= 2.0**-46 * (np.abs(real) + np.abs(v) + 1)
+    for j in np.flatnonzero(near):
+        index[j] = _nearest(Fraction(int(numerators[j]), denominator) + Fraction(float(offset[j])), mode)
+    return index
+
+
+def _nearest_resize(x: np.ndarray, plan: list[_Axis], mode: str) -> Interval:
     lows, highs, picks = [], [], []
-    for coords, eps, l_in in plan:
-        def pick(v: Fraction, limit: int = l_in) -> int:
-            return min(max(_nearest(v, mode), 0), limit - 1)
-        picks.append(np.array([pick(c) for c in coords]))
-        lows.append(np.array([pick(c - Fraction(e)) for c, e in zip(coords, eps, strict=True)]))
-        highs.append(np.array([pick(c + Fraction(e)) for c, e in zip(coords, eps, strict=True)]))
+    for numerators, denominator, eps, l_in in plan:
+        def pick(index: np.ndarray, limit: int = l_in) -> np.ndarray:
+            return np.asarray(np.minimum(np.maximum(index, 0), limit - 1), np.int64)
+        exact = pick(_nearest_exactly(numerators, denominator, mode))
+        picks.append(exact)
+        if not eps.any():
+            lows.append(exact)
+            highs.append(exact)
+            continue
+        lows.append(pick(_nearest_moved(numerators, denominator, -eps, mode)))
+        highs.append(pick(_nearest_moved(numerators, denominator, eps, mode)))
     if any((hi - lo > 1).any() for lo, hi in zip(lows, highs, strict=True)):
         raise ArithmeticError("a coordinate's error spans more than two input indices")
     value = _gather(x, picks)
@@ -150,7 +214,7 @@ def _nearest_resize(x: np.ndarray, plan: list[tuple[list[Fraction], list[float],
     return Interval(value, low, high)
 
 
-def _linear_resize(x: np.ndarray, plan: list[tuple[list[Fraction], list[float], int]]) -> Interval:
+def _linear_resize(x: np.ndarray, plan: list[_Axis]) -> Interval:
     x64 = x.astype(np.float64)
     index0: list[np.ndarray] = []
     index1: list[np.ndarray] = []
@@ -158,22 +222,26 @@ def _linear_resize(x: np.ndarray, plan: list[tuple[list[Fraction], list[float], 
     epss: list[np.ndarray] = []
     moving = 0
     lipschitz = 0.0
-    for d, (coords, eps, l_in) in enumerate(plan):
-        clamped = [min(max(c, Fraction(0)), Fraction(l_in - 1)) for c in coords]
-        i0 = np.array([_floor(c) for c in clamped])
+    for d, (numerators, denominator, eps, l_in) in enumerate(plan):
+        # x_original clamped to [0, l_in - 1]: its floor i0 and weight x - i0 (0 where it clamps)
+        floor = numerators // denominator
+        inside = np.asarray((floor >= 0) & (floor < l_in - 1), bool)
+        rest = numerators - floor * denominator  # (x_original - floor) * denominator, in [0, denominator)
+        i0 = np.asarray(np.minimum(np.maximum(floor, 0), l_in - 1), np.int64)
         index0.append(i0)
         index1.append(np.minimum(i0 + 1, l_in - 1))
-        weights.append(np.array([float(c - _floor(c)) for c in clamped]))
-        epss.append(np.array(eps))
-        moving += any(c != _floor(c) for c in clamped) or any(eps)
-        if l_in > 1 and any(eps):
+        weights.append(np.where(inside, _real(rest, denominator), 0.0))
+        epss.append(eps)
+        moving += bool((inside & np.asarray(rest != 0, bool)).any()) or bool(eps.any())
+        if l_in > 1 and eps.any():
             step = np.abs(np.diff(x64, axis=d)).max()
-            lipschitz += float(step) * max(eps)
+            lipschitz += float(step) * float(eps.max())
     rank = x.ndim
     r = np.zeros([len(w) for w in weights])
     total = np.zeros_like(r)
     corners = []
-    for choice in itertools.product((0, 1), repeat=rank):
+    # (an axis of length 1 has one neighbour: its second corner repeats the first with weight 0, adding 0)
+    for choice in itertools.product(*[(0, 1) if axis.length > 1 else (0,) for axis in plan]):
         vals = _gather(x64, [(index0 if c == 0 else index1)[d] for d, c in enumerate(choice)])
         coef = np.ones_like(r)
         slack = np.ones_like(r)
