@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from qdq_conformance.reference import compute_resize
 from qdq_conformance.reference.compute_exp import sigmoid, softmax
 from qdq_conformance.reference.compute_linear import conv, gemm, matmul, matmul_integer
 from qdq_conformance.reference.compute_pointwise import add, leaky_relu, mul
@@ -356,6 +357,28 @@ def test_resize_nearest_ties_follow_the_mode_and_linear_stays_inside():
             bottom = F32(y[0, 0, h1, w0] + ww * F32(y[0, 0, h1, w1] - y[0, 0, h1, w0]))
             v = F32(top + wh * F32(bottom - top))
             assert iv.low[0, 0, i, j] <= v <= iv.high[0, 0, i, j], (i, j)
+
+
+
+@pytest.mark.parametrize("mode", ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])
+def test_resize_picks_on_and_next_to_a_step_are_the_fractions_picks(mode):
+    """nearest_mode's index of x_original +- eps, computed from float64 with fractions only near a step, is
+    the exact one: coordinates on a whole number or a half, one float64 step either side of it, and between
+    two steps (int64 and Python-integer numerators alike)."""
+    rng = np.random.default_rng(3)
+    for den in (1, 2, 3, 4095, 2**19, 999_983):
+        num = rng.integers(-2**22, 2**22, 64)
+        base = num / den
+        target = np.floor(2 * base + rng.integers(-2, 3, 64)) / 2  # a step near each coordinate
+        on = target - base
+        for off in (on, np.nextafter(on, np.inf), np.nextafter(on, -np.inf), on + 0.25, on - 0.375):
+            want = [compute_resize._nearest(Fraction(int(n), den) + Fraction(float(o)), mode)
+                    for n, o in zip(num, off, strict=True)]
+            for numerators in (num.astype(np.int64), num.astype(object)):
+                got = compute_resize._nearest_moved(numerators, den, off, mode)
+                assert got.tolist() == want
+            assert compute_resize._nearest_exactly(num, den, mode).tolist() == \
+                [compute_resize._nearest(Fraction(int(n), den), mode) for n in num]
 
 
 def test_a_negative_scale_puts_the_codes_back_in_order():
