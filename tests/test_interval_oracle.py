@@ -392,3 +392,23 @@ def _q_signed(v: np.ndarray, scale: float) -> np.ndarray:
 
     return evaluate("ai.onnx", "QuantizeLinear", 21, [v.astype(F32), np.array(scale, F32),
                                                        np.array(0, np.int8)])[0]
+
+
+def test_align_corners_products_past_2_24_are_not_exact():
+    """align_corners with a power-of-two ratio ((8191 - 1) / (4096 - 1) = 2) is exact only while the text's
+    x_resized * (length_original - 1) is a float32 integer: past 2**24 that product rounds, and a float32
+    evaluation (ONNX Runtime's: 2050.500244 for 2050.5) picks the other neighbour of a tie, which the
+    interval takes."""
+    x = np.arange(4096, dtype=F32).reshape(1, 1, 1, 4096)
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "align_corners",
+             "nearest_mode": "round_prefer_floor"}
+    (iv,) = resize([x, None, None, np.array([1, 1, 1, 8191], np.int64)], attrs)
+    assert not iv.is_exact()
+    i = np.arange(8191, dtype=F32)
+    coordinate = (i * F32(4095)).astype(F32) / F32(8190)  # the text's order, each step rounded in float32
+    picks = np.ceil(coordinate - F32(0.5)).astype(np.int64)  # round_prefer_floor: round half down
+    got = x[0, 0, 0, picks]
+    assert ((iv.low[0, 0, 0] <= got) & (got <= iv.high[0, 0, 0])).all()
+    assert (got != iv.value[0, 0, 0]).sum() > 0  # (it does differ from the exact picks somewhere)
+    small = resize([x[..., :2048], None, None, np.array([1, 1, 1, 4095], np.int64)], attrs)[0]
+    assert small.is_exact()  # (4094 * 2047 < 2**24)

@@ -103,10 +103,12 @@ def _axis(l_in: int, l_out: int, scale: Fraction, mode: str) -> _Axis:
         return _Axis(np.zeros(l_out, np.int64), 1, np.zeros(l_out), l_in)
     if mode == "align_corners" and l_out == 1 or mode == "pytorch_half_pixel" and l_out == 1:
         raise ValueError(f"{mode} with an output length 1 (ONNX's text and its reference differ)")
-    # (align_corners: exact in every form when (length_resized - 1) / (length_original - 1) is a power of two)
+    # (align_corners: exact in every form when (length_resized - 1) / (length_original - 1) is a power of two
+    # and the product x_resized * (length_original - 1) stays below 2**24, a float32 integer)
     divisor = Fraction(l_out - 1, l_in - 1) if mode == "align_corners" else scale
     numerators, denominator = _coordinates(mode, scale, l_in, l_out)
-    exact = _power_of_two(divisor) and l_out < 2**20 and l_in < 2**20
+    exact = _power_of_two(divisor) and l_out < 2**20 and l_in < 2**20 and \
+        (mode != "align_corners" or (l_out - 1) * (l_in - 1) < 2**24)
     if exact:
         eps = np.zeros(l_out)
     else:
