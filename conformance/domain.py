@@ -87,7 +87,7 @@ _SHARD = re.compile(r"([0-9]{1,6})/([0-9]{1,6})")
 def parse_shard(value: str) -> tuple[int, int]:
     """A shard, ``"K/N"`` (``--shard``, and the ``shard`` field of a results header), as (K, N) with
     1 <= K <= N; ValueError with a one-line reason otherwise. (Which cases a shard holds:
-    ``plugin/sharding.py``.)"""
+    ``sharding.py``.)"""
     m = _SHARD.fullmatch(value.strip())
     if not m:
         raise ValueError(f"expected K/N (e.g. 1/3), got {value!r}")

@@ -98,7 +98,7 @@ def _value(tpl: Template, source: dict[str, Any], t: ElementType, shape: tuple[i
 
 def build(b: Build) -> ConcreteCase:
     """One concrete case: its inputs, the oracle's outputs and what the status policy makes of them."""
-    base_id = _case_id(b)
+    base_id = case_id(b)
     if b.gvar.x_shape is not None:
         check_elements(b.tpl, "shape", b.gvar.x_shape)
     attrs = dict(b.gvar.attrs)
@@ -277,7 +277,9 @@ def _check_golden(tpl: Template, case_id: str, outputs: list[np.ndarray], spec: 
                             f"oracle gives {outputs[k].tolist()}")
 
 
-def _case_id(b: Build) -> str:
+def case_id(b: Build) -> str:
+    """The id of the case ``b`` builds (known before anything is computed; CaseFileError when it is too
+    long)."""
     prefix = {opspecs.AI_ONNX: "", opspecs.MS: "ms-", opspecs.QUARK: "quark-"}[b.spec.domain]
     parts = [f"{prefix}{b.spec.name.lower()}-{b.spec.version}-{b.tpl.data['id']}"]
     if b.kind == "Q":
@@ -289,6 +291,6 @@ def _case_id(b: Build) -> str:
         parts.append({"omitted": "nozp", "output_dtype": "outdtype"}[b.zp_mode])
     parts += [lbl for lbl in b.gvar.labels if lbl]
     parts += [f"{k.replace('_', '')}{v}" for k, v in sorted(b.attrs.items())]
-    case_id = "-".join(parts)
-    check_id(b.tpl, case_id)
-    return case_id
+    text = "-".join(parts)
+    check_id(b.tpl, text)
+    return text

@@ -30,6 +30,7 @@ from pathlib import Path
 from qdq_conformance.cachedir import cache_root
 from qdq_conformance.gcpause import gc_paused
 from qdq_conformance.resources import cases_dir, data_dir, package_dir, schema_path
+from qdq_conformance.sharding import Shard, in_shard
 
 from .case import ConcreteCase
 from .loader import read_case_file
@@ -192,34 +193,37 @@ def _hash(roots: Iterable[str], locate: Locate, data: Iterable[tuple[Path, Path]
     return h.hexdigest()
 
 
-def entry_key(data: bytes, tiers: Sequence[str]) -> str:
-    """The cache key of a case file's bytes expanded for ``tiers`` (with the code's :func:`fingerprint`)."""
-    return hashlib.sha256(fingerprint().encode() + b"\0" + ",".join(tiers).encode() + b"\0"
+def entry_key(data: bytes, tiers: Sequence[str], shard: Shard | None = None) -> str:
+    """The cache key of a case file's bytes expanded for ``tiers`` (with the code's :func:`fingerprint`), and
+    for one ``shard`` (K, N) of its cases."""
+    part = b"" if shard is None else f"\0shard {shard[0]}/{shard[1]}".encode()
+    return hashlib.sha256(fingerprint().encode() + b"\0" + ",".join(tiers).encode() + part + b"\0"
                           + data).hexdigest()
 
 
-def load_file_cached(path: Path, tiers: Sequence[str]) -> list[ConcreteCase]:
-    """``corpus.load_file(path, tiers)``, from the cache when an entry for exactly this input exists."""
+def load_file_cached(path: Path, tiers: Sequence[str], shard: Shard | None = None) -> list[ConcreteCase]:
+    """``corpus.load_file(path, tiers, shard)``, from the cache when an entry for exactly this input exists.
+    A shard's cases are those of the whole file's entry when there is one (filtered: the same cases, in the
+    same order, as generating twice gives the same bytes), else of the shard's own entry, else expanded for
+    that shard only and kept as its entry."""
     # imported on a cache miss only: a warm collection (each pytest-xdist worker's) skips the imports of the
     # expansion and the kernel behind it, 0.1 s a process (measured with -X importtime)
     from .corpus import load_file
 
     if not enabled():
-        return load_file(path, tiers)
+        return load_file(path, tiers, shard)
     data = read_case_file(path)  # (raises CaseFileError: unreadable, or over the size limit)
-    key = entry_key(data, tiers)
     folder = cache_root() / "corpus"
-    entry = folder / f"{path.stem}-{key[:24]}.pkl"
-    try:
-        with entry.open("rb") as fh, gc_paused():
-            cached: list[ConcreteCase] = pickle.load(fh)
-        for case in cached:
-            # the same bytes may have been cached from a file of the same name elsewhere
-            case.file = str(path)
-        return cached
-    except Exception:  # (missing, truncated, or from other code: any entry that cannot be read is recomputed)
-        pass
-    cases = load_file(path, tiers)  # raises CaseFileError, which is never cached
+    whole = _read(folder / f"{path.stem}-{entry_key(data, tiers)[:24]}.pkl", path)
+    keep = in_shard(shard)
+    if whole is not None:
+        return whole if keep is None else [c for c in whole if keep(c.id)]
+    entry = folder / f"{path.stem}-{entry_key(data, tiers, shard)[:24]}.pkl"
+    if shard is not None:
+        part = _read(entry, path)
+        if part is not None:
+            return part
+    cases = load_file(path, tiers, shard)  # raises CaseFileError, which is never cached
     for case in cases:
         case.prepare()  # metadata and serialized models, computed once and kept with the case
     try:
@@ -231,3 +235,16 @@ def load_file_cached(path: Path, tiers: Sequence[str]) -> list[ConcreteCase]:
     except OSError:
         pass  # a read-only home: run without the cache
     return cases
+
+
+def _read(entry: Path, path: Path) -> list[ConcreteCase] | None:
+    """The cases an entry holds (None: none can be read), as cases of ``path``."""
+    try:
+        with entry.open("rb") as fh, gc_paused():
+            cached: list[ConcreteCase] = pickle.load(fh)
+        for case in cached:
+            # the same bytes may have been cached from a file of the same name elsewhere
+            case.file = str(path)
+        return cached
+    except Exception:  # (missing, truncated, or from other code: any entry that cannot be read is recomputed)
+        return None

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from qdq_conformance.resources import cases_dir
+from qdq_conformance.sharding import Shard, in_shard
 
 from .case import ConcreteCase
 from .expand import expand
@@ -35,15 +36,19 @@ def case_files(root: Path = CASES_DIR) -> list[Path]:
     return sorted(p for p in root.rglob("*.yaml") if p.is_file())
 
 
-def load_file(path: Path, tiers: Sequence[str] | None = None) -> list[ConcreteCase]:
+def load_file(path: Path, tiers: Sequence[str] | None = None,
+              shard: Shard | None = None) -> list[ConcreteCase]:
     """The concrete cases of one case file (raises CaseFileError); only templates of ``tiers`` (default: all)
-    are expanded, so unselected large-tier cases cost nothing. Two templates of the file that give one case id
-    are an error naming both lines. A file of graph templates (``graphs:``) gives graph cases
-    (``graph_case.GraphCase``, which serves wherever a ConcreteCase does)."""
+    are expanded, so unselected large-tier cases cost nothing, and with ``shard`` (K, N) only the cases of
+    that shard are built (the file's cases in that shard, in the file's order: ``sharding.py``). Two
+    templates of the file that give one case id are an error naming both lines. A file of graph templates
+    (``graphs:``) gives graph cases (``graph_case.GraphCase``, which serves wherever a ConcreteCase does)."""
     doc = load_yaml(path)
     validate(doc, path)
     graphs = "graphs" in doc
-    expander: Callable[[Template], Sequence[Any]] = expand_graph if graphs else expand
+    expander: Callable[[Template, Callable[[str], bool] | None], Sequence[Any]] = \
+        expand_graph if graphs else expand
+    keep = in_shard(shard)
     seen: dict[str, int] = {}
     ids: dict[str, tuple[str, int]] = {}
     cases: list[Any] = []
@@ -56,7 +61,7 @@ def load_file(path: Path, tiers: Sequence[str] | None = None) -> list[ConcreteCa
         if tiers is not None and item.get("tier", "default") not in tiers:
             continue
         try:
-            expanded = expander(tpl)
+            expanded = expander(tpl, keep)
         except CaseFileError:
             raise
         except Exception as e:  # a generator defect must still name the case that triggered it

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from qdq_conformance import opspecs
@@ -17,7 +17,7 @@ from qdq_conformance.ambiguities import catalogue
 from qdq_conformance.domain import CaseStatus
 from qdq_conformance.types import TYPES, ElementType, by_name
 
-from .build import Build, Skip, build
+from .build import Build, Skip, build, case_id
 from .case import ConcreteCase
 from .limits import check_cases
 from .shape_variants import variants
@@ -93,8 +93,10 @@ def _attribute_sets(tpl: Template, y: ElementType) -> Iterator[dict[str, int]]:
         yield {k: _attr_value(tpl, k, v, y) for k, v in zip(keys, values, strict=True)}
 
 
-def expand(tpl: Template) -> list[ConcreteCase]:
-    """Every concrete case of one template (raises CaseFileError for a malformed or inconsistent one)."""
+def expand(tpl: Template, keep: Callable[[str], bool] | None = None) -> list[ConcreteCase]:
+    """Every concrete case of one template (raises CaseFileError for a malformed or inconsistent one); with
+    ``keep``, only the cases whose id it keeps are built (a shard's: every id is known, and checked, before
+    any value is computed)."""
     data = tpl.data
     status = data["status"]
     if status == CaseStatus.IMPLEMENTATION_DEFINED:
@@ -115,14 +117,26 @@ def expand(tpl: Template) -> list[ConcreteCase]:
     for count, _ in enumerate(_candidates(tpl, kind), 1):
         check_cases(tpl, count)
     cases: list[ConcreteCase] = []
+    left: list[Build] = []  # (the candidates ``keep`` leaves out)
     for b in _candidates(tpl, kind):
+        if keep is not None and not keep(case_id(b)):
+            left.append(b)
+            continue
         try:
             cases.append(build(b))
         except Skip:
             continue
-    if not cases:
+    if not cases and not any(_builds(b) for b in left):  # (whether the whole template gives a case)
         raise tpl.error("versions", "the template expands to no case (check versions, types, granularity)")
     return cases
+
+
+def _builds(b: Build) -> bool:
+    try:
+        build(b)
+    except Skip:
+        return False
+    return True
 
 
 def _candidates(tpl: Template, kind: str) -> Iterator[Build]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -264,10 +264,7 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
             raise _node_error(tpl, n, str(e)) from None
     outputs = [str(o) for o in data["outputs"]]
     _check_structure(tpl, nodes, values, outputs)
-    parts = [f"graph-{tpl.data['id']}", *(_id_part(k, v, tpl.data["vary"]) for k, v in env.items()),
-             f"o{opset}"]
-    case_id = "-".join(p for p in parts if p)
-    check_id(tpl, case_id)
+    case_id = graph_case_id(tpl, env, opset)
     clauses = [Clause(c.get("operator", "?"), str(c.get("versions", "")), c["text"]) for c in data["spec"]]
     case = GraphCase(id=case_id, template=tpl.data["id"], file=tpl.file, line=tpl.line(),
                      description=data["description"], clauses=[*clauses, GRAPH_CLAUSE], family=data["family"],
@@ -297,6 +294,16 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
     if "expected" in data:
         _golden(tpl, case)
     return case
+
+
+def graph_case_id(tpl: Template, env: dict[str, Any], opset: int) -> str:
+    """The id of the case of the template's placeholder values ``env`` at ``opset`` (CaseFileError when it is
+    too long)."""
+    parts = [f"graph-{tpl.data['id']}", *(_id_part(k, v, tpl.data["vary"]) for k, v in env.items()),
+             f"o{opset}"]
+    case_id = "-".join(p for p in parts if p)
+    check_id(tpl, case_id)
+    return case_id
 
 
 def _id_part(key: str, v: Any, vary: dict[str, Any]) -> str:
@@ -336,8 +343,9 @@ def _candidates(tpl: Template) -> Iterator[tuple[dict[str, Any], int]]:
             yield env, opset
 
 
-def expand_graph(tpl: Template) -> list[GraphCase]:
-    """Every concrete case of one graph template (CaseFileError for a malformed or inconsistent one)."""
+def expand_graph(tpl: Template, keep: Callable[[str], bool] | None = None) -> list[GraphCase]:
+    """Every concrete case of one graph template (CaseFileError for a malformed or inconsistent one); with
+    ``keep``, only the cases whose id it keeps are built (``expand.expand``)."""
     newest = onnx.defs.onnx_opset_version()
     for opset in tpl.data["opsets"]:
         if not MIN_OPSET <= opset <= newest:
@@ -345,14 +353,30 @@ def expand_graph(tpl: Template) -> list[GraphCase]:
                             f"opset {opset} outside [{MIN_OPSET}, {newest}] (graph cases use the ops' "
                             f"opset-{MIN_OPSET} forms; onnx {onnx.__version__} knows up to {newest})")
     cases = []
+    left: list[tuple[dict[str, Any], int]] = []  # (the candidates ``keep`` leaves out)
     for env, opset in _candidates(tpl):
-        data = _substitute({k: v for k, v in tpl.data.items() if k != "vary"}, env)
+        if keep is not None and not keep(graph_case_id(tpl, env, opset)):
+            left.append((env, opset))
+            continue
         try:
-            cases.append(_build(tpl, env, opset, data))
+            cases.append(_build_one(tpl, env, opset))
         except _Skip:
             continue
-    if not cases:
+    if not cases and not any(_builds(tpl, env, opset) for env, opset in left):
         raise tpl.error("opsets",
                         "the template expands to no case (a quantization node the spec allows at none "
                         "of its opsets?)")
     return cases
+
+
+def _build_one(tpl: Template, env: dict[str, Any], opset: int) -> GraphCase:
+    return _build(tpl, env, opset, _substitute({k: v for k, v in tpl.data.items() if k != "vary"}, env))
+
+
+def _builds(tpl: Template, env: dict[str, Any], opset: int) -> bool:
+    """Whether the candidate gives a case (whether the template expands to one at all)."""
+    try:
+        _build_one(tpl, env, opset)
+    except _Skip:
+        return False
+    return True

@@ -96,3 +96,108 @@ def test_a_new_dependency_changes_the_key(tmp_path):
     assert key() not in (before, with_c)
     (pkg / "b.py").write_text("import numpy  # a package of its own\n" + (pkg / "b.py").read_text())
     assert cache.closure(("pkg.a",), locate)[1] == {"numpy"}
+
+
+def test_a_shard_is_generated_alone_and_gives_the_whole_files_cases_of_that_shard(tmp_path, monkeypatch):
+    """``--shard K/N`` on a cold cache builds only the shard's cases (the floor run of CI: 1/16 of the corpus
+    in an environment of its own): byte for byte the whole file's cases of that shard, in its order, for a
+    single-node file whose variants skip and for a graph file; each kept as the shard's entry, and once the
+    whole file is cached, a shard is read from the whole file's entry."""
+    from qdq_conformance.generators import build, graph_expand
+    from qdq_conformance.sharding import shard_of
+
+    monkeypatch.setenv("QDQ_CACHE_DIR", str(tmp_path / "cache"))
+    built: list[str] = []
+    for module, name in ((build, "build"), (graph_expand, "_build")):
+        real = getattr(module, name)
+
+        def counting(*args, _real=real):
+            case = _real(*args)
+            built.append(case.id)
+            return case
+        monkeypatch.setattr(module, name, counting)
+    import qdq_conformance.generators.expand as expand_mod
+
+    monkeypatch.setattr(expand_mod, "build", build.build)
+    for file in ("quantize_special_values.yaml", "graph_requantize.yaml"):
+        src = tmp_path / file
+        shutil.copy(CASES_DIR / file, src)
+        whole = load_file(src, ("default",))
+        for k in (1, 3):
+            mine = [_content(c) for c in whole if shard_of(c.id, 3) == k]
+            assert mine and len(mine) < len(whole)
+            built.clear()
+            part = cache.load_file_cached(src, ("default",), (k, 3))
+            assert [_content(c) for c in part] == mine, (file, k)
+            # nothing of the other shards, but one case of a template none of whose cases is in the shard
+            # (whether it gives any case at all)
+            absent = {c.template for c in whole} - {c.template for c in whole if shard_of(c.id, 3) == k}
+            assert {c[0] for c in mine} <= set(built) and len(built) == len(mine) + len(absent), (file, k)
+            built.clear()
+            assert [_content(c) for c in cache.load_file_cached(src, ("default",), (k, 3))] == mine
+            assert built == []  # (read back from the shard's entry)
+        cache.load_file_cached(src, ("default",))  # the whole file's entry
+        built.clear()
+        assert [_content(c) for c in cache.load_file_cached(src, ("default",), (2, 3))] == \
+            [_content(c) for c in whole if shard_of(c.id, 3) == 2]
+        assert built == []
+
+
+def test_a_template_of_no_case_is_refused_in_every_shard(tmp_path):
+    """A shard that holds none of a template's cases still refuses a template that gives none at all, and
+    accepts one that gives cases in other shards only."""
+    from qdq_conformance.errors import CaseFileError
+    from qdq_conformance.sharding import shard_of
+
+    good = tmp_path / "good.yaml"
+    good.write_text(f"description: two templates\ncases:\n{_SMALL}", encoding="utf-8")
+    whole = load_file(good, ("default",))
+    n = 64
+    empty = next(k for k in range(1, n + 1) if not any(shard_of(c.id, n) == k for c in whole))
+    assert whole and load_file(good, ("default",), (empty, n)) == []
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"description: two templates\ncases:\n{_SMALL}{_NO_CASE}", encoding="utf-8")
+    for shard in (None, (empty, n), (1, 2)):
+        try:
+            load_file(bad, ("default",), shard)
+        except CaseFileError as e:
+            assert "expands to no case" in str(e)
+        else:
+            raise AssertionError(f"{shard}: a template of no case was accepted")
+
+
+#: a template of a few cases
+_SMALL = """  - id: small
+    description: a few cases
+    spec:
+      operator: QuantizeLinear
+      versions: "10-28"
+      text: "The quantization formula is `y = saturate((x / y_scale) + y_zero_point)`."
+    operator: QuantizeLinear
+    versions: [21]
+    family: signed-zero
+    status: normative
+    types: {x: float, y: uint8}
+    inputs:
+      x: {recipe: signed-zero}
+
+"""
+
+
+#: a template every variant of which skips (no float8 has a "min" zero point), and which still has many ids
+_NO_CASE = """  - id: no-case
+    description: nothing
+    spec:
+      operator: QuantizeLinear
+      versions: "19-28"
+      text: "The quantization formula is `y = saturate((x / y_scale) + y_zero_point)`."
+    operator: QuantizeLinear
+    versions: "19+"
+    family: signed-zero
+    status: normative
+    types: {y: float8}
+    inputs:
+      x: {recipe: signed-zero}
+      zero_point: {recipe: min}
+
+"""

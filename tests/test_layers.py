@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                          "qdq_conformance.resources", "qdq_conformance.ambiguities",
                          "qdq_conformance.compare", "qdq_conformance.modelbuild", "qdq_conformance.cachedir",
                          "qdq_conformance.progress", "qdq_conformance.gcpause", "qdq_conformance.cpu",
-                         "qdq_conformance.blame", "qdq_conformance.install")),
+                         "qdq_conformance.blame", "qdq_conformance.install", "qdq_conformance.sharding")),
     ("kernel", ("qdq_conformance.reference",)),
     ("results", ("qdq_conformance.results",)),
     ("checker", ("qdq_conformance.checker",)),

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from qdq_conformance.plugin.sharding import shard_of
 from qdq_conformance.reports.render import render_files
 from qdq_conformance.results import header, read
+from qdq_conformance.sharding import shard_of
 
 from .browser import Browser, find_chromium
 from .results_files import entry, record, write

@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
+from qdq_conformance import sharding
 from qdq_conformance.domain import parse_shard
-from qdq_conformance.plugin import sharding
 
 
 def test_parse_accepts_k_of_n_and_refuses_the_rest():

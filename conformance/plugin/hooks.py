@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from .. import sharding
 from ..backends import registry
 from ..backends.markers import MarkerWatch
 from ..backends.registry import MARKERS
@@ -25,7 +26,7 @@ from ..runner import expectations as expectations_mod
 from ..runner.execute import CaseRef
 from ..runner.suite import scope as suite_scope
 from ..types import TYPES
-from . import fastpath, options, selection, sharding, stopping
+from . import fastpath, options, selection, stopping
 from .distributed import is_controller, is_worker
 from .items import CaseFailure, CaseFile, CaseItem, LoadErrorItem, SuiteFile, forms_of
 from .rerun import Rerun

@@ -185,9 +185,12 @@ class CaseFile(pytest.File):
         tier = cfg.getoption("qdq_tier")
         tiers = domain.tiers_of(tier)
         forms = forms_of(cfg)
+        shard = cfg.getoption("qdq_shard", None)
+        part = domain.parse_shard(shard) if shard else None  # (only the shard's cases are made items of)
         try:
-            cases = load_file_cached(self.path, tiers)
-            claim_ids(cfg.stash.setdefault(CLAIMED_IDS, {}), self.path, cases)  # ids unique across the files
+            cases = load_file_cached(self.path, tiers, part)
+            # ids unique across the files (the same id is in the same shard: a shard sees each repeat)
+            claim_ids(cfg.stash.setdefault(CLAIMED_IDS, {}), self.path, cases)
         except CaseFileError as e:
             yield LoadErrorItem.from_parent(self, name="load", error=e)
             return
@@ -197,14 +200,14 @@ class CaseFile(pytest.File):
             yield LoadErrorItem.from_parent(self, name="load", error=error)
             return
         state = cfg.stash.get(STATE, None)
-        source = (str(self.path), tuple(tiers))
+        source = (str(self.path), tuple(tiers), part)
         if state is not None and state.pool is not None:
             state.pool.preload(source)  # the backend's workers load the file while pytest goes on collecting
         only = selection.chosen(cfg, self.path)  # (-k / -m: the items they can select; None: all)
         for index, case in enumerate(cases):
             if case.tier not in tiers:
                 continue
-            ref = FileRef(source[0], source[1], index, case.id)
+            ref = FileRef(source[0], source[1], index, case.id, part)
             shared = marks_of(case, forms[0])[1:]  # every mark but the form's (the first)
             for form in forms:
                 if only is not None and (case.id, form) not in only:

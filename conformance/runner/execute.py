@@ -26,6 +26,7 @@ from ..generators.cache import load_file_cached
 from ..generators.graph_case import GraphCase
 from ..results.files import decode_record, encode_record
 from ..results.records import case_record
+from ..sharding import Shard
 from . import record as record_mod
 from .attribution import attribute
 from .expectations import Expectation, Expectations
@@ -36,18 +37,24 @@ from .outputs import RawResult, exception_text, printable, take
 _DESCRIBED = FAILING | HARNESS | {RunStatus.IMPLEMENTATION_DEFINED}
 
 
+#: a case file as a run loads it: its path, and the tiers and shard (K, N; None: all) it is expanded for
+Source = tuple[str, tuple[str, ...], Shard | None]
+
+
 @dataclass(frozen=True)
 class FileRef:
-    """Case ``index`` of a case file expanded for ``tiers`` (the same list the collector saw)."""
+    """Case ``index`` of a case file expanded for ``tiers`` and ``shard`` (the same list the collector
+    saw)."""
 
     path: str
     tiers: tuple[str, ...]
     index: int
     case_id: str
+    shard: Shard | None = None
 
     @property
-    def source(self) -> tuple[str, tuple[str, ...]]:
-        return (self.path, self.tiers)
+    def source(self) -> Source:
+        return (self.path, self.tiers, self.shard)
 
 
 @dataclass(frozen=True)
@@ -92,12 +99,12 @@ class Sources:
     """The case files a worker has loaded, each once."""
 
     def __init__(self) -> None:
-        self._files: dict[tuple[str, tuple[str, ...]], Sequence[Case]] = {}
+        self._files: dict[Source, Sequence[Case]] = {}
 
-    def load(self, source: tuple[str, tuple[str, ...]]) -> Sequence[Case]:
+    def load(self, source: Source) -> Sequence[Case]:
         cases = self._files.get(source)
         if cases is None:
-            loaded: Sequence[Case] = load_file_cached(Path(source[0]), source[1])
+            loaded: Sequence[Case] = load_file_cached(Path(source[0]), source[1], source[2])
             cases = self._files[source] = loaded
             # The cases live as long as the worker: keep them out of every later garbage collection.
             gc.collect()

@@ -26,7 +26,7 @@ from collections import deque
 from ..backends.registry import BackendOptions
 from ..results.files import encode_record
 from ..results.records import case_record
-from .execute import CaseRef, CaseResult, FileRef, Sources, finish
+from .execute import CaseRef, CaseResult, FileRef, Source, Sources, finish
 from .expectations import Expectations, for_file
 from .isolation import BackendStartError, IsolatedBackend, Lost
 from .outcome import Outcome
@@ -92,7 +92,7 @@ class CasePool:
             w.expectations_path = path
             w.send(("expectations", path))
 
-    def preload(self, source: tuple[str, tuple[str, ...]]) -> None:
+    def preload(self, source: Source) -> None:
         """Let every worker load a case file now (while pytest is still collecting)."""
         for w in self.workers:
             w.send(("load", source))

@@ -192,7 +192,7 @@ def _open_backend(conn: Connection, spec: str, options: BackendOptions) -> Any:
     return backend
 
 
-def _load(sources: execute.Sources, files: list[tuple[str, tuple[str, ...]]], beacon: Beacon) -> None:
+def _load(sources: execute.Sources, files: list[execute.Source], beacon: Beacon) -> None:
     """Load case files (each once) under the beacon's SETUP, each file within --backend-timeout: what a new
     worker (a replacement, say) does before its first case of a file, never counted against that case."""
     for source in files:
