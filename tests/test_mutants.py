@@ -343,3 +343,35 @@ def test_a_mutants_steps_are_in_force_only_in_its_own_context():
         t.join()
     assert _differ(kernel, mutated) and not _differ(kernel, seen[0])
     assert active() is None and not _differ(kernel, _outcome(w.evaluate))
+
+
+def test_a_rewrite_that_changes_nothing_is_judged_by_the_kernels_own_run():
+    """A rewrite mutant runs the kernel's steps: on a case its rewrite leaves as it is (a single node), its
+    outcome is the kernel's, computed once per case for every such mutant; the verdicts are those of running
+    the mutant on every case (the first kill, the cases run, the refusals)."""
+    from qdq_conformance.domain import CaseStatus
+    from qdq_conformance.generators.cache import load_file_cached
+    from qdq_conformance.generators.corpus import CASES_DIR
+    from qdq_conformance.mutants import score as score_mod
+    from qdq_conformance.mutants.mutant import MutantBackend
+    from qdq_conformance.runner.execute import call_backend
+    from qdq_conformance.runner.outcome import classify
+
+    cases = [c for name in ("contrib_microsoft.yaml", "graph_requantize.yaml", "graph_activation.yaml")
+             for c in load_file_cached(CASES_DIR / name, ("default",))]
+    normative = [c for c in cases if c.status == CaseStatus.NORMATIVE]
+    chosen = [REGISTRY[m] for m in ("remove-qdq-pair", "collapse-requant-chain", "drop-relu-between-dq-q")]
+    verdicts = score_mod.score(cases, chosen, jobs=1)
+    assert score_mod._KERNEL_OUTCOMES  # (the single-node cases were judged by the kernel's run)
+    for m, v in zip(chosen, verdicts, strict=True):
+        backend, run, refused, killer = MutantBackend(m), 0, 0, None
+        for c in normative:
+            outcome = classify(call_backend(backend, c.model("runtime"), c.feeds("runtime")),
+                               case_status=c.status, expected=c.expected, ulp=c.ulp, bounds=c.output_bounds())
+            run += 1
+            if outcome.status == "failed":
+                killer = c.id
+                break
+            refused += outcome.status == "error"
+        assert (v.case, v.cases_run, v.refused) == (killer, run, refused), m.id
+        assert killer is not None, m.id
