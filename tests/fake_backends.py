@@ -54,9 +54,9 @@ def slow_to_start(**options):
     load_seconds = float(os.environ.get("QDQ_TEST_LOAD_SECONDS", seconds))
     load = execute.load_file_cached
 
-    def slow_load(path, tiers):
+    def slow_load(path, tiers, shard=None):
         time.sleep(load_seconds)
-        return load(path, tiers)
+        return load(path, tiers, shard)
 
     time.sleep(seconds)
     execute.load_file_cached = slow_load  # (in the worker process only: the factory runs there)

@@ -77,7 +77,7 @@ def test_a_fault_in_the_harness_while_recording_is_a_harness_error(monkeypatch):
 
     sources = execute.Sources()
     ref = execute.FileRef(str(CASES / "small.yaml"), ("default",), 0, sources.load(
-        (str(CASES / "small.yaml"), ("default",)))[0].id)
+        (str(CASES / "small.yaml"), ("default",), None))[0].id)
     monkeypatch.setattr(record, "build", lambda *a, **k: {}["no such key"])
     got = execute.run_case(OracleBackend(), ref, "runtime", sources, Expectations())
     assert got.status == RunStatus.HARNESS_ERROR and "the fault is the tool's" in got.message
