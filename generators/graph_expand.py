@@ -264,7 +264,7 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
             raise _node_error(tpl, n, str(e)) from None
     outputs = [str(o) for o in data["outputs"]]
     _check_structure(tpl, nodes, values, outputs)
-    case_id = graph_case_id(tpl, env, opset)
+    case_id = _graph_case_id(tpl, env, opset)
     clauses = [Clause(c.get("operator", "?"), str(c.get("versions", "")), c["text"]) for c in data["spec"]]
     case = GraphCase(id=case_id, template=tpl.data["id"], file=tpl.file, line=tpl.line(),
                      description=data["description"], clauses=[*clauses, GRAPH_CLAUSE], family=data["family"],
@@ -296,7 +296,7 @@ def _build(tpl: Template, env: dict[str, Any], opset: int, data: dict[str, Any])
     return case
 
 
-def graph_case_id(tpl: Template, env: dict[str, Any], opset: int) -> str:
+def _graph_case_id(tpl: Template, env: dict[str, Any], opset: int) -> str:
     """The id of the case of the template's placeholder values ``env`` at ``opset`` (CaseFileError when it is
     too long)."""
     parts = [f"graph-{tpl.data['id']}", *(_id_part(k, v, tpl.data["vary"]) for k, v in env.items()),
@@ -355,7 +355,7 @@ def expand_graph(tpl: Template, keep: Callable[[str], bool] | None = None) -> li
     cases = []
     left: list[tuple[dict[str, Any], int]] = []  # (the candidates ``keep`` leaves out)
     for env, opset in _candidates(tpl):
-        if keep is not None and not keep(graph_case_id(tpl, env, opset)):
+        if keep is not None and not keep(_graph_case_id(tpl, env, opset)):
             left.append((env, opset))
             continue
         try:
