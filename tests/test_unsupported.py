@@ -127,12 +127,14 @@ def test_no_operator_probe_without_its_required_attributes():
     assert ort_probe.op_refusal("", "Relu", 14) is None
 
 
-def test_no_operator_probe_from_a_refusal_of_its_shapes():
-    """The probe's plain node gives its first input shape [2] and the others none: MatMulInteger's shape
-    inference refuses that ("Input tensors of wrong rank"), which says nothing of the operator (it once called
-    a valid MatMulInteger with batched zero points, which ORT refuses, "unsupported")."""
-    with pytest.raises(ort_probe.NoProbe, match="its shapes were refused"):
-        ort_probe.op_refusal("", "MatMulInteger", 13)
+def test_no_operator_probe_from_a_refusal_of_its_own_model():
+    """The probe's plain node gives its first input shape [2] and the others none, and leaves variadic
+    inputs out: MatMulInteger's shape inference refuses that ("Input tensors of wrong rank"), and Max with no
+    input is an invalid graph. Neither says anything of the operator (the first once called valid
+    MatMulInteger graphs ORT refuses "unsupported": per-row and batched zero points)."""
+    for op in ("MatMulInteger", "MatMul", "Max"):
+        with pytest.raises(ort_probe.NoProbe, match="its model was refused as invalid"):
+            ort_probe.op_refusal("", op, 13)
 
 
 def test_probes_are_cached_per_process():

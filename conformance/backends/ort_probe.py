@@ -207,9 +207,11 @@ def op_refusal(domain: str, op: str, opset: int) -> str | None:
         raise NoProbe(f"cannot build a probe for {name}-{schema.since_version}: it requires the attributes "
                       f"{', '.join(required)}")
     why = _session(model)
-    if why is not None and "ShapeInferenceError" in why:  # (the probe's shapes: MatMulInteger's rank 0)
-        raise NoProbe(f"cannot build a probe for {name}-{schema.since_version}: its shapes were refused "
-                      f"({why})")
+    if why is not None and any(f in why for f in ("ShapeInferenceError", "INVALID_GRAPH")):
+        # (the probe's own model refused as invalid: MatMulInteger's rank-0 inputs, Max with its variadic
+        # inputs left out; ORT says NOT_IMPLEMENTED for an operator it has no kernel for)
+        raise NoProbe(f"cannot build a probe for {name}-{schema.since_version}: its model was refused as "
+                      f"invalid ({why})")
     plain = ", ".join(f"{p}={t[7:-1]}" for p, t in sorted(bind.items()))
     return None if why is None else \
         f"does not implement {name}-{schema.since_version} (probe: a {op} model with {plain} was refused: " \
