@@ -72,6 +72,16 @@ class Ambiguity:
     #: reading name -> the words of the operator's text that permit it, quoted as they stand
     quotes: dict[str, str]
 
+    def concerns(self, domain: str, op: str, version: int) -> bool:
+        """Is ``op`` of ``domain`` at ``version`` one of the entry's operators ("[domain ]Op lo[-hi]")?"""
+        for item in self.operators:
+            *words, versions = item.split()
+            low, _, high = versions.partition("-")
+            if words == ([op] if domain == "ai.onnx" else [domain, op]) and \
+                    int(low) <= version <= int(high or low):
+                return True
+        return False
+
 
 _FIELDS = {"id", "operators", "spec", "question", "readings", "kernel_reading", "kernel"}
 _READING_FIELDS = {"does", "text"}

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from qdq_conformance import opspecs
-from qdq_conformance.ambiguities import Reading
+from qdq_conformance.ambiguities import Reading, catalogue
 from qdq_conformance.compare import compare
 from qdq_conformance.domain import CaseStatus
 from qdq_conformance.errors import SpecViolation
@@ -215,9 +215,12 @@ def _status(b: Build, inputs: list[tuple[str, np.ndarray | None]], attrs: dict[s
     """The case's status, ambiguity and readings: the kernel computes the catalogue's readings, the status
     policy (generators/status.py) decides."""
     status, ambiguity = b.tpl.data["status"], b.tpl.data.get("ambiguity")
+    spec = b.spec
+    if ambiguity is not None and not catalogue()[ambiguity].concerns(spec.domain, spec.name, spec.version):
+        raise b.tpl.error("ambiguity", f"{case_id(b)}: {spec.domain} {spec.name}-{spec.version} is not among "
+                          f"the operators of {ambiguity} ({', '.join(catalogue()[ambiguity].operators)})")
     if outputs is None:
         return status, ambiguity, []
-    spec = b.spec
     found = catalogue_readings(spec.domain, spec.name, spec.version, [a for _, a in inputs], attrs, outputs,
                                ambiguity)
     return decide(status, ambiguity, found, outputs)

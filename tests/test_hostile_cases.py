@@ -115,6 +115,11 @@ HOSTILE: dict[str, tuple[str | bytes, int | None, str]] = {
     "size-sweep": (_with(GOOD, versions="    versions: all\n", types="    types: {x: any, y: any}\n",
                          shape=f"    shape: {{sizes: [{_SIZES}]}}\n", inputs=""), 2,
                    rf"other: expands into more than {MAX_CASES:,} cases"),
+    "entry-of-another-operator": (_with(GOOD, status="    status: implementation-defined\n"
+                                              "    ambiguity: block-size-empty-axis\n"), 9,
+                                  r"other\.ambiguity: quantizelinear-13-other-float-uint8: ai\.onnx "
+                                  r"QuantizeLinear-13 is not among the operators of block-size-empty-axis "
+                                  r"\(QuantizeLinear 21-28, DequantizeLinear 21-28\)"),
     "unknown-version": (GOOD.replace("versions: [13]", "versions: [99999999999999999999]"), 6,
                         r"demo\.versions: no such version\(s\)"),
 }

@@ -8,6 +8,7 @@ kernel's single rounding."""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -360,25 +361,34 @@ def test_resize_nearest_ties_follow_the_mode_and_linear_stays_inside():
 
 
 
+def _nearest_fraction(v: Fraction, mode: str) -> int:
+    """ONNX's nearest_mode of an exact number, by its definition (in fractions, apart from the kernel)."""
+    if mode == "floor":
+        return math.floor(v)
+    if mode == "ceil":
+        return math.ceil(v)
+    half = Fraction(1, 2)
+    return math.ceil(v - half) if mode == "round_prefer_floor" else math.floor(v + half)
+
+
 @pytest.mark.parametrize("mode", ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"])
 def test_resize_picks_on_and_next_to_a_step_are_the_fractions_picks(mode):
-    """nearest_mode's index of x_original +- eps, computed from float64 with fractions only near a step, is
-    the exact one: coordinates on a whole number or a half, one float64 step either side of it, and between
-    two steps (int64 and Python-integer numerators alike)."""
+    """nearest_mode's index of x_original +- eps, computed in integers from the float64 offset, is the exact
+    one: coordinates on a whole number or a half, one float64 step either side of it, between two steps."""
     rng = np.random.default_rng(3)
     for den in (1, 2, 3, 4095, 2**19, 999_983):
         num = rng.integers(-2**22, 2**22, 64)
         base = num / den
         target = np.floor(2 * base + rng.integers(-2, 3, 64)) / 2  # a step near each coordinate
         on = target - base
-        for off in (on, np.nextafter(on, np.inf), np.nextafter(on, -np.inf), on + 0.25, on - 0.375):
-            want = [compute_resize._nearest(Fraction(int(n), den) + Fraction(float(o)), mode)
+        for off in (on, np.nextafter(on, np.inf), np.nextafter(on, -np.inf), on + 0.25, on - 0.375,
+                    np.ldexp(on, -40), -np.abs(on) * 3.0**-30):
+            want = [_nearest_fraction(Fraction(int(n), den) + Fraction(float(o)), mode)
                     for n, o in zip(num, off, strict=True)]
-            for numerators in (num.astype(np.int64), num.astype(object)):
-                got = compute_resize._nearest_moved(numerators, den, off, mode)
-                assert got.tolist() == want
-            assert compute_resize._nearest_exactly(num, den, mode).tolist() == \
-                [compute_resize._nearest(Fraction(int(n), den), mode) for n in num]
+            got = compute_resize._nearest_moved(num.astype(object), den, off, mode)
+            assert got.tolist() == want
+            assert compute_resize._nearest_exactly(num.astype(object), den, mode).tolist() == \
+                [_nearest_fraction(Fraction(int(n), den), mode) for n in num]
 
 
 def test_a_negative_scale_puts_the_codes_back_in_order():

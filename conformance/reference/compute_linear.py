@@ -123,13 +123,14 @@ def _zero_point(zp: np.ndarray | None, operand: np.ndarray, axis: int, name: str
     along the rows of A (axis -2) or "an N element vector" along the columns of B (axis -1); for an N-D
     operand "shape [D1, D2, M, 1]" (A) or "[D1, D2, 1, N]" (B). Ambiguity catalogue:
     `matmulinteger-vector-zero-point` (a 1-D zero point for an N-D operand, which the text does not list: the
-    kernel does not judge it)."""
+    kernel does not judge it). A one-element zero point of higher rank than its operand fits no form either
+    (per tensor, the output is the product's; broadcast as numpy does, it gains axes): refused."""
     if zp is None:
         return np.zeros((), np.int64)
     if zp.dtype != operand.dtype:
         raise ValueError(f"MatMulInteger: {name} must be of its operand's type")
     z = zp.astype(np.int64)
-    if z.size == 1:
+    if z.size == 1 and z.ndim <= operand.ndim:
         return z.reshape(())
     if operand.ndim == 2 and z.ndim == 1 and z.shape[0] == operand.shape[axis]:
         return z.reshape(-1, 1) if axis == -2 else z.reshape(1, -1)

@@ -11,6 +11,8 @@ exact cases with ties come from power-of-two windows.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .interval import ETA32, U64, Interval, exact_sums, from_real, gamma, valuation
@@ -21,7 +23,7 @@ from .sliding import windows
 def _average(win: np.ndarray, counts: np.ndarray) -> Interval:
     """The average of each window (``win``: (..., K1 ... Kn) with NaN where a pad is not counted), divided by
     ``counts``."""
-    flat = win.reshape(*win.shape[:counts.ndim], -1)
+    flat = win.reshape(*win.shape[:counts.ndim], math.prod(win.shape[counts.ndim:]))  # (-1 fails when empty)
     terms = np.where(np.isnan(flat), 0.0, flat)
     n = terms.shape[-1]
     total = np.abs(terms).sum(axis=-1)
@@ -60,7 +62,7 @@ def average_pool(inputs: Inputs, attrs: Attrs) -> list[Interval]:
         counts = np.full(out_shape, float(np.prod(kernel)))
         win = np.where(np.isnan(win), 0.0, win)
     else:
-        counts = (~np.isnan(win)).reshape(*out_shape, -1).sum(axis=-1).astype(np.float64)
+        counts = (~np.isnan(win)).sum(axis=tuple(range(len(out_shape), win.ndim))).astype(np.float64)
         if (counts == 0).any():
             raise ValueError("AveragePool: a window of padding only")
     return [_average(win, counts)]
@@ -72,6 +74,6 @@ def global_average_pool(inputs: Inputs, attrs: Attrs) -> list[Interval]:
     x = float32(need(inputs, 0), "GlobalAveragePool's X")
     if x.ndim < 3:
         raise ValueError("GlobalAveragePool: X must be (N x C x D1 ...)")
-    win = x.astype(np.float64).reshape(*x.shape[:2], *([1] * (x.ndim - 2)), -1)
+    win = x.astype(np.float64).reshape(*x.shape[:2], *([1] * (x.ndim - 2)), math.prod(x.shape[2:]))
     counts = np.full(win.shape[:-1], float(win.shape[-1]))
     return [_average(win, counts)]

@@ -27,6 +27,7 @@ division by the scale or a product by its reciprocal, the scale itself rounded f
 from __future__ import annotations
 
 import itertools
+import operator
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -44,21 +45,6 @@ def _power_of_two(v: Fraction) -> bool:
     return v > 0 and v.numerator & (v.numerator - 1) == 0 and v.denominator & (v.denominator - 1) == 0
 
 
-def _floor(v: Fraction) -> int:
-    return v.numerator // v.denominator
-
-
-def _nearest(v: Fraction, mode: str) -> int:
-    """ONNX's nearest_mode: "round_prefer_floor" (round half down), "round_prefer_ceil" (round half up),
-    "floor", "ceil"."""
-    if mode == "floor":
-        return _floor(v)
-    if mode == "ceil":
-        return -_floor(-v)
-    half = Fraction(1, 2)
-    return -_floor(-(v - half)) if mode == "round_prefer_floor" else _floor(v + half)
-
-
 def _coordinates(mode: str, scale: Fraction, l_in: int, l_out: int) -> tuple[np.ndarray, int]:
     """ONNX's coordinate_transformation_mode, exactly: half_pixel "x_original = (x_resized + 0.5) / scale -
     0.5"; pytorch_half_pixel "length_resized > 1 ? (x_resized + 0.5) / scale - 0.5 : 0"; align_corners
@@ -66,12 +52,10 @@ def _coordinates(mode: str, scale: Fraction, l_in: int, l_out: int) -> tuple[np.
     x_resized / scale"; half_pixel_symmetric is half_pixel when the output length is length * scale (its
     adjustment is then 1).
 
-    Every x_original of the axis as ``numerators / denominator`` (the denominator > 0): int64 when every
-    value the resize computes from them (and their float64 conversions) stays below 2**53, Python integers
-    otherwise."""
+    Every x_original of the axis as ``numerators / denominator`` (the denominator > 0), the numerators Python
+    integers (an object array: exact whatever the lengths)."""
     p, q = scale.numerator, scale.denominator
-    bound = (2 * l_out + 1) * (q + l_in) + 2 * p + 2  # above every numerator, denominator and their sums
-    i = np.arange(l_out, dtype=np.int64 if 8 * bound < 2**53 else object)
+    i = np.arange(l_out).astype(object)
     if mode == "align_corners":
         return i * (l_in - 1), l_out - 1
     if mode == "asymmetric":  # i / (p / q)
@@ -80,11 +64,8 @@ def _coordinates(mode: str, scale: Fraction, l_in: int, l_out: int) -> tuple[np.
 
 
 def _real(numerators: np.ndarray, denominator: int) -> np.ndarray:
-    """Each ``numerator / denominator`` correctly rounded to float64 (as ``float(Fraction)``): one division of
-    two float64 values that are exact (int64 below 2**53), or Python's int division."""
-    if numerators.dtype == object:
-        return np.asarray(numerators / denominator, np.float64)
-    return numerators.astype(np.float64) / denominator
+    """Each ``numerator / denominator`` correctly rounded to float64 (Python's division of integers)."""
+    return np.asarray(numerators / denominator, np.float64)
 
 
 class _Axis(NamedTuple):
@@ -104,11 +85,12 @@ def _axis(l_in: int, l_out: int, scale: Fraction, mode: str) -> _Axis:
     if mode == "align_corners" and l_out == 1 or mode == "pytorch_half_pixel" and l_out == 1:
         raise ValueError(f"{mode} with an output length 1 (ONNX's text and its reference differ)")
     # (align_corners: exact in every form when (length_resized - 1) / (length_original - 1) is a power of two
-    # and the product x_resized * (length_original - 1) stays below 2**24, a float32 integer)
+    # and every product x_resized * (length_original - 1), the numerators, is a float32 value: the division
+    # by length_resized - 1, or the product by the ratio of lengths, is then a power of two's)
     divisor = Fraction(l_out - 1, l_in - 1) if mode == "align_corners" else scale
     numerators, denominator = _coordinates(mode, scale, l_in, l_out)
     exact = _power_of_two(divisor) and l_out < 2**20 and l_in < 2**20 and \
-        (mode != "align_corners" or (l_out - 1) * (l_in - 1) < 2**24)
+        (mode != "align_corners" or bool((numerators.astype(np.float32) == numerators).all()))
     if exact:
         eps = np.zeros(l_out)
     else:
@@ -158,7 +140,8 @@ def _gather(x: np.ndarray, index: list[np.ndarray]) -> np.ndarray:
 
 
 def _nearest_exactly(numerators: np.ndarray, denominator: int, mode: str) -> np.ndarray:
-    """:func:`_nearest` of every ``numerator / denominator`` (denominator > 0), in integer arithmetic."""
+    """ONNX's nearest_mode of every ``numerator / denominator`` (denominator > 0), in integer arithmetic:
+    "round_prefer_floor" (round half down), "round_prefer_ceil" (round half up), "floor", "ceil"."""
     n, d = numerators, denominator
     if mode == "floor":
         return n // d
@@ -170,31 +153,23 @@ def _nearest_exactly(numerators: np.ndarray, denominator: int, mode: str) -> np.
 
 
 def _nearest_moved(numerators: np.ndarray, denominator: int, offset: np.ndarray, mode: str) -> np.ndarray:
-    """:func:`_nearest` of every ``numerator / denominator + offset`` exactly (each offset a float64, taken
-    as the exact number it is).
-
-    Every step of a nearest_mode is a whole number or a half: v in the open interval (k / 2, (k + 1) / 2) has
-    floor ``k // 2``, ceil ``k // 2 + 1`` and both rounds ``(k + 1) // 2``. k is read from v in float64: the
-    conversion of the fraction and the addition are each off by at most 2**-53 of their magnitude, so 2 v
-    is off by at most ``2**-52 (|c| + |v|)`` (a little more); where 2 v is farther than ``2**-46 (|c| + |v| +
-    1)`` from a whole number, k is the exact v's. The few coordinates that near a step are computed in
-    fractions."""
-    real = _real(numerators, denominator)
-    v = real + offset
-    twice = np.floor(2 * v)
-    k = twice.astype(np.int64)
-    index: np.ndarray = k // 2 if mode == "floor" else k // 2 + 1 if mode == "ceil" else (k + 1) // 2
-    near = np.minimum(2 * v - twice, twice + 1 - 2 * v) <= 2.0**-46 * (np.abs(real) + np.abs(v) + 1)
-    for j in np.flatnonzero(near):
-        index[j] = _nearest(Fraction(int(numerators[j]), denominator) + Fraction(float(offset[j])), mode)
-    return index
+    """:func:`_nearest_exactly` of every ``numerator / denominator + offset``, each offset a float64 taken as
+    the exact number it is: ``whole * 2**(exponent - 53)``, brought over the axis's smallest power of two."""
+    mantissa, exponent = np.frexp(offset)
+    whole = np.ldexp(mantissa, 53).astype(np.int64).astype(object)  # |mantissa| in [0.5, 1): 53 bits
+    low = int(exponent.min())
+    shifted = whole * 2 ** (exponent - low).astype(object)  # offset = shifted / 2**(53 - low)
+    unit = 2 ** (53 - low)
+    return _nearest_exactly(numerators * unit + shifted * denominator, denominator * unit, mode)
 
 
 def _nearest_resize(x: np.ndarray, plan: list[_Axis], mode: str) -> Interval:
     lows, highs, picks = [], [], []
     for numerators, denominator, eps, l_in in plan:
         def pick(index: np.ndarray, limit: int = l_in) -> np.ndarray:
-            return np.asarray(np.minimum(np.maximum(index, 0), limit - 1), np.int64)
+            # (each index clamped to [0, l_in - 1], and an integer: operator.index refuses a float)
+            clamped = np.minimum(np.maximum(index, 0), limit - 1)
+            return np.fromiter(map(operator.index, clamped), np.int64, len(clamped))
         exact = pick(_nearest_exactly(numerators, denominator, mode))
         picks.append(exact)
         if not eps.any():
