@@ -125,6 +125,11 @@ def run(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndar
             x, alpha = args[0], np.float32(_attrs(node).get("alpha", 0.01))
             assert x is not None
             outs = [np.where(x < 0, x * alpha.astype(x.dtype), x)]
+        elif node.op_type == "GlobalAveragePool" and args[0] is not None and args[0].shape[:2].count(0):
+            # (an empty batch or no channel: the output [N, C, 1, ..., 1] has no element, whatever an average
+            # over the spatial axes would be; onnx.reference divides by the empty spatial size first)
+            x = args[0]
+            outs = [np.zeros(x.shape[:2] + (1,) * (x.ndim - 2), x.dtype)]
         elif node.op_type == "DynamicQuantizeLinear":
             raise Beyond(node.op_type)
         elif node.op_type == "MatMulInteger" and len(args) > 2 and args[2] is not None and args[2].size > 1:
