@@ -114,3 +114,15 @@ def test_the_narrowed_collection_is_pytests_selection(which_pytest, case_folder,
     everything = _collected(case_folder, {**env, "QDQ_COLLECT_ALL": "1"}, *selection)
     assert narrowed and narrowed == everything, (version, selection)
     assert len({line.split("::")[0] for line in narrowed}) < len(FILES)  # (some file was left out)
+
+
+def test_a_named_file_the_selection_leaves_empty_costs_nothing_else(which_pytest, case_folder):
+    """Two case files named on the command line, -k selecting cases of one only: the other's cases are
+    deselected as pytest deselects, not an error that collects nothing ("not found", exit 4 or 5)."""
+    env, version = which_pytest
+    files = [str(case_folder / "dynamic_quantize_linear.yaml"), str(case_folder / "quark_boundaries.yaml")]
+    narrowed = _collected(case_folder, env, "-k", "dynamicquantizelinear", *files)
+    everything = _collected(case_folder, {**env, "QDQ_COLLECT_ALL": "1"}, "-k", "dynamicquantizelinear",
+                            *files)
+    assert narrowed and narrowed == everything, version
+    assert all("dynamic_quantize_linear.yaml::" in line for line in narrowed)

@@ -139,10 +139,18 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return None
     if file_path.suffix == ".yaml" and file_path.parent.resolve() == Path(
             config.getoption("qdq_cases") or CASES_DIR).resolve():
-        if not selection.wanted(config, parent, file_path):  # (-k / -m can select none of its cases)
+        # (-k / -m can select none of its cases: left out unless named on the command line, where pytest
+        # would call a path that gives no collector "not found" and collect nothing at all)
+        if not selection.wanted(config, parent, file_path) and not _named(config, file_path):
             return None
         return CaseFile.from_parent(parent, path=file_path)
     return None
+
+
+def _named(config: pytest.Config, file_path: Path) -> bool:
+    """Is ``file_path`` one of the run's command-line arguments (a file, or a node id in it)?"""
+    here = Path(config.invocation_params.dir)
+    return any((here / arg.split("::", 1)[0]).resolve() == file_path.resolve() for arg in config.args)
 
 
 def _is_suite_file(suite: Path, file_path: Path) -> bool:
