@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reports", ("qdq_conformance.reports",)),
     ("front ends", ("qdq_conformance.plugin", "qdq_conformance.fuzz", "qdq_conformance.mutants.mutants_cmd",
                     "qdq_conformance.checker.check_cmd", "qdq_conformance.cli",
+                    "qdq_conformance.spec_cmd", "qdq_conformance.generate_cmd",
                     "qdq_conformance.show_cmd", "qdq_conformance.repro_cmd", "qdq_conformance.compliance_cmd",
                     "qdq_conformance.frommodel_cmd", "qdq_conformance.matrix")),
 )
