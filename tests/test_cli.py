@@ -3,6 +3,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from qdq_conformance.cli import build_parser, main
 from qdq_conformance.runner.suite import read_manifest
 
@@ -57,3 +59,24 @@ def test_generate_reports_a_bad_case_file_and_keeps_going(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 1 and "bad.yaml:2" in err
     assert (tmp_path / "o.tar.gz").exists()
+
+
+#: every command module, as ``qdq-conformance NAME`` imports it (cli.py's COMMANDS)
+COMMAND_MODULES = {"report": "reports.reports_cmd", "repro-check": "repro_cmd", "show": "show_cmd",
+                   "mutants": "mutants.mutants_cmd", "matrix": "matrix.matrix_cmd", "fuzz": "fuzz.fuzz_cmd",
+                   "compliance": "compliance_cmd", "cases": "frommodel_cmd", "check": "checker.check_cmd",
+                   "generate": "generate_cmd", "demo": "spec_cmd"}
+
+
+@pytest.mark.parametrize("command", ["report", "repro-check", "run"])
+def test_a_subcommand_imports_no_other_commands_modules(command):
+    """``qdq-conformance NAME`` builds NAME's parser alone (cli.py): a fresh Python that parses
+    ``NAME --help`` has imported no other command's module (each cost a part of a second at every start)."""
+    code = ("import sys\nfrom qdq_conformance.cli import main\ntry:\n    main([sys.argv[1], '--help'])\n"
+            "except SystemExit:\n    pass\nprint(' '.join(m for m in sys.modules if m.startswith('qdq_')))")
+    p = subprocess.run([sys.executable, "-c", code, command], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    imported = {m.removeprefix("qdq_conformance.") for m in p.stdout.split()}
+    own = {COMMAND_MODULES.get(command), "show_cmd" if command == "repro-check" else None}  # (show's repro)
+    assert {m for m in COMMAND_MODULES.values() if m in imported} - own == set()
+    assert COMMAND_MODULES.get(command, "cli") in imported
