@@ -73,14 +73,17 @@ class Ambiguity:
     quotes: dict[str, str]
 
     def concerns(self, domain: str, op: str, version: int) -> bool:
-        """Is ``op`` of ``domain`` at ``version`` one of the entry's operators ("[domain ]Op lo[-hi]")?"""
-        for item in self.operators:
-            *words, versions = item.split()
-            low, _, high = versions.partition("-")
-            if words == ([op] if domain == "ai.onnx" else [domain, op]) and \
-                    int(low) <= version <= int(high or low):
-                return True
-        return False
+        """Is ``op`` of ``domain`` at ``version`` one of the entry's operators?"""
+        return any((domain, op) == (d, name) and version in versions
+                   for d, name, versions in map(operator_versions, self.operators))
+
+
+def operator_versions(ref: str) -> tuple[str, str, range]:
+    """An entry's operator, "[domain ]Op lo[-hi]" ("QuantizeLinear 10-28", "com.microsoft QuantizeLinear 1"):
+    its domain (ai.onnx when none is written), its name and its versions."""
+    *domain, name, versions = ref.split()
+    low, _, high = versions.partition("-")
+    return (domain[0] if domain else "ai.onnx"), name, range(int(low), int(high or low) + 1)
 
 
 _FIELDS = {"id", "operators", "spec", "question", "readings", "kernel_reading", "kernel"}

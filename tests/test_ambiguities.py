@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qdq_conformance.ambiguities import Reading, ReadingKey, catalogue, reading_key
+from qdq_conformance.ambiguities import Reading, ReadingKey, catalogue, operator_versions, reading_key
 from qdq_conformance.mutants import REGISTRY, names
 from qdq_conformance.reports.render import followed
 
@@ -62,10 +62,8 @@ def _operator_texts(operators: tuple[str, ...]) -> str:
 
     parts = [onnx.defs.get_schema("Cast", 25).doc]
     for ref in operators:
-        *domain, name, versions = ref.split()
-        lo, _, hi = versions.partition("-")
-        wanted = range(int(lo), int(hi or lo) + 1)
-        if not domain and not any(s.name == name for s in opspecs.all_specs()):
+        domain, name, wanted = operator_versions(ref)
+        if domain == opspecs.AI_ONNX and not any(s.name == name for s in opspecs.all_specs()):
             # an ai.onnx operator around the quantization nodes (Sigmoid, Softmax, MatMulInteger): its
             # schema's text and its inputs' and outputs' descriptions
             for v in wanted:
@@ -74,8 +72,7 @@ def _operator_texts(operators: tuple[str, ...]) -> str:
                     parts += [schema.doc, *(f.description for f in (*schema.inputs, *schema.outputs))]
             continue
         for spec in opspecs.all_specs():
-            if spec.name == name and spec.domain == (domain[0] if domain else opspecs.AI_ONNX) \
-                    and spec.version in wanted:
+            if spec.name == name and spec.domain == domain and spec.version in wanted:
                 parts.append(spec.doc)
                 if spec.domain == opspecs.AI_ONNX:
                     schema = onnx.defs.get_schema(name, spec.version)
